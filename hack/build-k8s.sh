@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Builds the pinned control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kubelet, kwok) from Go modules into a cache outside the clone, and reuses
+# them when present. Prints the bin folder on its last line.
+#
+# k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces staging modules with local
+# paths), so a throw-away wrapper module pins every staging module to the matching v0.x tag.
+set -o errexit -o nounset -o pipefail
+
+K8S_VERSION=${K8S_VERSION:-v1.35.4}
+ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+CACHE=${GPUSHARE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpushare}
+BIN=$CACHE/bin-$K8S_VERSION
+STAGING_VERSION=v0.${K8S_VERSION#v1.}
+mkdir -p "$BIN"
+
+log() { printf '[build-k8s] %s\n' "$*" >&2; }
+
+want=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kwok)
+missing=()
+for b in "${want[@]}"; do [ -x "$BIN/$b" ] || missing+=("$b"); done
+if [ ${#missing[@]} -eq 0 ]; then
+  log "all binaries cached in $BIN"
+  echo "$BIN"
+  exit 0
+fi
+log "missing: ${missing[*]} (cold build takes ~15 min on 2 cores)"
+
+staging=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
+  cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
+  cri-client csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms
+  kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
+  mount-utils pod-security-admission sample-apiserver)
+
+export GOFLAGS=-mod=mod GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${K8S_VERSION#v1.}"
+ldflags=${ldflags%.*}
+
+need_k8s=false
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+  [ -x "$BIN/$b" ] || need_k8s=true
+done
+if $need_k8s; then
+  W=$CACHE/wrap-k8s-$K8S_VERSION
+  mkdir -p "$W"
+  if [ ! -f "$W/go.sum" ]; then
+    log "preparing wrapper module in $W"
+    {
+      echo "module gpushare.local/k8swrap"
+      echo
+      echo "go 1.25"
+      echo
+      echo "require k8s.io/kubernetes $K8S_VERSION"
+      echo
+      for m in "${staging[@]}"; do echo "replace k8s.io/$m => k8s.io/$m $STAGING_VERSION"; done
+    } >"$W/go.mod"
+    cat >"$W/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)
+GO
+    (cd "$W" && go mod tidy -e >&2)
+  fi
+  for b in kube-apiserver kube-scheduler kube-controller-manager kubelet; do
+    [ -x "$BIN/$b" ] && continue
+    log "building $b $K8S_VERSION"
+    (cd "$W" && go build -trimpath -ldflags "$ldflags" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b" && mv "$BIN/$b.tmp" "$BIN/$b")
+  done
+fi
+
+if [ ! -x "$BIN/etcd" ]; then
+  E=$CACHE/wrap-etcd-$ETCD_VERSION
+  mkdir -p "$E"
+  if [ ! -f "$E/go.sum" ]; then
+    log "preparing etcd wrapper in $E"
+    printf 'module gpushare.local/etcdwrap\n\ngo 1.25\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" >"$E/go.mod"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' >"$E/tools.go"
+    (cd "$E" && go mod tidy -e >&2)
+  fi
+  log "building etcd $ETCD_VERSION"
+  (cd "$E" && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" go.etcd.io/etcd/server/v3 && mv "$BIN/etcd.tmp" "$BIN/etcd")
+fi
+
+if [ ! -x "$BIN/kwok" ]; then
+  log "building kwok $KWOK_VERSION"
+  GOBIN=$BIN.kwok go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
+  mv "$BIN.kwok/kwok" "$BIN/kwok" && rmdir "$BIN.kwok"
+  # kwok's stage definitions ship in its module; keep a concatenated copy beside the binary.
+  src=$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage
+  for f in "$src"/node/fast/node-initialize.yaml "$src"/pod/fast/*.yaml; do
+    cat "$f"; printf '\n---\n'
+  done >"$BIN/kwok-stages.yaml"
+fi
+
+log "done: $BIN"
+echo "$BIN"

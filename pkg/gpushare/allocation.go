@@ -1,0 +1,248 @@
+package gpushare
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// CardUnits maps a card index to gpu-mem units.
+type CardUnits map[int]int64
+
+// Allocation maps a container index to the units it holds on each card: the decoded form of
+// {"<containerIndex>":{"<cardIndex>":units}}.
+type Allocation map[int]CardUnits
+
+// PodAllocation is the cards chosen for each container of a pod.
+type PodAllocation struct {
+	App  Allocation // index into spec.containers (AnnotationAllocation)
+	Init Allocation // index into spec.initContainers (AnnotationInitAllocation)
+}
+
+// For returns the cards of one container (nil when it holds none).
+func (a PodAllocation) For(ref ContainerRef) CardUnits {
+	if ref.InitList {
+		return a.Init[ref.Index]
+	}
+	return a.App[ref.Index]
+}
+
+// Set records the cards of one container.
+func (a *PodAllocation) Set(ref ContainerRef, cards CardUnits) {
+	m := &a.App
+	if ref.InitList {
+		m = &a.Init
+	}
+	if *m == nil {
+		*m = Allocation{}
+	}
+	(*m)[ref.Index] = cards
+}
+
+// Cards lists the distinct card indexes the pod uses, ascending.
+func (a PodAllocation) Cards() []int {
+	seen := map[int]bool{}
+	for _, al := range []Allocation{a.App, a.Init} {
+		for _, cu := range al {
+			for c := range cu {
+				seen[c] = true
+			}
+		}
+	}
+	out := make([]int, 0, len(seen))
+	for c := range seen {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// CardUsage is what the pod holds on each card, following the Kubernetes effective-request
+// rule per card: app and sidecar containers run together; each regular init container runs
+// alone beside the sidecars. usage[card] = max(sum(app+sidecar), max_i(init_i + sidecars)).
+// pod supplies which init containers are sidecars.
+func (a PodAllocation) CardUsage(pod *corev1.Pod) CardUnits {
+	running := CardUnits{}
+	for _, cu := range a.App {
+		for c, u := range cu {
+			running[c] += u
+		}
+	}
+	sidecars := CardUnits{}
+	for i, cu := range a.Init {
+		if isSidecar(pod, i) {
+			for c, u := range cu {
+				running[c] += u
+				sidecars[c] += u
+			}
+		}
+	}
+	usage := running
+	for i, cu := range a.Init {
+		if isSidecar(pod, i) {
+			continue
+		}
+		for c, u := range cu {
+			if v := u + sidecars[c]; v > usage[c] {
+				usage[c] = v
+			}
+		}
+	}
+	return usage
+}
+
+func isSidecar(pod *corev1.Pod, i int) bool {
+	if pod == nil || i < 0 || i >= len(pod.Spec.InitContainers) {
+		return false
+	}
+	p := pod.Spec.InitContainers[i].RestartPolicy
+	return p != nil && *p == corev1.ContainerRestartPolicyAlways
+}
+
+// MarshalAllocation encodes an Allocation in the compatible JSON form.
+func MarshalAllocation(a Allocation) string {
+	// encoding/json writes integer map keys as strings and sorts them: stable output.
+	b, _ := json.Marshal(a) // a map of ints to maps of ints cannot fail to encode
+	return string(b)
+}
+
+// ParseAllocation decodes {"<containerIndex>":{"<cardIndex>":units}}; negative indexes or
+// units are errors.
+func ParseAllocation(s string) (Allocation, error) {
+	var a Allocation
+	if err := json.Unmarshal([]byte(s), &a); err != nil {
+		return nil, fmt.Errorf("decoding allocation %q: %w", s, err)
+	}
+	for ci, cu := range a {
+		if ci < 0 {
+			return nil, fmt.Errorf("allocation %q: negative container index", s)
+		}
+		for card, u := range cu {
+			if card < 0 || u < 0 {
+				return nil, fmt.Errorf("allocation %q: negative card index or units", s)
+			}
+		}
+	}
+	return a, nil
+}
+
+// ReadAllocation returns the cards chosen for the pod, from the per-container annotations
+// when present, else from the single-card annotations of older extenders (every gpu-mem
+// container on card ALIYUN_COM_GPU_MEM_IDX; res tells which containers request gpu-mem).
+// ok is false when the pod carries no card annotation (not yet placed).
+func (r Resources) ReadAllocation(pod *corev1.Pod) (a PodAllocation, ok bool, err error) {
+	ann := pod.Annotations
+	if s, has := ann[AnnotationAllocation]; has {
+		if a.App, err = ParseAllocation(s); err != nil {
+			return PodAllocation{}, false, err
+		}
+		ok = true
+	}
+	if s, has := ann[AnnotationInitAllocation]; has {
+		if a.Init, err = ParseAllocation(s); err != nil {
+			return PodAllocation{}, false, err
+		}
+		ok = true
+	}
+	if ok {
+		return a, true, nil
+	}
+	s, has := ann[AnnotationIndex]
+	if !has {
+		return PodAllocation{}, false, nil
+	}
+	idx, err := strconv.Atoi(s)
+	if err != nil || idx < 0 {
+		return PodAllocation{}, false, fmt.Errorf("annotation %s=%q is not a card index", AnnotationIndex, s)
+	}
+	req, err := r.PodRequest(pod)
+	if err != nil {
+		return PodAllocation{}, false, err
+	}
+	for _, c := range req.Containers {
+		if c.Cards != 1 {
+			return PodAllocation{}, false, fmt.Errorf("container %q wants %d cards but the pod only has the single-card annotation %s", c.Name, c.Cards, AnnotationIndex)
+		}
+		a.Set(c.Ref, CardUnits{idx: c.Units})
+	}
+	return a, true, nil
+}
+
+// BindAnnotations are the annotations the extender writes at bind: the per-container
+// allocation (and init allocation when any init container holds cards), the pod total,
+// ASSIGNED=false, the assume time, and for a pod on exactly one card the single-card
+// IDX and DEV (cardUnits gives each card's size) that older readers use.
+func BindAnnotations(a PodAllocation, podUnits int64, cardUnits CardUnits, now time.Time) map[string]string {
+	out := map[string]string{
+		AnnotationAllocation: MarshalAllocation(nonNil(a.App)),
+		AnnotationPodUnits:   strconv.FormatInt(podUnits, 10),
+		AnnotationAssigned:   "false",
+		AnnotationAssumeTime: strconv.FormatInt(now.UnixNano(), 10),
+	}
+	if len(a.Init) > 0 {
+		out[AnnotationInitAllocation] = MarshalAllocation(a.Init)
+	}
+	if cards := a.Cards(); len(cards) == 1 {
+		out[AnnotationIndex] = strconv.Itoa(cards[0])
+		out[AnnotationDevUnits] = strconv.FormatInt(cardUnits[cards[0]], 10)
+	}
+	return out
+}
+
+// BindAnnotationKeys lists every key BindAnnotations may write, for rolling a bind back.
+func BindAnnotationKeys() []string {
+	return []string{AnnotationAllocation, AnnotationInitAllocation, AnnotationPodUnits,
+		AnnotationAssigned, AnnotationAssumeTime, AnnotationIndex, AnnotationDevUnits, AnnotationAllocated}
+}
+
+func nonNil(a Allocation) Allocation {
+	if a == nil {
+		return Allocation{}
+	}
+	return a
+}
+
+// ParseAllocated decodes AnnotationAllocated ("app/0,init/1") into the set of containers the
+// device plugin has served.
+func ParseAllocated(s string) (map[ContainerRef]bool, error) {
+	out := map[ContainerRef]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		kind, num, found := strings.Cut(f, "/")
+		i, err := strconv.Atoi(num)
+		if !found || err != nil || i < 0 || (kind != "app" && kind != "init") {
+			return nil, fmt.Errorf("annotation %s: %q is not app/N or init/N", AnnotationAllocated, f)
+		}
+		out[ContainerRef{InitList: kind == "init", Index: i}] = true
+	}
+	return out, nil
+}
+
+// FormatAllocated encodes a set of served containers for AnnotationAllocated, sorted.
+func FormatAllocated(refs map[ContainerRef]bool) string {
+	list := make([]string, 0, len(refs))
+	for r, v := range refs {
+		if v {
+			list = append(list, r.String())
+		}
+	}
+	sort.Strings(list)
+	return strings.Join(list, ",")
+}
+
+// AssumeTime parses AnnotationAssumeTime (zero time when absent or malformed).
+func AssumeTime(pod *corev1.Pod) time.Time {
+	n, err := strconv.ParseInt(pod.Annotations[AnnotationAssumeTime], 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}

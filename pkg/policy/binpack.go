@@ -1,0 +1,26 @@
+package policy
+
+import "github.com/gpushare/gpushare/pkg/gpushare"
+
+// binpack fills the fullest cards and nodes first, keeping whole cards free for large pods.
+// Card choice: the fitting card with the least free units (best fit), lowest index on ties.
+// Score: 3/4 the fullness of the chosen cards after placement, 1/4 the node's, scaled 0..10.
+type binpack struct{}
+
+var _ Policy = binpack{}
+
+func (binpack) Name() string { return "binpack" }
+
+func (binpack) Place(node Node, req gpushare.PodRequest) (Placement, error) {
+	return place(node, req, func(a, b Card, fa, fb, _ int64) bool {
+		if fa != fb {
+			return fa < fb
+		}
+		return a.Index < b.Index
+	})
+}
+
+func (binpack) Score(node Node, p Placement) int64 {
+	cards, whole := fullness(node, p)
+	return scale(0.75*cards + 0.25*whole)
+}

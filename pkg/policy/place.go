@@ -1,0 +1,166 @@
+package policy
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// prefer reports whether card a is a better choice than card b for a container that needs
+// `need` units on it; free is each card's free units at that moment.
+type prefer func(a, b Card, freeA, freeB, need int64) bool
+
+// place is the fit algorithm shared by all policies.
+//
+//  1. App and sidecar containers (they run together) are placed largest per-card need first;
+//     each takes `Cards` distinct cards with at least PerCard free, the best by `better`.
+//  2. Each regular init container runs alone beside the sidecars, so it may reuse what the pod
+//     already holds on a card; it takes the cards that need the least extra, then by `better`.
+//
+// Greedy: for single-container pods (nearly all) it is exact; for several containers with
+// mixed sizes it may miss a packing that exists, never over-commits a card.
+func place(node Node, req gpushare.PodRequest, better prefer) (Placement, error) {
+	if len(node.Cards) == 0 {
+		return Placement{}, fitErrorf("node has no GPU cards")
+	}
+	if req.IsZero() {
+		return Placement{Usage: gpushare.CardUnits{}}, nil
+	}
+	free := make([]int64, len(node.Cards))
+	for i, c := range node.Cards {
+		free[i] = c.Free()
+	}
+	held := make([]int64, len(node.Cards))     // what the pod holds per card so far
+	sidecars := make([]int64, len(node.Cards)) // sidecar units per card
+	var alloc gpushare.PodAllocation
+	multi := len(req.Containers) > 1
+
+	order := make([]gpushare.ContainerRequest, 0, len(req.Containers))
+	var inits []gpushare.ContainerRequest
+	for _, c := range req.Containers {
+		if c.Kind == gpushare.Init {
+			inits = append(inits, c)
+		} else {
+			order = append(order, c)
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		if order[i].PerCard() != order[j].PerCard() {
+			return order[i].PerCard() > order[j].PerCard()
+		}
+		return order[i].Cards > order[j].Cards
+	})
+
+	cand := make([]int, 0, len(node.Cards))
+	for _, c := range order {
+		need := c.PerCard()
+		cand = cand[:0]
+		for i := range node.Cards {
+			if free[i] >= need {
+				cand = append(cand, i)
+			}
+		}
+		if len(cand) < c.Cards {
+			return Placement{}, shortfall(node, free, c, multi)
+		}
+		sort.Slice(cand, func(x, y int) bool {
+			a, b := cand[x], cand[y]
+			return better(node.Cards[a], node.Cards[b], free[a], free[b], need)
+		})
+		cu := make(gpushare.CardUnits, c.Cards)
+		for _, i := range cand[:c.Cards] {
+			free[i] -= need
+			held[i] += need
+			if c.Kind == gpushare.Sidecar {
+				sidecars[i] += need
+			}
+			cu[node.Cards[i].Index] = need
+		}
+		alloc.Set(c.Ref, cu)
+	}
+
+	for _, c := range inits {
+		need := c.PerCard()
+		extra := func(i int) int64 {
+			if e := need + sidecars[i] - held[i]; e > 0 {
+				return e
+			}
+			return 0
+		}
+		cand = cand[:0]
+		for i := range node.Cards {
+			if node.Cards[i].Healthy && extra(i) <= free[i] {
+				cand = append(cand, i)
+			}
+		}
+		if len(cand) < c.Cards {
+			return Placement{}, shortfall(node, free, c, multi)
+		}
+		sort.Slice(cand, func(x, y int) bool {
+			a, b := cand[x], cand[y]
+			if ea, eb := extra(a), extra(b); ea != eb {
+				return ea < eb
+			}
+			return better(node.Cards[a], node.Cards[b], free[a], free[b], need)
+		})
+		cu := make(gpushare.CardUnits, c.Cards)
+		for _, i := range cand[:c.Cards] {
+			e := extra(i)
+			free[i] -= e
+			held[i] += e
+			cu[node.Cards[i].Index] = need
+		}
+		alloc.Set(c.Ref, cu)
+	}
+
+	usage := make(gpushare.CardUnits)
+	for i, h := range held {
+		if h > 0 {
+			usage[node.Cards[i].Index] = h
+		}
+	}
+	return Placement{Allocation: alloc, Usage: usage}, nil
+}
+
+// shortfall builds the FitError for container c given the free units at the time it failed.
+func shortfall(node Node, free []int64, c gpushare.ContainerRequest, multi bool) *FitError {
+	var b strings.Builder
+	if multi {
+		b.WriteString("container ")
+		b.WriteString(strconv.Quote(c.Name))
+		b.WriteString(": ")
+	}
+	need := c.PerCard()
+	var largest int64
+	fitting := 0
+	for _, f := range free {
+		if f > largest {
+			largest = f
+		}
+		if f >= need {
+			fitting++
+		}
+	}
+	if c.Cards == 1 {
+		b.WriteString("need " + strconv.FormatInt(need, 10) + " on one card; largest free " + strconv.FormatInt(largest, 10))
+	} else {
+		b.WriteString("need " + strconv.FormatInt(need, 10) + " on each of " + strconv.Itoa(c.Cards) +
+			" cards; " + strconv.Itoa(fitting) + " of " + strconv.Itoa(len(node.Cards)) + " cards have that free")
+	}
+	b.WriteString(" (")
+	for i, card := range node.Cards {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("card" + strconv.Itoa(card.Index) + " ")
+		if !card.Healthy {
+			b.WriteString("unhealthy")
+			continue
+		}
+		b.WriteString(strconv.FormatInt(free[i], 10) + "/" + strconv.FormatInt(card.Total, 10))
+	}
+	b.WriteString(")")
+	return &FitError{Reason: b.String()}
+}

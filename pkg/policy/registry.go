@@ -1,0 +1,36 @@
+package policy
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// constructors maps a policy name (the --policy flag value) to its constructor.
+var constructors = map[string]func() Policy{
+	"binpack": func() Policy { return binpack{} },
+	"spread":  func() Policy { return spread{} },
+}
+
+// Default is the policy used when none is configured.
+const Default = "binpack"
+
+// Names lists the known policy names, sorted.
+func Names() []string {
+	out := make([]string, 0, len(constructors))
+	for n := range constructors {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// New returns the policy with the given name; an unknown name is an error listing the
+// known ones.
+func New(name string) (Policy, error) {
+	c, ok := constructors[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown placement policy %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	return c(), nil
+}

@@ -1,0 +1,43 @@
+package policy
+
+// fullness returns, after placement p, the used share of the cards p touches and of the
+// whole node (healthy cards), each in [0,1].
+func fullness(node Node, p Placement) (cards, whole float64) {
+	var cUsed, cTotal, nUsed, nTotal int64
+	for _, c := range node.Cards {
+		if !c.Healthy || c.Total <= 0 {
+			continue
+		}
+		used := c.Used + p.Usage[c.Index]
+		if used > c.Total {
+			used = c.Total
+		}
+		nUsed += used
+		nTotal += c.Total
+		if p.Usage[c.Index] > 0 {
+			cUsed += used
+			cTotal += c.Total
+		}
+	}
+	if nTotal == 0 {
+		return 0, 0
+	}
+	whole = float64(nUsed) / float64(nTotal)
+	cards = whole
+	if cTotal > 0 {
+		cards = float64(cUsed) / float64(cTotal)
+	}
+	return cards, whole
+}
+
+// scale maps a value in [0,1] to 0..MaxScore, rounding to nearest and clamping.
+func scale(v float64) int64 {
+	s := int64(v*float64(MaxScore) + 0.5)
+	switch {
+	case s < 0:
+		return 0
+	case s > MaxScore:
+		return MaxScore
+	}
+	return s
+}
