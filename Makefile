@@ -1,0 +1,44 @@
+# gpushare — see README.md. Targets stay thin; the work is in hack/ and the Go packages.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -o errexit -o nounset -o pipefail -c
+
+GO        ?= go
+BIN       ?= $(CURDIR)/bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION)
+# Packages with concurrency run under the race detector.
+RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/...
+COMMANDS  := extender share-plugin kubectl-inspect-gpushare
+
+.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins clean
+
+all: build
+
+build: ## Build every command into ./bin
+	@mkdir -p $(BIN)
+	@for c in $(COMMANDS) $(EXTRA_COMMANDS); do \
+	  if [ -d cmd/$$c ]; then echo "go build cmd/$$c"; CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./cmd/$$c; fi; \
+	done
+
+test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster
+
+unit:
+	$(GO) test -count=1 ./...
+
+race:
+	$(GO) test -count=1 -race $(RACE_PKGS)
+
+lint: ## go vet + gofmt check
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+verify: lint
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+k8s-bins: ## Build (once) the pinned control-plane binaries into the cache
+	hack/build-k8s.sh
+
+clean:
+	rm -rf $(BIN)
