@@ -43,9 +43,9 @@ func TestNodeInventory(t *testing.T) {
 			wantSource: FromAnnotation,
 		},
 		{
-			name: "MiB unit is kept",
-			node: node(map[string]string{AnnotationNodeInventory: `{"unit":"MiB","devices":[{"index":0,"units":15079,"healthy":true}]}`}, "", ""),
-			want: Inventory{Unit: Unit{MiB: 1}, Devices: []Device{{Index: 0, Units: 15079, Healthy: true}}},
+			name:       "MiB unit is kept",
+			node:       node(map[string]string{AnnotationNodeInventory: `{"unit":"MiB","devices":[{"index":0,"units":15079,"healthy":true}]}`}, "", ""),
+			want:       Inventory{Unit: Unit{MiB: 1}, Devices: []Device{{Index: 0, Units: 15079, Healthy: true}}},
 			wantSource: FromAnnotation,
 		},
 		{

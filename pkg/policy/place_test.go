@@ -17,7 +17,9 @@ func initC(i int, units int64, kind gpushare.ContainerKind) gpushare.ContainerRe
 	return gpushare.ContainerRequest{Ref: gpushare.ContainerRef{InitList: true, Index: i}, Name: "i" + string(rune('0'+i)), Kind: kind, Units: units, Cards: 1}
 }
 
-func req(cs ...gpushare.ContainerRequest) gpushare.PodRequest { return gpushare.PodRequest{Containers: cs} }
+func req(cs ...gpushare.ContainerRequest) gpushare.PodRequest {
+	return gpushare.PodRequest{Containers: cs}
+}
 
 // cards builds healthy cards from (total, used) pairs, indexed 0..n-1.
 func cards(tu ...int64) []Card {
