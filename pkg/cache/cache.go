@@ -1,0 +1,194 @@
+package cache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// DefaultReservationTTL is how long a bind-time reservation lives when its pod never shows
+// up bound with the allocation annotations.
+const DefaultReservationTTL = 2 * time.Minute
+
+// Config is what New needs. Nodes and Pods are informers from the one SharedInformerFactory
+// main builds (nodes already filtered by the node selector); neither may be started yet,
+// because New installs the pod transform (TrimPod).
+type Config struct {
+	Nodes     toolscache.SharedIndexInformer
+	Pods      toolscache.SharedIndexInformer
+	Resources gpushare.Resources
+	// ReservationTTL defaults to DefaultReservationTTL when zero.
+	ReservationTTL time.Duration
+	// Clock defaults to the real clock; tests inject k8s.io/utils/clock/testing.FakeClock.
+	Clock clock.WithTicker
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.Nodes == nil:
+		return errors.New("cache config: node informer is nil")
+	case c.Pods == nil:
+		return errors.New("cache config: pod informer is nil")
+	case c.ReservationTTL < 0:
+		return fmt.Errorf("cache config: reservation TTL %s is negative", c.ReservationTTL)
+	}
+	if err := c.Resources.Validate(); err != nil {
+		return fmt.Errorf("cache config: %w", err)
+	}
+	if c.ReservationTTL == 0 {
+		c.ReservationTTL = DefaultReservationTTL
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	return nil
+}
+
+// Cache is the per-node, per-card accounting. Create it with New, then call Run.
+type Cache struct {
+	res   gpushare.Resources
+	ttl   time.Duration
+	clock clock.WithTicker
+
+	// podsMu serialises every change of a pod's accounting (informer events, Reserve,
+	// Release, expiry, node removal) so a uid is held on at most one node.
+	podsMu   sync.Mutex
+	where    map[types.UID]string // node holding the uid (placed or reserved); podsMu
+	reserved map[types.UID]string // the subset of where that is a reservation; podsMu
+
+	mu    sync.RWMutex
+	nodes map[string]*nodeState
+
+	synced []toolscache.InformerSynced
+	ready  atomic.Bool
+}
+
+// New registers the cache's handlers on the informers and the pod transform. It starts no
+// goroutine; call Run. Errors: invalid config, or an informer that has already started.
+func New(cfg Config) (*Cache, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Cache{
+		res:      cfg.Resources,
+		ttl:      cfg.ReservationTTL,
+		clock:    cfg.Clock,
+		where:    map[types.UID]string{},
+		reserved: map[types.UID]string{},
+		nodes:    map[string]*nodeState{},
+	}
+	if err := cfg.Pods.SetTransform(TrimPod(cfg.Resources)); err != nil {
+		return nil, fmt.Errorf("installing the pod transform: %w", err)
+	}
+	nodeReg, err := cfg.Nodes.AddEventHandler(c.nodeHandler())
+	if err != nil {
+		return nil, fmt.Errorf("adding the node event handler: %w", err)
+	}
+	podReg, err := cfg.Pods.AddEventHandler(c.podHandler())
+	if err != nil {
+		return nil, fmt.Errorf("adding the pod event handler: %w", err)
+	}
+	c.synced = []toolscache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}
+	return c, nil
+}
+
+// Run waits until the handlers have seen every existing node and pod (so every allocation
+// is rebuilt from pod annotations), marks the cache ready, then expires stale reservations
+// until ctx is done. The informers must be started by the caller. It returns ctx's error,
+// or an error when ctx ends before the caches synced.
+func (c *Cache) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), c.synced...) {
+		return fmt.Errorf("waiting for node and pod caches to sync: %w", ctx.Err())
+	}
+	c.ready.Store(true)
+	nodes, pods := c.counts()
+	logger.Info("gpushare cache ready", "nodes", nodes, "pods", pods)
+
+	period := c.ttl / 4
+	if period < time.Second {
+		period = time.Second
+	}
+	t := c.clock.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.ready.Store(false)
+			return ctx.Err()
+		case <-t.C():
+			c.expire(logger)
+		}
+	}
+}
+
+// Ready reports whether Run has rebuilt the accounting from the informers (for /readyz).
+func (c *Cache) Ready() bool { return c.ready.Load() }
+
+// counts returns the number of nodes and of pods (placed or reserved) known.
+func (c *Cache) counts() (nodes, pods int) {
+	c.podsMu.Lock()
+	pods = len(c.where)
+	c.podsMu.Unlock()
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, n := range c.nodes {
+		n.mu.Lock()
+		if n.known {
+			nodes++
+		}
+		n.mu.Unlock()
+	}
+	return nodes, pods
+}
+
+// node returns the state of the named node, or nil.
+func (c *Cache) node(name string) *nodeState {
+	c.mu.RLock()
+	n := c.nodes[name]
+	c.mu.RUnlock()
+	return n
+}
+
+// nodeOrCreate returns the state of the named node, creating an empty (unknown) one: pods
+// may be seen before their node, and must still count once it appears.
+func (c *Cache) nodeOrCreate(name string) *nodeState {
+	if n := c.node(name); n != nil {
+		return n
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nodes[name]
+	if !ok {
+		n = newNodeState(name)
+		c.nodes[name] = n
+	}
+	return n
+}
+
+// dropIfEmpty removes a node's state once it is neither a known node nor holds pods.
+// Caller holds podsMu (so no pod can be added to it meanwhile).
+func (c *Cache) dropIfEmpty(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, ok := c.nodes[name]
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	empty := !n.known && len(n.pods) == 0
+	n.mu.Unlock()
+	if empty {
+		delete(c.nodes, name)
+	}
+}

@@ -1,0 +1,13 @@
+// Package cache keeps the extender's view of GPU-sharing nodes: for every node its cards
+// (from gpushare.Resources.NodeInventory) and the gpu-mem units that placed pods and bind-time
+// reservations hold on each card. It is fed by client-go shared informers handed in by main
+// and answers the filter, prioritize, bind and inspect handlers.
+//
+// All quantities are gpu-mem units (GiB by default; the cache never interprets the unit).
+//
+// Locking: an RWMutex guards the node map, a mutex per node guards that node's cards and
+// pods, so a bind on one node never blocks filter on another. Pod mutations (informer events,
+// Reserve, Release, expiry) are additionally serialised by podsMu so that a pod's uid lives
+// on at most one node. Lock order: podsMu, then Cache.mu, then nodeState.mu. No lock is held
+// across API calls.
+package cache

@@ -1,0 +1,72 @@
+package cache
+
+import (
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// Fits reports whether req fits on the named node right now, evaluated under that node's
+// lock without copying (the filter hot path: thousands of nodes per call). It returns nil,
+// ErrUnknownNode, ErrNoCards, or the *policy.FitError of pol.Place naming the per-card
+// shortfall. req must be non-zero and valid.
+func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy) error {
+	n := c.node(nodeName)
+	if n == nil {
+		return ErrUnknownNode
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.known {
+		return ErrUnknownNode
+	}
+	if len(n.devices) == 0 {
+		return ErrNoCards
+	}
+	if fitsOneContainer(n.cards, req) {
+		return nil
+	}
+	_, err := pol.Place(n.view(), req)
+	return err
+}
+
+// fitsOneContainer is the allocation-free shortcut for the usual pod with one gpu-mem
+// container: it fits exactly when `Cards` cards have PerCard free, which is what every
+// policy's Place decides for such a pod (TestFitsAgreesWithPlace holds it to that). For
+// other pods it returns false and the caller asks Place.
+func fitsOneContainer(cards []policy.Card, req gpushare.PodRequest) bool {
+	if len(req.Containers) != 1 {
+		return false
+	}
+	c := req.Containers[0]
+	need, want := c.PerCard(), c.Cards
+	for i := range cards {
+		if cards[i].Free() >= need {
+			if want--; want == 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Score places req on the named node with pol and rates the result 0..policy.MaxScore.
+// Errors as for Fits.
+func (c *Cache) Score(nodeName string, req gpushare.PodRequest, pol policy.Policy) (int64, error) {
+	n := c.node(nodeName)
+	if n == nil {
+		return 0, ErrUnknownNode
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.known {
+		return 0, ErrUnknownNode
+	}
+	if len(n.devices) == 0 {
+		return 0, ErrNoCards
+	}
+	p, err := pol.Place(n.view(), req)
+	if err != nil {
+		return 0, err
+	}
+	return pol.Score(n.view(), p), nil
+}

@@ -1,0 +1,80 @@
+package cache
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// podEntry is what one pod holds on a node.
+type podEntry struct {
+	name, namespace string
+	usage           gpushare.CardUnits // units per card index
+	reserved        bool               // made at bind; not yet seen bound by the informer
+	expires         time.Time          // reservations only
+}
+
+// nodeState is one node's cards and pods, guarded by mu.
+type nodeState struct {
+	mu      sync.Mutex
+	name    string
+	known   bool // a node object matching the selector exists
+	source  gpushare.InventorySource
+	devices []gpushare.Device // from the inventory, by index
+	// cards is devices plus, for pods holding units on an index the inventory no longer
+	// has, an unhealthy zero-size card (shown over-committed). Used sums pods' usage.
+	cards []policy.Card
+	pods  map[types.UID]*podEntry
+}
+
+func newNodeState(name string) *nodeState {
+	return &nodeState{name: name, pods: map[types.UID]*podEntry{}}
+}
+
+// view is the node as policy sees it. It shares n.cards: valid only while n.mu is held,
+// and policy functions only read it.
+func (n *nodeState) view() policy.Node {
+	return policy.Node{Name: n.name, Cards: n.cards}
+}
+
+// setInventory replaces the node's cards. Caller holds n.mu.
+func (n *nodeState) setInventory(inv gpushare.Inventory, src gpushare.InventorySource) {
+	devs := append([]gpushare.Device(nil), inv.Devices...)
+	sort.Slice(devs, func(i, j int) bool { return devs[i].Index < devs[j].Index })
+	n.devices, n.source = devs, src
+	n.recompute()
+}
+
+// recompute rebuilds cards and their Used from devices and pods. Caller holds n.mu.
+func (n *nodeState) recompute() {
+	used := map[int]int64{}
+	for _, p := range n.pods {
+		for idx, u := range p.usage {
+			used[idx] += u
+		}
+	}
+	cards := make([]policy.Card, 0, len(n.devices))
+	for _, d := range n.devices {
+		cards = append(cards, policy.Card{Index: d.Index, Total: d.Units, Used: used[d.Index], Healthy: d.Healthy})
+		delete(used, d.Index)
+	}
+	for idx, u := range used { // indexes held by pods that the inventory lacks
+		cards = append(cards, policy.Card{Index: idx, Used: u})
+	}
+	sort.Slice(cards, func(i, j int) bool { return cards[i].Index < cards[j].Index })
+	n.cards = cards
+}
+
+// device returns the inventory entry of a card index.
+func (n *nodeState) device(idx int) (gpushare.Device, bool) {
+	i := sort.Search(len(n.devices), func(i int) bool { return n.devices[i].Index >= idx })
+	if i < len(n.devices) && n.devices[i].Index == idx {
+		return n.devices[i], true
+	}
+	return gpushare.Device{}, false
+}
