@@ -1,0 +1,163 @@
+//go:build cgo
+
+package nvml
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"k8s.io/klog/v2"
+)
+
+// Library is go-nvml's interface, re-exported so callers can pass one around without
+// importing go-nvml themselves.
+type Library = nvml.Interface
+
+// waitMillis bounds one EventSet.Wait so WatchFaults notices a cancelled context.
+const waitMillis = 1000
+
+// Client implements Interface over a go-nvml library (real or mock).
+type Client struct {
+	lib nvml.Interface
+}
+
+var _ Interface = (*Client)(nil)
+
+// New initialises lib and returns a Client over it. Call Shutdown when done.
+func New(lib Library) (*Client, error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("initialising NVML: %v", ret)
+	}
+	return &Client{lib: lib}, nil
+}
+
+// SystemLibrary returns the driver's NVML library (libnvidia-ml.so.1 unless path is set).
+// Nothing is loaded until New calls Init.
+func SystemLibrary(path string) Library {
+	if path == "" {
+		return nvml.New()
+	}
+	return nvml.New(nvml.WithLibraryPath(path))
+}
+
+// Shutdown releases the library.
+func (c *Client) Shutdown() error {
+	if ret := c.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("shutting NVML down: %v", ret)
+	}
+	return nil
+}
+
+// Devices lists the cards in NVML index order with their UUID, product name and total MiB.
+func (c *Client) Devices() ([]Device, error) {
+	n, ret := c.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("counting NVML devices: %v", ret)
+	}
+	out := make([]Device, 0, n)
+	for i := 0; i < n; i++ {
+		d, err := c.device(i)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+func (c *Client) device(i int) (Device, error) {
+	h, ret := c.lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return Device{}, fmt.Errorf("getting NVML device %d: %v", i, ret)
+	}
+	uuid, ret := h.GetUUID()
+	if ret != nvml.SUCCESS {
+		return Device{}, fmt.Errorf("reading UUID of NVML device %d: %v", i, ret)
+	}
+	name, ret := h.GetName()
+	if ret != nvml.SUCCESS {
+		return Device{}, fmt.Errorf("reading name of NVML device %d: %v", i, ret)
+	}
+	mem, ret := h.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return Device{}, fmt.Errorf("reading memory of NVML device %d: %v", i, ret)
+	}
+	return Device{Index: i, UUID: uuid, Model: name, MemoryMiB: int64(mem.Total >> 20)}, nil
+}
+
+// UsedMemoryMiB returns the memory in use on card index, in MiB.
+func (c *Client) UsedMemoryMiB(index int) (int64, error) {
+	h, ret := c.lib.DeviceGetHandleByIndex(index)
+	if ret != nvml.SUCCESS {
+		return 0, fmt.Errorf("getting NVML device %d: %v", index, ret)
+	}
+	mem, ret := h.GetMemoryInfo()
+	if ret != nvml.SUCCESS {
+		return 0, fmt.Errorf("reading memory of NVML device %d: %v", index, ret)
+	}
+	return int64(mem.Used >> 20), nil
+}
+
+// WatchFaults registers every card for critical XID events and forwards the ones that are
+// not application XIDs. Cards that do not support XID events are logged and skipped.
+func (c *Client) WatchFaults(ctx context.Context, out chan<- Fault) error {
+	set, ret := c.lib.EventSetCreate()
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("creating NVML event set: %v", ret)
+	}
+	defer set.Free()
+	n, ret := c.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("counting NVML devices: %v", ret)
+	}
+	for i := 0; i < n; i++ {
+		if err := c.register(set, i); err != nil {
+			klog.ErrorS(err, "Card health is not watched", "index", i)
+		}
+	}
+	for ctx.Err() == nil {
+		e, ret := set.Wait(waitMillis)
+		switch {
+		case ret == nvml.ERROR_TIMEOUT:
+			continue
+		case ret != nvml.SUCCESS:
+			klog.V(2).InfoS("Waiting for NVML events failed", "error", ret)
+			continue
+		case e.EventType != nvml.EventTypeXidCriticalError:
+			continue
+		case IsApplicationXID(e.EventData):
+			klog.V(2).InfoS("Ignoring application XID", "xid", e.EventData)
+			continue
+		}
+		f := Fault{XID: e.EventData}
+		if e.Device != nil {
+			if uuid, ret := e.Device.GetUUID(); ret == nvml.SUCCESS {
+				f.UUID = uuid
+			}
+		}
+		select {
+		case out <- f:
+		case <-ctx.Done():
+		}
+	}
+	return nil
+}
+
+func (c *Client) register(set nvml.EventSet, i int) error {
+	h, ret := c.lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("getting NVML device %d: %v", i, ret)
+	}
+	supported, ret := h.GetSupportedEventTypes()
+	if ret != nvml.SUCCESS {
+		return fmt.Errorf("reading supported events of NVML device %d: %v", i, ret)
+	}
+	if supported&nvml.EventTypeXidCriticalError == 0 {
+		return fmt.Errorf("NVML device %d does not report XID events", i)
+	}
+	if ret := h.RegisterEvents(nvml.EventTypeXidCriticalError, set); ret != nvml.SUCCESS {
+		return fmt.Errorf("registering XID events of NVML device %d: %v", i, ret)
+	}
+	return nil
+}

@@ -1,0 +1,9 @@
+// Package nvml is the only package that imports github.com/NVIDIA/go-nvml. It exposes the
+// narrow view share-plugin needs: the cards of the node (NVML index, UUID, product name,
+// total memory in MiB), a watch for critical XID events, and used memory per card.
+//
+// The same code runs over the real driver library (SystemLibrary) and over a simulated node
+// built on go-nvml's mock package (NewSimulator), so machines without GPUs exercise the
+// production code path. go-nvml needs cgo; a binary built with CGO_ENABLED=0 compiles but
+// every constructor returns ErrNoCgo.
+package nvml

@@ -1,0 +1,40 @@
+package nvml
+
+import (
+	"context"
+	"errors"
+)
+
+// Device is one card as NVML reports it.
+type Device struct {
+	Index     int    // NVML index
+	UUID      string // "GPU-…"
+	Model     string // product name, e.g. "Tesla T4"
+	MemoryMiB int64  // total memory in MiB (a T4 reports 15079)
+}
+
+// Fault is a critical XID event that is not caused by an application: the card it names
+// should take no new work for a while.
+type Fault struct {
+	// UUID of the faulty card; empty when NVML could not tell which card, meaning all.
+	UUID string
+	// XID is the NVML XID code (e.g. 79: the GPU has fallen off the bus).
+	XID uint64
+}
+
+// Interface is what share-plugin needs from NVML.
+type Interface interface {
+	// Devices lists the cards in NVML index order.
+	Devices() ([]Device, error)
+	// UsedMemoryMiB returns the memory in use on the card with the given NVML index, in MiB.
+	UsedMemoryMiB(index int) (int64, error)
+	// WatchFaults sends a Fault on out for every critical, non-application XID until ctx is
+	// done. It returns nil when ctx ends and an error when the watch cannot be set up.
+	WatchFaults(ctx context.Context, out chan<- Fault) error
+	// Shutdown releases the library.
+	Shutdown() error
+}
+
+// ErrNoCgo is returned by the constructors of a binary built without cgo: go-nvml (real
+// and mock) needs cgo.
+var ErrNoCgo = errors.New("share-plugin was built with CGO_ENABLED=0; NVML (real or simulated) needs a cgo build (CGO_ENABLED=1)")
