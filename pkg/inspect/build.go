@@ -1,0 +1,216 @@
+package inspect
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// IsSharingNode reports whether the node shares GPUs: it carries the cgpu=true label,
+// share-plugin's inventory annotation, or a positive allocatable res.Mem.
+func IsSharingNode(node *corev1.Node, res gpushare.Resources) bool {
+	if node.Labels[gpushare.NodeLabelKey] == gpushare.NodeLabelValue {
+		return true
+	}
+	if _, ok := node.Annotations[gpushare.AnnotationNodeInventory]; ok {
+		return true
+	}
+	q, ok := node.Status.Allocatable[res.Mem]
+	return ok && q.Value() > 0
+}
+
+// Build computes the occupancy of the GPU-sharing nodes among nodes (others are skipped)
+// from the pods bound to them. Terminated pods (Succeeded, Failed) and pods of other nodes
+// are ignored, so callers may pass a wider list than needed. Per-card inventory comes from
+// res.NodeInventory (annotation first, else allocatable gpu-mem/gpu-count); allocations from
+// res.ReadAllocation (per-container JSON first, else the single-card index annotation).
+// A bound pod that requests res.Mem but has no card annotation counts as pending on its
+// node. Problems with annotations become Node.Warnings, never errors. Nodes are sorted by
+// name, pods by namespace and name.
+func Build(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) Model {
+	byNode := map[string][]*corev1.Pod{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	var m Model
+	for i := range nodes {
+		n := &nodes[i]
+		if !IsSharingNode(n, res) {
+			continue
+		}
+		m.Nodes = append(m.Nodes, buildNode(n, byNode[n.Name], res))
+	}
+	sort.Slice(m.Nodes, func(i, j int) bool { return m.Nodes[i].Name < m.Nodes[j].Name })
+	m.Totals = totals(m.Nodes)
+	return m
+}
+
+func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) Node {
+	inv, src, err := res.NodeInventory(node)
+	n := Node{
+		Name:            node.Name,
+		IPAddress:       nodeAddress(node),
+		Unit:            inv.Unit,
+		InventorySource: src,
+		Cards:           []Card{},
+		Pods:            []Pod{},
+	}
+	if err != nil {
+		n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: %v", node.Name, err))
+	}
+	for _, d := range inv.Devices {
+		n.Cards = append(n.Cards, Card{Index: d.Index, UUID: d.UUID, Model: d.Model, Total: d.Units, Healthy: d.Healthy})
+	}
+	for _, p := range pods {
+		pod, warn, ok := buildPod(p, res)
+		if warn != "" {
+			n.Warnings = append(n.Warnings, warn)
+		}
+		if !ok {
+			continue
+		}
+		n.Pods = append(n.Pods, pod)
+		n.PendingAllocated += pod.PendingAllocated
+		for _, pc := range pod.Cards {
+			n.addToCard(pc)
+		}
+	}
+	sort.Slice(n.Cards, func(i, j int) bool { return n.Cards[i].Index < n.Cards[j].Index })
+	sort.Slice(n.Pods, func(i, j int) bool {
+		if n.Pods[i].Namespace != n.Pods[j].Namespace {
+			return n.Pods[i].Namespace < n.Pods[j].Namespace
+		}
+		return n.Pods[i].Name < n.Pods[j].Name
+	})
+	for _, c := range n.Cards {
+		n.Total += c.Total
+		n.Allocated += c.Allocated
+	}
+	n.Allocated += n.PendingAllocated
+	n.Percent = percent(n.Allocated, n.Total)
+	return n
+}
+
+// addToCard charges a pod's units to its card, adding a Missing card when the inventory
+// does not list the index (so the units are still shown, not silently dropped).
+func (n *Node) addToCard(pc PodCard) {
+	for i := range n.Cards {
+		if n.Cards[i].Index == pc.Index {
+			n.Cards[i].Allocated += pc.Allocated
+			return
+		}
+	}
+	n.Cards = append(n.Cards, Card{Index: pc.Index, Allocated: pc.Allocated, Missing: true})
+	n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: pods use card %d, which the node's inventory does not list", n.Name, pc.Index))
+}
+
+// buildPod reads one pod's placement. ok is false for pods that neither request res.Mem nor
+// carry a card annotation. warn describes an unreadable request or annotation.
+func buildPod(p *corev1.Pod, res gpushare.Resources) (pod Pod, warn string, ok bool) {
+	pod = Pod{Name: p.Name, Namespace: p.Namespace, Cards: []PodCard{}}
+	req, reqErr := res.PodRequest(p)
+	alloc, placed, allocErr := res.ReadAllocation(p)
+	switch {
+	case allocErr != nil && reqErr == nil && !req.IsZero():
+		// The request is readable: count it as pending so the node's total stays honest.
+		warn = fmt.Sprintf("pod %s/%s: %v (counted as pending)", p.Namespace, p.Name, allocErr)
+		pod.PendingAllocated = req.TotalUnits()
+	case allocErr != nil:
+		return Pod{}, fmt.Sprintf("pod %s/%s: %v (ignored)", p.Namespace, p.Name, allocErr), false
+	case placed:
+		usage := alloc.CardUsage(p)
+		for _, idx := range alloc.Cards() {
+			if u := usage[idx]; u > 0 {
+				pod.Cards = append(pod.Cards, PodCard{Index: idx, Allocated: u})
+			}
+		}
+	case reqErr != nil:
+		return Pod{}, fmt.Sprintf("pod %s/%s: %v (ignored)", p.Namespace, p.Name, reqErr), false
+	case req.IsZero():
+		return Pod{}, "", false
+	default:
+		pod.PendingAllocated = req.TotalUnits()
+	}
+	for _, c := range pod.Cards {
+		pod.Allocated += c.Allocated
+	}
+	pod.Allocated += pod.PendingAllocated
+	if pod.Allocated == 0 && !placed {
+		return Pod{}, warn, false
+	}
+	return pod, warn, true
+}
+
+// nodeAddress is the node's InternalIP, else its first address, else "unknown" (the old
+// tool's placeholder).
+func nodeAddress(node *corev1.Node) string {
+	for _, a := range node.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	if len(node.Status.Addresses) > 0 {
+		return node.Status.Addresses[0].Address
+	}
+	return "unknown"
+}
+
+// totals sums the nodes in the largest unit dividing every node's unit, so mixed GiB and
+// MiB nodes add up in MiB rather than adding GiB to MiB.
+func totals(nodes []Node) Totals {
+	t := Totals{Unit: commonUnit(nodes)}
+	var allocMiB, totalMiB int64
+	for _, n := range nodes {
+		allocMiB += n.Allocated * unitMiB(n.Unit)
+		totalMiB += n.Total * unitMiB(n.Unit)
+	}
+	t.Allocated = allocMiB / unitMiB(t.Unit)
+	t.Total = totalMiB / unitMiB(t.Unit)
+	t.Percent = percent(t.Allocated, t.Total)
+	return t
+}
+
+// commonUnit is the nodes' unit when they agree (GiB without nodes), else the largest unit
+// that divides all of them.
+func commonUnit(nodes []Node) gpushare.Unit {
+	if len(nodes) == 0 {
+		return gpushare.GiB
+	}
+	g := unitMiB(nodes[0].Unit)
+	for _, n := range nodes[1:] {
+		g = gcd(g, unitMiB(n.Unit))
+	}
+	return gpushare.Unit{MiB: g}
+}
+
+// mixedUnits reports nodes that do not all use the same unit.
+func mixedUnits(nodes []Node) bool {
+	for _, n := range nodes[min(1, len(nodes)):] {
+		if unitMiB(n.Unit) != unitMiB(nodes[0].Unit) {
+			return true
+		}
+	}
+	return false
+}
+
+// unitMiB is the unit's size in MiB, treating the zero Unit as GiB like Unit.String does.
+func unitMiB(u gpushare.Unit) int64 {
+	if u.MiB <= 0 {
+		return gpushare.GiB.MiB
+	}
+	return u.MiB
+}
+
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}

@@ -1,0 +1,252 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/version"
+)
+
+// perNodeListMax: with at most this many sharing nodes, pods are listed node by node
+// (spec.nodeName is indexed); above it one cluster-wide list of non-terminated pods is
+// cheaper than that many requests.
+const perNodeListMax = 10
+
+// flagpole holds the command's own flags (kubectl's connection flags live in
+// genericclioptions.ConfigFlags).
+type flagpole struct {
+	Details       bool
+	Output        string
+	Pending       bool
+	MemResource   string
+	CountResource string
+}
+
+// cluster is what the command needs from the connection flags: a client, and the
+// namespace given with -n ("" when not given).
+type cluster struct {
+	Client    kubernetes.Interface
+	Namespace string
+}
+
+// connectFunc builds the cluster connection; a seam so tests can pass a fake clientset.
+type connectFunc func() (cluster, error)
+
+const example = `  # GPU memory per card of every GPU-sharing node, and the cluster total
+  kubectl inspect gpushare
+
+  # Each pod's units on each card
+  kubectl inspect gpushare -d
+
+  # One node, machine-readable
+  kubectl inspect gpushare node-1 -o json
+
+  # Pods waiting for gpu-mem, with the scheduler's last reason
+  kubectl inspect gpushare --pending -n team-a`
+
+// NewCommand returns the `kubectl inspect gpushare [NODE]` command with kubectl's connection
+// flags (--kubeconfig, --context, -n, --server, …). It writes results to streams.Out and
+// warnings to streams.ErrOut, and returns an error (for main to print on one line and exit
+// 1) when the cluster cannot be reached, access is denied, no GPU-sharing node exists, or
+// NODE is unknown.
+func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	config := genericclioptions.NewConfigFlags(true)
+	cmd := newCommand(streams, func() (cluster, error) {
+		rc, err := config.ToRESTConfig()
+		if err != nil {
+			return cluster{}, err
+		}
+		rc.UserAgent = "kubectl-inspect-gpushare/" + version.Version
+		cs, err := kubernetes.NewForConfig(rc)
+		if err != nil {
+			return cluster{}, fmt.Errorf("building the API client: %w", err)
+		}
+		return cluster{Client: cs, Namespace: *config.Namespace}, nil
+	})
+	config.AddFlags(cmd.PersistentFlags())
+	return cmd
+}
+
+func newCommand(streams genericiooptions.IOStreams, connect connectFunc) *cobra.Command {
+	def := gpushare.DefaultResources()
+	flags := &flagpole{}
+	cmd := &cobra.Command{
+		Use:   "kubectl inspect gpushare [NODE]",
+		Short: "Show GPU memory allocated per card on GPU-sharing nodes",
+		Long: `Show the gpu-mem units allocated on each card of the GPU-sharing nodes (label cgpu=true,
+share-plugin's inventory annotation, or allocatable gpu-mem), read from the same node and
+pod annotations the gpushare scheduler extender uses. Pods bound to a node but not yet
+given a card count under PENDING(Allocated). With --pending, list the pods still waiting
+for gpu-mem and the scheduler's last reason.`,
+		Example:       example,
+		Args:          cobra.MaximumNArgs(1),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version.Version,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			node := ""
+			if len(args) == 1 {
+				node = args[0]
+			}
+			return runE(cmd.Context(), flags, node, connect, streams)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVarP(&flags.Details, "details", "d", false, "show each pod's units on each card")
+	f.StringVarP(&flags.Output, "output", "o", "", "output format: json or yaml (default: the table)")
+	f.BoolVar(&flags.Pending, "pending", false, "list pods waiting for gpu-mem with their last FailedScheduling reason")
+	f.StringVar(&flags.MemResource, "mem-resource", string(def.Mem), "extended resource of GPU memory units")
+	f.StringVar(&flags.CountResource, "count-resource", string(def.Count), "extended resource of the GPU count")
+	return cmd
+}
+
+func (f *flagpole) validate(node string) error {
+	switch f.Output {
+	case "", "json", "yaml":
+	default:
+		return fmt.Errorf("--output %q: want json or yaml", f.Output)
+	}
+	if f.Pending && (node != "" || f.Details) {
+		return fmt.Errorf("--pending lists unscheduled pods: it takes neither NODE nor -d")
+	}
+	return f.resources().Validate()
+}
+
+func (f *flagpole) resources() gpushare.Resources {
+	return gpushare.Resources{Mem: corev1.ResourceName(f.MemResource), Count: corev1.ResourceName(f.CountResource)}
+}
+
+func runE(ctx context.Context, flags *flagpole, node string, connect connectFunc, streams genericiooptions.IOStreams) error {
+	if err := flags.validate(node); err != nil {
+		return err
+	}
+	c, err := connect()
+	if err != nil {
+		return explain(err)
+	}
+	if flags.Pending {
+		m, err := fetchPending(ctx, c, flags.resources())
+		if err != nil {
+			return explain(err)
+		}
+		return render(streams.Out, flags, m, RenderPending)
+	}
+	m, err := fetchModel(ctx, c.Client, node, flags.resources())
+	if err != nil {
+		return explain(err)
+	}
+	for _, n := range m.Nodes {
+		for _, w := range n.Warnings {
+			fmt.Fprintf(streams.ErrOut, "warning: %s\n", w)
+		}
+	}
+	text := RenderSummary
+	if flags.Details {
+		text = RenderDetails
+	}
+	return render(streams.Out, flags, m, text)
+}
+
+// render writes m in the -o format, or as text.
+func render[M any](w io.Writer, flags *flagpole, m M, text func(io.Writer, M) error) error {
+	switch flags.Output {
+	case "json":
+		return JSON(w, m)
+	case "yaml":
+		return YAML(w, m)
+	}
+	return text(w, m)
+}
+
+// fetchModel reads the sharing nodes (or the one named) and the non-terminated pods bound
+// to them, and builds the Model.
+func fetchModel(ctx context.Context, cs kubernetes.Interface, node string, res gpushare.Resources) (Model, error) {
+	var nodes []corev1.Node
+	if node != "" {
+		n, err := getNode(ctx, cs, node)
+		if apierrors.IsNotFound(err) {
+			return Model{}, fmt.Errorf("node %q not found", node)
+		}
+		if err != nil {
+			return Model{}, err
+		}
+		if !IsSharingNode(n, res) {
+			return Model{}, fmt.Errorf("%w: %s has no %s=%s label, no %s annotation and no allocatable %s",
+				ErrNotSharingNode, node, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
+		}
+		nodes = []corev1.Node{*n}
+	} else {
+		all, err := listNodes(ctx, cs)
+		if err != nil {
+			return Model{}, err
+		}
+		for i := range all {
+			if IsSharingNode(&all[i], res) {
+				nodes = append(nodes, all[i])
+			}
+		}
+		if len(nodes) == 0 {
+			return Model{}, fmt.Errorf("%w (no node has the %s=%s label, the %s annotation or allocatable %s)",
+				ErrNoSharingNodes, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
+		}
+	}
+	pods, err := podsOf(ctx, cs, nodes)
+	if err != nil {
+		return Model{}, err
+	}
+	klog.V(2).InfoS("Read cluster", "nodes", len(nodes), "pods", len(pods))
+	return Build(nodes, pods, res), nil
+}
+
+// podsOf lists the non-terminated pods that can sit on nodes: node by node for a few nodes,
+// else once for the whole cluster.
+func podsOf(ctx context.Context, cs kubernetes.Interface, nodes []corev1.Node) ([]corev1.Pod, error) {
+	if len(nodes) > perNodeListMax {
+		return listActivePods(ctx, cs, "")
+	}
+	var pods []corev1.Pod
+	for _, n := range nodes {
+		p, err := listActivePods(ctx, cs, n.Name)
+		if err != nil {
+			return nil, err
+		}
+		pods = append(pods, p...)
+	}
+	return pods, nil
+}
+
+// fetchPending reads the unscheduled pods (of -n's namespace, else all) and, when some of
+// them wait for gpu-mem, the FailedScheduling events of their namespace (one namespace) or
+// of all namespaces (several).
+func fetchPending(ctx context.Context, c cluster, res gpushare.Resources) (PendingModel, error) {
+	pods, err := listUnscheduledPods(ctx, c.Client, c.Namespace)
+	if err != nil {
+		return PendingModel{}, err
+	}
+	m := BuildPending(pods, nil, res)
+	if len(m.Pending) == 0 {
+		return m, nil
+	}
+	ns := m.Pending[0].Namespace
+	for _, p := range m.Pending[1:] {
+		if p.Namespace != ns {
+			ns = corev1.NamespaceAll
+			break
+		}
+	}
+	events, err := listFailedSchedulingEvents(ctx, c.Client, ns)
+	if err != nil {
+		return PendingModel{}, err
+	}
+	return BuildPending(pods, events, res), nil
+}
