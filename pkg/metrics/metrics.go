@@ -1,0 +1,126 @@
+// Package metrics defines the extender's Prometheus metrics on a registry of its own (no
+// global state): handler latencies, filter rejections and bind failures by reason, and the
+// per-card allocated/total units collected from the cache at scrape time.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+)
+
+// Filter rejection reasons (label values of gpushare_filter_rejections_total).
+const (
+	RejectCardShortfall = "card_shortfall"
+	RejectInvalid       = "invalid_request"
+	RejectUnknownNode   = "unknown_node"
+	RejectNoCards       = "no_cards"
+)
+
+// Bind failure reasons (label values of gpushare_bind_failures_total).
+const (
+	BindBadRequest  = "bad_request"
+	BindPodLookup   = "pod_lookup"
+	BindUIDMismatch = "uid_mismatch"
+	BindInvalid     = "invalid_request"
+	BindNoFit       = "no_fit"
+	BindPatch       = "patch"
+	BindBinding     = "binding"
+)
+
+// CardSource gives the per-card view at scrape time (implemented by *cache.Cache).
+type CardSource interface {
+	Inspect() []cache.NodeInfo
+}
+
+// Metrics holds the collectors. Counters for every reason exist from the start (at 0).
+type Metrics struct {
+	registry *prometheus.Registry
+
+	FilterDuration     prometheus.Histogram // seconds per filter call
+	PrioritizeDuration prometheus.Histogram // seconds per prioritize call
+	BindDuration       prometheus.Histogram // seconds per bind call
+
+	filterRejections *prometheus.CounterVec
+	bindFailures     *prometheus.CounterVec
+}
+
+// New builds the metrics on a fresh registry, with Go/process collectors and, when cards is
+// non-nil, the per-card gauges.
+func New(cards CardSource) *Metrics {
+	buckets := prometheus.ExponentialBuckets(0.0001, 2, 16) // 100µs .. ~3.3s
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		FilterDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gpushare_filter_duration_seconds", Help: "Latency of filter calls.", Buckets: buckets}),
+		PrioritizeDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gpushare_prioritize_duration_seconds", Help: "Latency of prioritize calls.", Buckets: buckets}),
+		BindDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "gpushare_bind_duration_seconds", Help: "Latency of bind calls, API writes included.", Buckets: buckets}),
+		filterRejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpushare_filter_rejections_total", Help: "Nodes rejected by filter, by reason."}, []string{"reason"}),
+		bindFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpushare_bind_failures_total", Help: "Failed bind calls, by reason."}, []string{"reason"}),
+	}
+	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards} {
+		m.filterRejections.WithLabelValues(r)
+	}
+	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding} {
+		m.bindFailures.WithLabelValues(r)
+	}
+	m.registry.MustRegister(m.FilterDuration, m.PrioritizeDuration, m.BindDuration,
+		m.filterRejections, m.bindFailures,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if cards != nil {
+		m.registry.MustRegister(&cardCollector{src: cards})
+	}
+	return m
+}
+
+// Reject counts n nodes rejected by filter for reason.
+func (m *Metrics) Reject(reason string, n int) {
+	if n > 0 {
+		m.filterRejections.WithLabelValues(reason).Add(float64(n))
+	}
+}
+
+// BindFailed counts one failed bind.
+func (m *Metrics) BindFailed(reason string) { m.bindFailures.WithLabelValues(reason).Inc() }
+
+// Handler serves the registry in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{Registry: m.registry})
+}
+
+// Registry is the metrics' own registry (tests gather from it).
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+var (
+	cardAllocatedDesc = prometheus.NewDesc("gpushare_card_allocated_units",
+		"gpu-mem units held on a card by placed and reserved pods.", []string{"node", "card"}, nil)
+	cardTotalDesc = prometheus.NewDesc("gpushare_card_total_units",
+		"gpu-mem units of a card.", []string{"node", "card"}, nil)
+)
+
+// cardCollector reads the cache at scrape time, so the hot paths update no gauges.
+type cardCollector struct{ src CardSource }
+
+func (c *cardCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- cardAllocatedDesc
+	ch <- cardTotalDesc
+}
+
+func (c *cardCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, n := range c.src.Inspect() {
+		for _, card := range n.Cards {
+			idx := strconv.Itoa(card.Index)
+			ch <- prometheus.MustNewConstMetric(cardAllocatedDesc, prometheus.GaugeValue, float64(card.Used), n.Name, idx)
+			ch <- prometheus.MustNewConstMetric(cardTotalDesc, prometheus.GaugeValue, float64(card.Total), n.Name, idx)
+		}
+	}
+}

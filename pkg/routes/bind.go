@@ -1,0 +1,166 @@
+package routes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/julienschmidt/httprouter"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/metrics"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// rollbackTimeout bounds the annotation clean-up after a failed Binding; it runs even when
+// the scheduler has given up on the request.
+const rollbackTimeout = 10 * time.Second
+
+func (s *server) installBind(r *httprouter.Router) {
+	r.POST(Prefix+"/bind", s.bind)
+}
+
+// bindError is a failed bind with its metric label.
+type bindError struct {
+	label string
+	err   error
+}
+
+func (e *bindError) Error() string { return e.err.Error() }
+
+func failBind(label string, format string, args ...any) *bindError {
+	return &bindError{label: label, err: fmt.Errorf(format, args...)}
+}
+
+// bind reserves cards for the pod, writes the allocation annotations, then creates the
+// Binding; any failure after the reservation rolls both back. Failures are answered with
+// HTTP 200 and ExtenderBindingResult.Error, which is how the scheduler expects them.
+func (s *server) bind(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
+	start := time.Now()
+	defer func() { s.Metrics.BindDuration.Observe(since(start)) }()
+
+	var args extenderv1.ExtenderBindingArgs
+	if !s.decode(w, r, &args) {
+		s.Metrics.BindFailed(metrics.BindBadRequest)
+		return
+	}
+	if args.PodName == "" || args.PodNamespace == "" || args.Node == "" {
+		s.Metrics.BindFailed(metrics.BindBadRequest)
+		writeError(w, http.StatusBadRequest, errors.New("bind request needs podName, podNamespace and node"))
+		return
+	}
+	logger := klog.FromContext(r.Context()).WithValues("pod", klog.KRef(args.PodNamespace, args.PodName), "node", args.Node)
+	var res extenderv1.ExtenderBindingResult
+	if err := s.bindPod(r.Context(), args); err != nil {
+		var be *bindError
+		if errors.As(err, &be) {
+			s.Metrics.BindFailed(be.label)
+		}
+		logger.Info("bind failed", "err", err)
+		res.Error = err.Error()
+	} else {
+		logger.V(2).Info("bound")
+	}
+	writeJSON(w, http.StatusOK, &res)
+}
+
+func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArgs) error {
+	pod, err := s.getPod(ctx, args.PodNamespace, args.PodName)
+	if err != nil {
+		return failBind(metrics.BindPodLookup, "looking up pod %s/%s: %w", args.PodNamespace, args.PodName, err)
+	}
+	if args.PodUID != "" && pod.UID != args.PodUID {
+		return failBind(metrics.BindUIDMismatch, "pod %s/%s has UID %s, bind asked for %s (pod was re-created)",
+			args.PodNamespace, args.PodName, pod.UID, args.PodUID)
+	}
+	req, err := s.Resources.PodRequest(pod)
+	if err != nil {
+		return failBind(metrics.BindInvalid, "pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if req.IsZero() { // not a gpushare pod: bind it plainly
+		if err := s.createBinding(ctx, pod, args.Node); err != nil {
+			return failBind(metrics.BindBinding, "binding pod %s/%s to %s: %w", pod.Namespace, pod.Name, args.Node, err)
+		}
+		return nil
+	}
+
+	rsv, err := s.Cache.Reserve(args.Node, pod, req, s.Policy)
+	if err != nil {
+		var fit *policy.FitError
+		if errors.As(err, &fit) {
+			err = errors.New(s.memName + ": " + fit.Reason)
+		}
+		return failBind(metrics.BindNoFit, "choosing cards for pod %s/%s on %s: %w", pod.Namespace, pod.Name, args.Node, err)
+	}
+	ann := gpushare.BindAnnotations(rsv.Placement.Allocation, req.TotalUnits(), rsv.CardUnits, s.Clock.Now())
+	if err := s.patchAnnotations(ctx, pod, annotationPatch(pod.UID, ann)); err != nil {
+		s.Cache.Release(pod.UID)
+		return failBind(metrics.BindPatch, "writing allocation annotations to pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	}
+	if err := s.createBinding(ctx, pod, args.Node); err != nil {
+		s.rollback(ctx, pod)
+		return failBind(metrics.BindBinding, "binding pod %s/%s to %s (annotations and reservation rolled back): %w",
+			pod.Namespace, pod.Name, args.Node, err)
+	}
+	return nil
+}
+
+// getPod reads the pod from the informer, else from the API server (a pod created moments
+// ago may not have reached the informer yet).
+func (s *server) getPod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	if s.Pods != nil {
+		pod, err := s.Pods.Pods(ns).Get(name)
+		if err == nil {
+			return pod, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return nil, err
+		}
+	}
+	return s.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+// annotationPatch is a JSON merge patch setting ann (nil values delete). The uid makes it
+// a precondition: the API server refuses the patch if the pod was re-created meanwhile.
+func annotationPatch(uid types.UID, ann any) []byte {
+	patch := map[string]any{"metadata": map[string]any{"uid": uid, "annotations": ann}}
+	b, _ := json.Marshal(patch) // strings only: cannot fail
+	return b
+}
+
+func (s *server) patchAnnotations(ctx context.Context, pod *corev1.Pod, patch []byte) error {
+	_, err := s.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+func (s *server) createBinding(ctx context.Context, pod *corev1.Pod, node string) error {
+	return s.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
+	}, metav1.CreateOptions{})
+}
+
+// rollback removes every annotation a bind may write and drops the reservation. It uses its
+// own deadline: the request's context may already be cancelled.
+func (s *server) rollback(ctx context.Context, pod *corev1.Pod) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+	defer cancel()
+	del := map[string]*string{}
+	for _, k := range gpushare.BindAnnotationKeys() {
+		del[k] = nil
+	}
+	if err := s.patchAnnotations(ctx, pod, annotationPatch(pod.UID, del)); err != nil {
+		klog.FromContext(ctx).Error(err, "rolling back allocation annotations; the device plugin may see a stale allocation",
+			"pod", klog.KObj(pod))
+	}
+	s.Cache.Release(pod.UID)
+}
