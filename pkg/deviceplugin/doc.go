@@ -1,0 +1,7 @@
+// Package deviceplugin is share-plugin's kubelet device plugin: it advertises one fake
+// device per gpu-mem unit of every card, tells kubelet which card a container gets (the card
+// the extender wrote into the pod's annotations), publishes the node's per-card inventory and
+// gpu-count, and tracks card health from NVML XID events.
+//
+// It depends on pkg/nvml's narrow Interface, never on NVML itself.
+package deviceplugin

@@ -1,0 +1,104 @@
+package deviceplugin
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+)
+
+// health tracks which cards are healthy. A fault makes a card unhealthy; it becomes healthy
+// again once no fault was seen for the quiet period (the old plugin never recovered).
+type health struct {
+	clock   clock.Clock
+	quiet   time.Duration
+	uuids   []string
+	changed *broadcast
+
+	mu        sync.Mutex
+	lastFault map[string]time.Time // UUID → time of the latest fault; absent: healthy
+}
+
+func newHealth(clk clock.Clock, quiet time.Duration, cards []Card) *health {
+	h := &health{clock: clk, quiet: quiet, changed: newBroadcast(), lastFault: map[string]time.Time{}}
+	for _, c := range cards {
+		h.uuids = append(h.uuids, c.UUID)
+	}
+	return h
+}
+
+// Healthy reports whether the card with uuid takes new work.
+func (h *health) Healthy(uuid string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, bad := h.lastFault[uuid]
+	return !bad
+}
+
+// fault marks the card (all cards when f.UUID is empty) unhealthy from now on and reports
+// whether any card changed state.
+func (h *health) fault(f gpunvml.Fault) bool {
+	now := h.clock.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	changed := false
+	for _, u := range h.uuids {
+		if f.UUID != "" && f.UUID != u {
+			continue
+		}
+		if _, bad := h.lastFault[u]; !bad {
+			changed = true
+			klog.InfoS("Card unhealthy", "uuid", u, "xid", f.XID)
+		}
+		h.lastFault[u] = now
+	}
+	return changed
+}
+
+// recover returns cards whose last fault is at least quiet ago to health. It reports
+// whether any changed and how long until the next one may recover (0: none pending).
+func (h *health) recover() (changed bool, next time.Duration) {
+	now := h.clock.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for u, t := range h.lastFault {
+		left := h.quiet - now.Sub(t)
+		if left <= 0 {
+			delete(h.lastFault, u)
+			changed = true
+			klog.InfoS("Card healthy again", "uuid", u, "quiet", h.quiet)
+			continue
+		}
+		if next == 0 || left < next {
+			next = left
+		}
+	}
+	return changed, next
+}
+
+// run applies faults and recoveries until ctx is done, notifying h.changed on every change.
+func (h *health) run(ctx context.Context, faults <-chan gpunvml.Fault) {
+	for {
+		changed, next := h.recover()
+		if changed {
+			h.changed.Notify()
+		}
+		var timer <-chan time.Time
+		if next > 0 {
+			timer = h.clock.After(next)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case f := <-faults:
+			if h.fault(f) {
+				h.changed.Notify()
+			}
+		case <-timer:
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package deviceplugin
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// collector computes the per-card gauges at scrape time from the informer and NVML, so
+// there is no state to keep in sync.
+type collector struct {
+	p         *Plugin
+	total     *prometheus.Desc
+	allocated *prometheus.Desc
+	healthy   *prometheus.Desc
+	usedMiB   *prometheus.Desc
+	reg       *prometheus.Desc
+}
+
+func newCollector(p *Plugin) *collector {
+	labels := []string{"node", "index", "uuid", "model"}
+	return &collector{
+		p:         p,
+		total:     prometheus.NewDesc("gpushare_card_units", "gpu-mem units of the card.", labels, nil),
+		allocated: prometheus.NewDesc("gpushare_card_allocated_units", "gpu-mem units held on the card by pods on this node (from their allocation annotations).", labels, nil),
+		healthy:   prometheus.NewDesc("gpushare_card_healthy", "1 when the card takes new pods, 0 after a critical XID until the quiet period passes.", labels, nil),
+		usedMiB:   prometheus.NewDesc("gpushare_card_memory_used_mib", "GPU memory in use on the card as NVML reports it, in MiB.", labels, nil),
+		reg:       prometheus.NewDesc("gpushare_plugin_registered", "1 when the plugin is registered with kubelet.", []string{"node"}, nil),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.total, c.allocated, c.healthy, c.usedMiB, c.reg} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	p := c.p
+	node := p.cfg.NodeName
+	used := p.allocatedUnits()
+	for _, card := range p.cards.list {
+		l := []string{node, strconv.Itoa(card.Index), card.UUID, card.Model}
+		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(card.Units), l...)
+		ch <- prometheus.MustNewConstMetric(c.allocated, prometheus.GaugeValue, float64(used[card.Index]), l...)
+		ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, boolFloat(p.health.Healthy(card.UUID)), l...)
+		if p.cfg.ReportUsedMemory {
+			mib, err := p.cfg.NVML.UsedMemoryMiB(card.Index)
+			if err != nil {
+				klog.V(2).InfoS("Reading GPU memory use failed", "index", card.Index, "err", err)
+				continue
+			}
+			ch <- prometheus.MustNewConstMetric(c.usedMiB, prometheus.GaugeValue, float64(mib), l...)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.reg, prometheus.GaugeValue, boolFloat(p.Registered()), node)
+}
+
+// allocatedUnits sums, per card index, what the live pods on this node hold.
+func (p *Plugin) allocatedUnits() map[int]int64 {
+	out := map[int]int64{}
+	for _, pod := range p.podsOnNode() {
+		if pod.Spec.NodeName != p.cfg.NodeName || pod.DeletionTimestamp != nil ||
+			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		a, ok, err := p.cfg.Resources.ReadAllocation(pod)
+		if err != nil || !ok {
+			continue
+		}
+		for card, u := range a.CardUsage(pod) {
+			out[card] += u
+		}
+	}
+	return out
+}
+
+func boolFloat(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Handler serves /metrics (the plugin's own registry plus Go runtime metrics) and /healthz
+// (200 while registered with kubelet, 503 otherwise).
+func (p *Plugin) Handler() http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(newCollector(p), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !p.Registered() {
+			http.Error(w, "not registered with kubelet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	return mux
+}

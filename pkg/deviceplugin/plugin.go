@@ -1,0 +1,122 @@
+package deviceplugin
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	"k8s.io/utils/clock"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+)
+
+// SocketName is the plugin's socket in the device-plugin folder (the old plugin's name).
+const SocketName = "aliyungpushare.sock"
+
+// Config is what New needs. Zero durations take the defaults.
+type Config struct {
+	NodeName  string
+	Resources gpushare.Resources
+	Unit      gpushare.Unit
+	// PluginDir is kubelet's device-plugin folder holding kubelet.sock.
+	PluginDir string
+	NVML      gpunvml.Interface
+	Client    kubernetes.Interface
+	// Pods is an informer over the pods of NodeName only (field selector
+	// spec.nodeName=NodeName); its owner starts it.
+	Pods cache.SharedIndexInformer
+	// Clock drives health recovery and node resync (default: the real clock).
+	Clock clock.WithTicker
+	// HealthRecovery is how long a card must be free of faults to be healthy again (5m).
+	HealthRecovery time.Duration
+	// NodeResync is how often node facts are re-checked (1m); kubelet may zero gpu-count.
+	NodeResync time.Duration
+	// AllocateWait bounds how long Allocate waits for the informer to show the pod (5s).
+	AllocateWait time.Duration
+	// ReportUsedMemory exports NVML used memory per card (real NVML only).
+	ReportUsedMemory bool
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.NodeName == "":
+		return fmt.Errorf("node name is empty")
+	case c.Unit.MiB <= 0:
+		return fmt.Errorf("memory unit is not set")
+	case c.PluginDir == "":
+		return fmt.Errorf("device plugin folder is empty")
+	case c.NVML == nil || c.Client == nil || c.Pods == nil:
+		return fmt.Errorf("NVML, API client and pod informer are required")
+	}
+	if err := c.Resources.Validate(); err != nil {
+		return err
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.HealthRecovery <= 0 {
+		c.HealthRecovery = 5 * time.Minute
+	}
+	if c.NodeResync <= 0 {
+		c.NodeResync = time.Minute
+	}
+	if c.AllocateWait <= 0 {
+		c.AllocateWait = 5 * time.Second
+	}
+	return nil
+}
+
+// Plugin is the device plugin of one node.
+type Plugin struct {
+	// Embedded so that methods added to the API in later kubelet versions answer
+	// Unimplemented instead of breaking the build.
+	pluginapi.UnimplementedDevicePluginServer
+
+	cfg    Config
+	cards  cardSet
+	health *health
+	// registered is notified after each successful registration with kubelet.
+	registered *broadcast
+
+	mu    sync.Mutex // serialises Allocate and guards mine
+	mine  served
+	regMu sync.Mutex
+	isReg bool
+}
+
+// New discovers the cards through NVML and checks that their fake devices fit in one
+// ListAndWatch message. It starts nothing; call Run.
+func New(cfg Config) (*Plugin, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("device plugin config: %w", err)
+	}
+	devs, err := cfg.NVML.Devices()
+	if err != nil {
+		return nil, fmt.Errorf("listing GPUs: %w", err)
+	}
+	cards, err := BuildCards(devs, cfg.Unit)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckMessageSize(cards, cfg.Unit); err != nil {
+		return nil, err
+	}
+	return &Plugin{
+		cfg:        cfg,
+		cards:      newCardSet(cards),
+		health:     newHealth(cfg.Clock, cfg.HealthRecovery, cards),
+		registered: newBroadcast(),
+		mine:       served{},
+	}, nil
+}
+
+// Cards returns the cards the plugin advertises, in index order.
+func (p *Plugin) Cards() []Card { return append([]Card(nil), p.cards.list...) }
+
+func (p *Plugin) socketPath() string  { return filepath.Join(p.cfg.PluginDir, SocketName) }
+func (p *Plugin) kubeletPath() string { return filepath.Join(p.cfg.PluginDir, "kubelet.sock") }

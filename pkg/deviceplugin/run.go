@@ -1,0 +1,49 @@
+package deviceplugin
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+)
+
+// Run watches card health, keeps the node's GPU facts current, and serves and registers
+// the plugin with kubelet (again after each kubelet restart). It waits for the pod informer
+// to sync before registering, since Allocate reads it. Returns when ctx is done, or early
+// with an error when the informer never syncs or the plugin folder cannot be watched.
+func (p *Plugin) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	faults := make(chan gpunvml.Fault, 16)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		if err := p.cfg.NVML.WatchFaults(ctx, faults); err != nil {
+			klog.ErrorS(err, "GPU health is not watched")
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		p.health.run(ctx, faults)
+	}()
+	go func() {
+		defer wg.Done()
+		p.keepNodeCurrent(ctx)
+	}()
+
+	if !cache.WaitForCacheSync(ctx.Done(), p.cfg.Pods.HasSynced) {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("pod informer of node %s never synced", p.cfg.NodeName)
+	}
+	return p.serveAndRegister(ctx)
+}

@@ -1,0 +1,170 @@
+package deviceplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+)
+
+// socketCheck is how often serve re-checks that both sockets still exist, a fallback for
+// missed fsnotify events.
+const socketCheck = 5 * time.Second
+
+// serveAndRegister serves the plugin on its socket and registers with kubelet, again each
+// time kubelet.sock is re-created (a kubelet restart wipes the folder and forgets plugins)
+// or our socket disappears. Returns when ctx is done.
+func (p *Plugin) serveAndRegister(ctx context.Context) error {
+	if err := os.MkdirAll(p.cfg.PluginDir, 0o750); err != nil {
+		return fmt.Errorf("creating device plugin folder: %w", err)
+	}
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watching %s: %w", p.cfg.PluginDir, err)
+	}
+	defer w.Close()
+	if err := w.Add(p.cfg.PluginDir); err != nil {
+		return fmt.Errorf("watching %s: %w", p.cfg.PluginDir, err)
+	}
+	tick := time.NewTicker(socketCheck)
+	defer tick.Stop()
+
+	var srv *grpc.Server
+	defer func() {
+		if srv != nil {
+			srv.Stop()
+		}
+		_ = os.Remove(p.socketPath())
+	}()
+	restart := true
+	for {
+		if restart {
+			if srv != nil {
+				srv.Stop()
+			}
+			srv = nil
+			p.setRegistered(false)
+			s, err := p.serve()
+			if err != nil {
+				klog.ErrorS(err, "Serving device plugin failed; retrying")
+			} else {
+				srv = s
+				if err := p.register(ctx); err != nil {
+					klog.ErrorS(err, "Registering with kubelet failed; waiting for kubelet.sock to be re-created")
+				} else {
+					p.setRegistered(true)
+					p.registered.Notify()
+				}
+			}
+			restart = false
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev := <-w.Events:
+			switch {
+			case ev.Name == p.kubeletPath() && ev.Has(fsnotify.Create):
+				klog.InfoS("kubelet.sock re-created; re-registering", "path", ev.Name)
+				restart = true
+			case ev.Name == p.socketPath() && ev.Has(fsnotify.Remove) && !fileExists(p.socketPath()):
+				// Our own restarts remove and re-create the socket; only a socket that
+				// stays gone (kubelet wiped the folder) needs serving again.
+				klog.InfoS("Plugin socket removed; serving again", "path", ev.Name)
+				restart = true
+			}
+		case err := <-w.Errors:
+			klog.ErrorS(err, "Watching device plugin folder")
+		case <-tick.C:
+			if _, err := os.Stat(p.socketPath()); err != nil || srv == nil || !p.Registered() {
+				restart = fileExists(p.kubeletPath())
+			}
+		}
+	}
+}
+
+// serve listens on the plugin socket (replacing a stale one) and serves the gRPC API.
+func (p *Plugin) serve() (*grpc.Server, error) {
+	path := p.socketPath()
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("removing stale socket %s: %w", path, err)
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", path, err)
+	}
+	srv := grpc.NewServer()
+	pluginapi.RegisterDevicePluginServer(srv, p)
+	go func() {
+		if err := srv.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			klog.ErrorS(err, "Device plugin gRPC server stopped")
+		}
+	}()
+	return srv, nil
+}
+
+// register announces the plugin on kubelet.sock, retrying briefly because kubelet creates
+// the socket a moment before it accepts calls.
+func (p *Plugin) register(ctx context.Context) error {
+	req := &pluginapi.RegisterRequest{
+		Version:      pluginapi.Version,
+		Endpoint:     filepath.Base(p.socketPath()),
+		ResourceName: string(p.cfg.Resources.Mem),
+		Options:      &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true},
+	}
+	var last error
+	for attempt := 0; attempt < 10; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		if last = p.registerOnce(ctx, req); last == nil {
+			klog.InfoS("Registered with kubelet", "resource", req.ResourceName, "endpoint", req.Endpoint)
+			return nil
+		}
+	}
+	return last
+}
+
+func (p *Plugin) registerOnce(ctx context.Context, req *pluginapi.RegisterRequest) error {
+	conn, err := grpc.NewClient("unix://"+p.kubeletPath(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", p.kubeletPath(), err)
+	}
+	defer conn.Close()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := pluginapi.NewRegistrationClient(conn).Register(cctx, req); err != nil {
+		return fmt.Errorf("registering %s with kubelet: %w", req.ResourceName, err)
+	}
+	return nil
+}
+
+func (p *Plugin) setRegistered(v bool) {
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	p.isReg = v
+}
+
+// Registered reports whether the last registration with kubelet succeeded.
+func (p *Plugin) Registered() bool {
+	p.regMu.Lock()
+	defer p.regMu.Unlock()
+	return p.isReg
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

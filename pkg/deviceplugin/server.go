@@ -1,0 +1,99 @@
+package deviceplugin
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"google.golang.org/grpc"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+var _ pluginapi.DevicePluginServer = (*Plugin)(nil)
+
+// GetDevicePluginOptions tells kubelet to ask for preferred allocations.
+func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
+}
+
+// ListAndWatch sends the fake devices and sends them again whenever a card's health changes.
+func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
+	for {
+		changed := p.health.changed.Wait()
+		resp := &pluginapi.ListAndWatchResponse{Devices: deviceList(p.cards.list, p.health.Healthy)}
+		if err := stream.Send(resp); err != nil {
+			return fmt.Errorf("sending devices to kubelet: %w", err)
+		}
+		select {
+		case <-stream.Context().Done():
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// PreStartContainer is not used (PreStartRequired is false).
+func (p *Plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
+// GetPreferredAllocation steers kubelet's choice of fake IDs to the card(s) the extender
+// chose for the container about to be allocated, so kubelet's records match reality. When
+// no pod matches it still answers (the following Allocate reports the error).
+func (p *Plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pods := p.podsOnNode()
+	resp := &pluginapi.PreferredAllocationResponse{}
+	for _, cr := range req.ContainerRequests {
+		var want map[string]int64 // card UUID → units
+		if m, ok := findContainer(pods, p.cfg.NodeName, p.cfg.Resources, p.mine, int64(cr.AllocationSize)); ok {
+			if cards, units, err := m.cardsOf(p.cards); err == nil {
+				want = map[string]int64{}
+				for i, c := range cards {
+					want[c.UUID] = units[i]
+				}
+			}
+		}
+		ids := preferIDs(cr.AvailableDeviceIDs, cr.MustIncludeDeviceIDs, want, int(cr.AllocationSize))
+		klog.V(4).InfoS("Preferred allocation", "size", cr.AllocationSize, "cards", want, "ids", len(ids))
+		resp.ContainerResponses = append(resp.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: ids})
+	}
+	return resp, nil
+}
+
+// preferIDs picks size IDs: the must-include ones, then available IDs from the wanted cards
+// up to their units, then any available IDs. Output is sorted for stable answers.
+func preferIDs(available, must []string, want map[string]int64, size int) []string {
+	chosen := map[string]bool{}
+	out := make([]string, 0, size)
+	take := func(id string) {
+		if len(out) < size && !chosen[id] {
+			chosen[id] = true
+			out = append(out, id)
+		}
+	}
+	for _, id := range must {
+		take(id)
+		if uuid, _, err := gpushare.ParseFakeDeviceID(id); err == nil && want[uuid] > 0 {
+			want[uuid]--
+		}
+	}
+	avail := append([]string(nil), available...)
+	sort.Strings(avail)
+	for _, id := range avail {
+		uuid, _, err := gpushare.ParseFakeDeviceID(id)
+		if err == nil && want[uuid] > 0 && !chosen[id] {
+			want[uuid]--
+			take(id)
+		}
+	}
+	for _, id := range avail {
+		take(id)
+	}
+	sort.Strings(out)
+	return out
+}
