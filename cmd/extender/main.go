@@ -1,0 +1,219 @@
+// Command extender is the gpushare kube-scheduler extender: it filters, scores and binds
+// pods requesting gpu-mem card by card and serves inspect, health and metrics endpoints.
+// main only wires flags, clients and informers to pkg/cache and pkg/routes.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/metrics"
+	"github.com/gpushare/gpushare/pkg/policy"
+	"github.com/gpushare/gpushare/pkg/routes"
+	"github.com/gpushare/gpushare/pkg/version"
+)
+
+// options are the command-line flags; each has an environment mirror GPUSHARE_<FLAG>.
+type options struct {
+	kubeconfig      string
+	bindAddress     string
+	port            int
+	policy          string
+	nodeSelector    string
+	memResource     string
+	countResource   string
+	reservationTTL  time.Duration
+	maxRequestBytes int64
+	qps             float32
+	burst           int
+	shutdownTimeout time.Duration
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	def := gpushare.DefaultResources()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster config")
+	fs.StringVar(&o.bindAddress, "bind-address", "0.0.0.0", "address to listen on")
+	fs.IntVar(&o.port, "port", 12345, "port to listen on")
+	fs.StringVar(&o.policy, "policy", policy.Default, "placement policy, one of: "+strings.Join(policy.Names(), ", "))
+	fs.StringVar(&o.nodeSelector, "node-selector", gpushare.NodeLabelKey+"="+gpushare.NodeLabelValue, "label selector of GPU-sharing nodes")
+	fs.StringVar(&o.memResource, "mem-resource", string(def.Mem), "extended resource pods request GPU memory units with")
+	fs.StringVar(&o.countResource, "count-resource", string(def.Count), "extended resource giving the GPU count (node) or cards per container (pod)")
+	fs.DurationVar(&o.reservationTTL, "reservation-ttl", cache.DefaultReservationTTL, "how long cards reserved at bind wait for the pod to show up bound")
+	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", routes.DefaultMaxRequestBytes, "largest accepted request body in bytes")
+	fs.Float32Var(&o.qps, "kube-api-qps", 100, "API client queries per second (binds must not be throttled)")
+	fs.IntVar(&o.burst, "kube-api-burst", 200, "API client burst")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight requests")
+}
+
+// applyEnv sets every flag not given on the command line from GPUSHARE_<NAME> (dashes
+// become underscores, upper case), e.g. GPUSHARE_PORT=8080.
+func applyEnv(fs *pflag.FlagSet) error {
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed {
+			return
+		}
+		env := "GPUSHARE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector, error) {
+	res := gpushare.Resources{Mem: corev1.ResourceName(o.memResource), Count: corev1.ResourceName(o.countResource)}
+	if err := res.Validate(); err != nil {
+		return nil, res, nil, err
+	}
+	pol, err := policy.New(o.policy)
+	if err != nil {
+		return nil, res, nil, err
+	}
+	sel, err := labels.Parse(o.nodeSelector)
+	if err != nil {
+		return nil, res, nil, fmt.Errorf("--node-selector %q: %w", o.nodeSelector, err)
+	}
+	switch {
+	case o.port < 1 || o.port > 65535:
+		return nil, res, nil, fmt.Errorf("--port %d out of range", o.port)
+	case o.reservationTTL <= 0:
+		return nil, res, nil, fmt.Errorf("--reservation-ttl %s must be positive", o.reservationTTL)
+	case o.maxRequestBytes <= 0:
+		return nil, res, nil, fmt.Errorf("--max-request-bytes %d must be positive", o.maxRequestBytes)
+	}
+	return pol, res, sel, nil
+}
+
+func main() {
+	var o options
+	fs := pflag.NewFlagSet("extender", pflag.ExitOnError)
+	o.addFlags(fs)
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if err := applyEnv(fs); err != nil {
+		klog.ErrorS(err, "reading flags from the environment")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, &o); err != nil {
+		klog.ErrorS(err, "extender failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func run(ctx context.Context, o *options) error {
+	pol, res, sel, err := o.validate()
+	if err != nil {
+		return err
+	}
+	klog.InfoS("starting gpushare extender", "version", version.Version, "address", net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)),
+		"policy", pol.Name(), "nodeSelector", sel.String(), "memResource", res.Mem, "countResource", res.Count,
+		"reservationTTL", o.reservationTTL, "maxRequestBytes", o.maxRequestBytes, "kubeconfig", o.kubeconfig)
+
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the kubernetes client: %w", err)
+	}
+
+	factory := informers.NewSharedInformerFactory(client, 0)
+	nodes := factory.InformerFor(&corev1.Node{}, func(c kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
+		return coreinformers.NewFilteredNodeInformer(c, resync, toolscache.Indexers{}, func(lo *metav1.ListOptions) {
+			lo.LabelSelector = sel.String()
+		})
+	})
+	pods := factory.Core().V1().Pods()
+	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods.Informer(), Resources: res, ReservationTTL: o.reservationTTL})
+	if err != nil {
+		return err
+	}
+	handler, err := routes.New(routes.Config{
+		Cache: c, Policy: pol, Resources: res, Client: client, Pods: pods.Lister(),
+		Metrics: metrics.New(c), NodeSelector: sel.String(), MaxRequestBytes: o.maxRequestBytes,
+		Version: version.Version,
+	})
+	if err != nil {
+		return err
+	}
+
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	cacheDone := make(chan error, 1)
+	go func() { cacheDone <- c.Run(ctx) }()
+
+	srv := &http.Server{
+		Addr:              net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)),
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- srv.ListenAndServe() }()
+
+	select {
+	case err := <-serveDone:
+		return fmt.Errorf("serving http: %w", err)
+	case err := <-cacheDone:
+		if ctx.Err() == nil {
+			return fmt.Errorf("cache stopped: %w", err)
+		}
+	case <-ctx.Done():
+	}
+	klog.InfoS("shutting down", "timeout", o.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("graceful http shutdown: %w", err)
+	}
+	return nil
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config (pass --kubeconfig outside a cluster): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
