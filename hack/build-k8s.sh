@@ -17,7 +17,7 @@ mkdir -p "$BIN"
 
 log() { printf '[build-k8s] %s\n' "$*" >&2; }
 
-want=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kwok)
+want=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kwok)
 missing=()
 for b in "${want[@]}"; do [ -x "$BIN/$b" ] || missing+=("$b"); done
 if [ ${#missing[@]} -eq 0 ]; then
@@ -38,13 +38,28 @@ ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.i
 ldflags=${ldflags%.*}
 
 need_k8s=false
-for b in kube-apiserver kube-controller-manager kube-scheduler kubelet; do
+for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl; do
   [ -x "$BIN/$b" ] || need_k8s=true
 done
 if $need_k8s; then
   W=$CACHE/wrap-k8s-$K8S_VERSION
   mkdir -p "$W"
-  if [ ! -f "$W/go.sum" ]; then
+  tools=$(cat <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+)
+GO
+)
+  # Re-tidy when the command list changed (an older cache may predate kubectl).
+  if [ ! -f "$W/go.sum" ] || [ "$(cat "$W/tools.go" 2>/dev/null)" != "$tools" ]; then
     log "preparing wrapper module in $W"
     {
       echo "module gpushare.local/k8swrap"
@@ -55,21 +70,11 @@ if $need_k8s; then
       echo
       for m in "${staging[@]}"; do echo "replace k8s.io/$m => k8s.io/$m $STAGING_VERSION"; done
     } >"$W/go.mod"
-    cat >"$W/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
-	_ "k8s.io/kubernetes/cmd/kube-scheduler"
-	_ "k8s.io/kubernetes/cmd/kubelet"
-)
-GO
+    printf '%s\n' "$tools" >"$W/tools.go"
+    rm -f "$W/go.sum"
     (cd "$W" && go mod tidy -e >&2)
   fi
-  for b in kube-apiserver kube-scheduler kube-controller-manager kubelet; do
+  for b in kube-apiserver kube-scheduler kube-controller-manager kubelet kubectl; do
     [ -x "$BIN/$b" ] && continue
     log "building $b $K8S_VERSION"
     (cd "$W" && go build -trimpath -ldflags "$ldflags" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b" && mv "$BIN/$b.tmp" "$BIN/$b")

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Stops the local gpushare cluster of $GPUSHARE_STATE_DIR (default _output/cluster): every
+# process hack/cluster-up.sh started, by recorded PID; pods of the real node through kubelet,
+# then leftover CRI tasks, mounts, the cni0 bridge, host-local addresses and kubepods cgroups.
+# Keeps logs/ and pki/ for a look afterwards; etcd data is removed. Safe to run twice.
+set -o errexit -o nounset -o pipefail
+
+LOG_TAG=cluster-down
+# shellcheck source=hack/lib/cluster.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
+# shellcheck source=hack/lib/realnode.sh
+source "$REPO/hack/lib/realnode.sh"
+
+if [ ! -d "$STATE" ]; then
+  log "no cluster state in $STATE"
+  exit 0
+fi
+K8S_BIN=${GPUSHARE_K8S_BIN:-$(cat "$STATE/k8s-bin" 2>/dev/null || true)}
+
+# No new bindings while the real node is drained.
+stop_proc kube-scheduler
+stop_proc extender
+if [ -x "${K8S_BIN:-/nonexistent}/kubectl" ]; then
+  drain_real_node
+fi
+stop_proc share-plugin
+stop_proc kubelet
+stop_proc kwok
+stop_proc kube-controller-manager
+stop_proc kube-apiserver
+stop_proc etcd
+if [ -f "$CONTAINERD_DIR/config.toml" ] || is_running containerd; then
+  cleanup_runtime
+  release_real_node
+fi
+rm -rf "$STATE/etcd"
+left=$(ls "$PIDS" 2>/dev/null | grep -v '\.' || true)
+[ -z "$left" ] || log "WARNING: pid files left: $left"
+log "cluster in $STATE stopped"

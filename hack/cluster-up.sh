@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Starts the local gpushare cluster on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler (with deploy/scheduler's extender config), the gpushare extender, kwok with
+# GPU-shaped fake nodes and, when root and containerd are available, one real node (containerd
+# + kubelet + share-plugin simulating a Tesla T4).
+#
+#   hack/cluster-up.sh              # start whatever is not running yet (safe to re-run)
+#   hack/cluster-up.sh extender     # (re)start only the named components
+#
+# State (PIDs, logs, credentials, kubeconfig): $GPUSHARE_STATE_DIR (default _output/cluster).
+# Ports and modes: see hack/lib/cluster.sh and docs/local-cluster.md.
+set -o errexit -o nounset -o pipefail
+
+LOG_TAG=cluster-up
+# shellcheck source=hack/lib/cluster.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
+# shellcheck source=hack/lib/certs.sh
+source "$REPO/hack/lib/certs.sh"
+# shellcheck source=hack/lib/realnode.sh
+source "$REPO/hack/lib/realnode.sh"
+# shellcheck source=hack/lib/controlplane.sh
+source "$REPO/hack/lib/controlplane.sh"
+
+K8S_BIN=$(k8s_bin_dir)
+[ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
+mkdir -p "$STATE" "$PIDS" "$LOGS"
+echo "$K8S_BIN" >"$STATE/k8s-bin"
+
+case $NODE_MODE in
+real | kwok) ;;
+auto)
+  if why=$(real_node_possible); then
+    NODE_MODE=real
+  else
+    log "no real node: $why; running the kwok-only variant"
+    NODE_MODE=kwok
+  fi
+  ;;
+*) die "GPUSHARE_NODE_MODE=$NODE_MODE: want real, kwok or auto" ;;
+esac
+if [ "$NODE_MODE" = real ]; then
+  why=$(real_node_possible) || die "GPUSHARE_NODE_MODE=real but $why"
+fi
+echo "$NODE_MODE" >"$STATE/node-mode"
+
+all=(etcd kube-apiserver kube-controller-manager kube-scheduler extender kwok)
+[ "$NODE_MODE" = real ] && all+=(containerd kubelet share-plugin)
+if [ $# -gt 0 ]; then components=("$@"); else components=("${all[@]}"); fi
+
+[ "$NODE_MODE" = real ] && claim_real_node
+ensure_credentials
+
+for c in "${components[@]}"; do
+  case $c in
+  etcd) start_etcd ;;
+  kube-apiserver) start_apiserver ;;
+  kube-controller-manager) start_controller_manager ;;
+  kube-scheduler) start_scheduler ;;
+  extender) start_extender ;;
+  kwok) start_kwok ;;
+  containerd) start_containerd ;;
+  kubelet) start_kubelet ;;
+  share-plugin) start_gpu_source ;;
+  *) die "unknown component $c (known: ${all[*]})" ;;
+  esac
+done
+
+wait_for "namespace default's service account" 60 kubectl_ get serviceaccount default -n default ||
+  die "kube-controller-manager did not create the default service account; see $LOGS/kube-controller-manager.log"
+
+log "cluster up ($NODE_MODE); logs in $LOGS"
+echo "export KUBECONFIG=$KUBECONFIG_FILE"

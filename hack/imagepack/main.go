@@ -1,0 +1,63 @@
+// Command imagepack packs static binaries into a one-layer image tarball in the
+// `docker save` format (manifest.json + config + layer), which `ctr images import` accepts.
+// The local cluster has no registry and no Docker, so its images are built this way.
+//
+//	imagepack -o gpuenv.tar -tag gpushare.local/gpuenv:v1 -entrypoint /gpuenv bin/gpuenv=/gpuenv
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+func main() {
+	out := flag.String("o", "", "output tarball (required)")
+	tag := flag.String("tag", "", "image reference, e.g. gpushare.local/gpuenv:v1 (required)")
+	entry := flag.String("entrypoint", "", "entrypoint path inside the image (default: the first file)")
+	flag.Usage = func() {
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -o OUT -tag REF [-entrypoint PATH] HOSTFILE=IMAGEPATH...\n", os.Args[0])
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if err := run(*out, *tag, *entry, flag.Args()); err != nil {
+		fmt.Fprintln(os.Stderr, "imagepack:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out, tag, entry string, args []string) error {
+	if out == "" || tag == "" || len(args) == 0 {
+		return fmt.Errorf("-o, -tag and at least one HOSTFILE=IMAGEPATH are required")
+	}
+	var files []File
+	for _, a := range args {
+		host, img, ok := strings.Cut(a, "=")
+		if !ok || host == "" || !strings.HasPrefix(img, "/") {
+			return fmt.Errorf("argument %q: want HOSTFILE=/absolute/image/path", a)
+		}
+		data, err := os.ReadFile(host)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", host, err)
+		}
+		files = append(files, File{Path: img, Mode: 0o755, Data: data})
+	}
+	if entry == "" {
+		entry = files[0].Path
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), ".imagepack-*")
+	if err != nil {
+		return fmt.Errorf("creating output: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	if err := Write(tmp, Image{Tag: tag, Entrypoint: []string{entry}, Files: files}); err != nil {
+		tmp.Close()
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	return os.Rename(tmp.Name(), out)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// readTar returns name → content of every regular file in a tarball.
+func readTar(t *testing.T, data []byte) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	tr := tar.NewReader(bytes.NewReader(data))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("reading tar: %v", err)
+		}
+		if h.Typeflag == tar.TypeDir {
+			out[h.Name] = nil
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatalf("reading %s: %v", h.Name, err)
+		}
+		out[h.Name] = b
+	}
+}
+
+func TestWrite(t *testing.T) {
+	var b bytes.Buffer
+	img := Image{Tag: "gpushare.local/x:v1", Entrypoint: []string{"/bin/x"},
+		Files: []File{{Path: "/bin/x", Mode: 0o755, Data: []byte("ELF")}}}
+	if err := Write(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	outer := readTar(t, b.Bytes())
+	var manifest []struct {
+		Config   string
+		RepoTags []string
+		Layers   []string
+	}
+	if err := json.Unmarshal(outer["manifest.json"], &manifest); err != nil {
+		t.Fatalf("manifest.json: %v", err)
+	}
+	if len(manifest) != 1 || len(manifest[0].Layers) != 1 {
+		t.Fatalf("manifest = %+v, want one image with one layer", manifest)
+	}
+	if diff := cmp.Diff([]string{"gpushare.local/x:v1"}, manifest[0].RepoTags); diff != "" {
+		t.Errorf("RepoTags (-want,+got):\n%s", diff)
+	}
+	layer := outer[manifest[0].Layers[0]]
+	sum := sha256.Sum256(layer)
+	var config struct {
+		Config struct{ Entrypoint []string }
+		RootFS struct {
+			DiffIDs []string `json:"diff_ids"`
+		} `json:"rootfs"`
+	}
+	if err := json.Unmarshal(outer[manifest[0].Config], &config); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	if diff := cmp.Diff([]string{"sha256:" + hex.EncodeToString(sum[:])}, config.RootFS.DiffIDs); diff != "" {
+		t.Errorf("diff_ids must be the layer digest (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"/bin/x"}, config.Config.Entrypoint); diff != "" {
+		t.Errorf("Entrypoint (-want,+got):\n%s", diff)
+	}
+	files := readTar(t, layer)
+	var names []string
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	want := []string{"bin/", "bin/x", "dev/", "etc/", "proc/", "sys/", "tmp/", "var/", "var/run/"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("layer entries (-want,+got):\n%s", diff)
+	}
+	if got := string(files["bin/x"]); got != "ELF" {
+		t.Errorf("bin/x = %q, want ELF", got)
+	}
+}
+
+func TestRunRejectsBadArgs(t *testing.T) {
+	for _, args := range [][]string{nil, {"noequals"}, {"f=relative"}} {
+		err := run(t.TempDir()+"/o.tar", "t:v1", "", args)
+		if err == nil || !strings.Contains(err.Error(), "HOSTFILE") {
+			t.Errorf("run(%q) error = %v, want one naming HOSTFILE", args, err)
+		}
+	}
+}

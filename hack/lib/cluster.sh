@@ -1,0 +1,172 @@
+# Shared settings and helpers of hack/cluster-up.sh, hack/cluster-down.sh and hack/demo.sh.
+# Sourced, not run. Every setting can be overridden from the environment so the e2e suite can
+# run its own cluster in its own state dir (see docs/local-cluster.md).
+# shellcheck shell=bash
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+STATE=${GPUSHARE_STATE_DIR:-$REPO/_output/cluster}
+IMAGES_DIR=${GPUSHARE_IMAGES_DIR:-$REPO/_output/images}
+GPUSHARE_BIN=${GPUSHARE_BIN:-$REPO/bin}
+
+ETCD_PORT=${GPUSHARE_ETCD_PORT:-2379}
+ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-2380}
+APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-6443}
+KCM_PORT=${GPUSHARE_KCM_PORT:-10257}
+SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-10259}
+EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12345}
+KWOK_PORT=${GPUSHARE_KWOK_PORT:-10247}
+EXTENDER_POLICY=${GPUSHARE_EXTENDER_POLICY:-binpack}
+# real | kwok | auto (real when root and containerd are available).
+NODE_MODE=${GPUSHARE_NODE_MODE:-auto}
+# Preset kwok nodes from hack/kwok-nodes.yaml: "yes" or "no" (the e2e suite makes its own).
+KWOK_NODES=${GPUSHARE_KWOK_NODES:-yes}
+SIMULATE=${GPUSHARE_SIMULATE:-t4}
+
+# The real node exists once per machine: kubelet's ports and its device-plugin folder
+# (/var/lib/kubelet/device-plugins is compiled into kubelet) cannot be moved, so whichever
+# state dir holds this lock owns the real node.
+KUBELET_DIR=/var/lib/kubelet
+REAL_NODE_LOCK=/run/gpushare-real-node
+OWNER_MARK=$KUBELET_DIR/.gpushare-owner
+
+CONTAINERD_DIR=$STATE/containerd
+CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
+CNI_NETWORK=gpushare
+CNI_BRIDGE=cni0
+CNI_SUBNET=10.88.0.0/16
+
+IMAGE_GPUENV=gpushare.local/gpuenv:v1
+IMAGE_PAUSE=gpushare.local/pause:v1
+REAL_NODE_LABEL=demo.gpushare.io/real-node
+
+KUBECONFIG_FILE=$STATE/kubeconfig
+PIDS=$STATE/pids
+LOGS=$STATE/logs
+
+log() { printf '[%s] %s\n' "${LOG_TAG:-cluster}" "$*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+# k8s_bin_dir prints the folder of the pinned Kubernetes binaries, building them on first use.
+k8s_bin_dir() {
+  if [ -n "${GPUSHARE_K8S_BIN:-}" ]; then
+    echo "$GPUSHARE_K8S_BIN"
+    return
+  fi
+  "$REPO/hack/build-k8s.sh" | tail -n1
+}
+
+# node_name is the name the real node registers: the lower-cased host name when it resolves to
+# a loopback address (the apiserver reaches kubelet, which listens on 127.0.0.1 only, by that
+# name: kubelet refuses a loopback --node-ip), else "localhost".
+node_name() {
+  local h
+  h=$(hostname | tr '[:upper:]' '[:lower:]')
+  if getent ahostsv4 "$h" 2>/dev/null | awk '{print $1}' | grep -q '^127\.'; then
+    echo "$h"
+  else
+    echo localhost
+  fi
+}
+
+# real_node_possible says (exit status) whether this machine can run the real node, and prints
+# why not.
+real_node_possible() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "not root"
+    return 1
+  fi
+  for b in containerd ctr runc; do
+    command -v "$b" >/dev/null || {
+      echo "$b not installed"
+      return 1
+    }
+  done
+  [ -x /usr/lib/cni/bridge ] || {
+    echo "CNI plugins not installed (/usr/lib/cni/bridge)"
+    return 1
+  }
+}
+
+# is_running NAME: the process recorded in $PIDS/NAME is alive and still the same program
+# (guards against a recycled PID).
+is_running() {
+  local f=$PIDS/$1 pid
+  [ -f "$f" ] || return 1
+  pid=$(cat "$f")
+  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  [ "$(cat "$PIDS/$1.exe" 2>/dev/null)" = "$(readlink "/proc/$pid/exe" 2>/dev/null)" ]
+}
+
+# start_proc NAME CMD...: starts CMD in its own session, logging to $LOGS/NAME.log, and
+# records its PID. Does nothing when NAME is already running.
+start_proc() {
+  local name=$1
+  shift
+  if is_running "$name"; then
+    log "$name already running (pid $(cat "$PIDS/$name"))"
+    return 0
+  fi
+  mkdir -p "$PIDS" "$LOGS"
+  log "starting $name"
+  printf '%q ' "$@" >"$PIDS/$name.cmd"
+  setsid "$@" >>"$LOGS/$name.log" 2>&1 </dev/null &
+  local pid=$!
+  echo "$pid" >"$PIDS/$name"
+  # The exe link appears once exec happened; wait for it so is_running can compare.
+  local i
+  for i in $(seq 50); do
+    local exe
+    exe=$(readlink "/proc/$pid/exe" 2>/dev/null || true)
+    if [ -n "$exe" ] && [ "$(basename "$exe")" != bash ] && [ "$(basename "$exe")" != setsid ]; then
+      echo "$exe" >"$PIDS/$name.exe"
+      return 0
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -0 "$pid" 2>/dev/null || die "$name exited at once; last log lines:
+$(tail -n 20 "$LOGS/$name.log")"
+  readlink "/proc/$pid/exe" >"$PIDS/$name.exe"
+}
+
+# stop_proc NAME: SIGTERM, then SIGKILL after a grace period, the recorded process only.
+stop_proc() {
+  local name=$1 pid i
+  if ! is_running "$name"; then
+    rm -f "$PIDS/$name" "$PIDS/$name.exe" "$PIDS/$name.cmd"
+    return 0
+  fi
+  pid=$(cat "$PIDS/$name")
+  log "stopping $name (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for i in $(seq 100); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    log "$name did not stop in 10s; killing"
+    kill -KILL "$pid" 2>/dev/null || true
+    sleep 0.2
+  fi
+  rm -f "$PIDS/$name" "$PIDS/$name.exe" "$PIDS/$name.cmd"
+}
+
+# wait_for WHAT TIMEOUT_S CMD...: retries CMD every 0.5 s until it succeeds.
+wait_for() {
+  local what=$1 timeout=$2 deadline
+  shift 2
+  deadline=$((SECONDS + timeout))
+  until "$@" >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then
+      log "timed out after ${timeout}s waiting for $what"
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+# kubectl_ runs the pinned kubectl against this cluster.
+kubectl_() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }

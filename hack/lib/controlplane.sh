@@ -1,0 +1,95 @@
+# Control plane of the local cluster: etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, the gpushare extender and kwok. Sourced after hack/lib/cluster.sh and
+# hack/lib/certs.sh.
+# shellcheck shell=bash
+
+start_etcd() {
+  mkdir -p "$STATE/etcd"
+  start_proc etcd "$K8S_BIN/etcd" \
+    --name gpushare \
+    --data-dir "$STATE/etcd" \
+    --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+    --listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+    --initial-cluster "gpushare=http://127.0.0.1:$ETCD_PEER_PORT" \
+    --unsafe-no-fsync
+  wait_for etcd 30 curl -sf "http://127.0.0.1:$ETCD_PORT/health" || die "etcd not healthy; see $LOGS/etcd.log"
+}
+
+start_apiserver() {
+  local pki=$STATE/pki
+  start_proc kube-apiserver "$K8S_BIN/kube-apiserver" \
+    --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+    --bind-address 127.0.0.1 \
+    --advertise-address 127.0.0.1 \
+    --secure-port "$APISERVER_PORT" \
+    --cert-dir "$pki/apiserver" \
+    --service-account-issuer https://kubernetes.default.svc \
+    --service-account-key-file "$pki/sa.pub" \
+    --service-account-signing-key-file "$pki/sa.key" \
+    --token-auth-file "$pki/tokens.csv" \
+    --authorization-mode RBAC \
+    --service-cluster-ip-range 10.0.0.0/24 \
+    --endpoint-reconciler-type none \
+    --kubelet-preferred-address-types Hostname,InternalIP \
+    --allow-privileged=true \
+    --profiling=false
+  wait_for "kube-apiserver /readyz" 90 apiserver_ready || die "kube-apiserver not ready; see $LOGS/kube-apiserver.log"
+}
+
+start_controller_manager() {
+  local root_ca=()
+  [ -f "$STATE/pki/apiserver/apiserver.crt" ] && root_ca=(--root-ca-file "$STATE/pki/apiserver/apiserver.crt")
+  start_proc kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --authentication-kubeconfig "$KUBECONFIG_FILE" \
+    --authorization-kubeconfig "$KUBECONFIG_FILE" \
+    --bind-address 127.0.0.1 \
+    --secure-port "$KCM_PORT" \
+    --leader-elect=false \
+    --use-service-account-credentials=false \
+    --service-account-private-key-file "$STATE/pki/sa.key" \
+    "${root_ca[@]}"
+}
+
+start_scheduler() {
+  sed -e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#" \
+    -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#" \
+    "$REPO/deploy/scheduler/scheduler-config.yaml" >"$STATE/scheduler-config.yaml"
+  start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
+    --config "$STATE/scheduler-config.yaml" \
+    --authentication-kubeconfig "$KUBECONFIG_FILE" \
+    --authorization-kubeconfig "$KUBECONFIG_FILE" \
+    --bind-address 127.0.0.1 \
+    --secure-port "$SCHEDULER_PORT"
+}
+
+extender_ready() { curl -sf "http://127.0.0.1:$EXTENDER_PORT/readyz" >/dev/null; }
+
+start_extender() {
+  if [ ! -x "$GPUSHARE_BIN/extender" ]; then
+    log "WARNING: $GPUSHARE_BIN/extender not built (make build); GPU pods will not schedule"
+    return 0
+  fi
+  start_proc extender "$GPUSHARE_BIN/extender" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --bind-address 127.0.0.1 \
+    --port "$EXTENDER_PORT" \
+    --policy "$EXTENDER_POLICY" \
+    --node-selector cgpu=true
+  wait_for "extender /readyz" 60 extender_ready || die "extender not ready; see $LOGS/extender.log"
+}
+
+start_kwok() {
+  start_proc kwok "$K8S_BIN/kwok" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --config "$K8S_BIN/kwok-stages.yaml" \
+    --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --server-address "127.0.0.1:$KWOK_PORT"
+  if [ "$KWOK_NODES" = yes ]; then
+    # Create only: kwok owns the status after the first write.
+    kubectl_ create -f "$REPO/hack/kwok-nodes.yaml" 2>&1 | grep -v AlreadyExists >&2 || true
+  fi
+}

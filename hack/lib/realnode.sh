@@ -1,0 +1,241 @@
+# The real node of the local cluster: containerd + kubelet (+ share-plugin), and its clean-up.
+# Sourced after hack/lib/cluster.sh. Facts behind the settings: ../shared/docs/local-cluster.md
+# and docs/local-cluster.md.
+# shellcheck shell=bash
+
+# claim_real_node takes the machine-wide real-node lock for $STATE, or fails naming the
+# state dir that holds it.
+claim_real_node() {
+  local owner
+  owner=$(cat "$REAL_NODE_LOCK" 2>/dev/null || true)
+  if [ -n "$owner" ] && [ "$owner" != "$STATE" ]; then
+    if [ -d "$owner/pids" ] && ls "$owner"/pids/kubelet "$owner"/pids/containerd >/dev/null 2>&1; then
+      die "the real node is held by the cluster in $owner; stop it first:
+  GPUSHARE_STATE_DIR=$owner $REPO/hack/cluster-down.sh"
+    fi
+    log "taking over a stale real-node lock from $owner"
+  fi
+  if [ -e "$KUBELET_DIR" ] && [ ! -f "$OWNER_MARK" ] && [ -n "$(ls -A "$KUBELET_DIR" 2>/dev/null)" ]; then
+    die "$KUBELET_DIR exists and was not made by this project (another kubelet on this machine?); refusing to touch it"
+  fi
+  if ! is_running kubelet && curl -ksf -o /dev/null "https://127.0.0.1:10250/healthz" 2>/dev/null; then
+    die "something else serves the kubelet port 10250"
+  fi
+  echo "$STATE" >"$REAL_NODE_LOCK"
+  mkdir -p "$KUBELET_DIR"
+  echo "$STATE" >"$OWNER_MARK"
+}
+
+write_containerd_config() {
+  mkdir -p "$CONTAINERD_DIR" "$STATE/cni/net.d"
+  cat >"$CONTAINERD_DIR/config.toml" <<EOF
+version = 2
+root = "$CONTAINERD_DIR/root"
+state = "$CONTAINERD_DIR/state"
+
+[grpc]
+  address = "$CONTAINERD_SOCK"
+
+[ttrpc]
+  address = "$CONTAINERD_DIR/containerd.sock.ttrpc"
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$CONTAINERD_DIR/opt"
+
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "$IMAGE_PAUSE"
+  # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails to start.
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$STATE/cni/net.d"
+EOF
+  cat >"$STATE/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
+{
+  "cniVersion": "0.4.0",
+  "name": "$CNI_NETWORK",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$CNI_BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "ranges": [[{"subnet": "$CNI_SUBNET"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    }
+  ]
+}
+EOF
+}
+
+write_kubelet_config() {
+  mkdir -p "$STATE/kubelet/pki"
+  cat >"$STATE/kubelet/config.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: 127.0.0.1
+healthzBindAddress: 127.0.0.1
+readOnlyPort: 0
+failCgroupV1: false
+cgroupDriver: cgroupfs
+failSwapOn: false
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+authentication:
+  anonymous:
+    enabled: true
+  webhook:
+    enabled: false
+authorization:
+  mode: AlwaysAllow
+nodeStatusUpdateFrequency: 4s
+# No registry is reachable: never garbage-collect the locally imported images.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+evictionHard:
+  memory.available: 50Mi
+  nodefs.available: 1%
+  imagefs.available: 1%
+  nodefs.inodesFree: 1%
+EOF
+}
+
+ctr_() { ctr -n k8s.io -a "$CONTAINERD_SOCK" "$@"; }
+
+# import_images imports the tarballs built by hack/build-images.sh into containerd.
+import_images() {
+  local t
+  for t in "$IMAGES_DIR"/gpuenv.tar "$IMAGES_DIR"/pause.tar; do
+    [ -f "$t" ] || die "$t missing: run hack/build-images.sh"
+    ctr_ images import "$t" >/dev/null
+  done
+  # The CRI plugin looks images up by name; make sure both tags are there.
+  ctr_ images ls -q | grep -qx "$IMAGE_GPUENV" || die "$IMAGE_GPUENV not in containerd after import"
+  ctr_ images ls -q | grep -qx "$IMAGE_PAUSE" || die "$IMAGE_PAUSE not in containerd after import"
+}
+
+start_containerd() {
+  write_containerd_config
+  is_running containerd || touch "$CONTAINERD_DIR/started"
+  start_proc containerd containerd --config "$CONTAINERD_DIR/config.toml"
+  wait_for "containerd socket" 30 ctr_ version
+  import_images
+}
+
+start_kubelet() {
+  write_kubelet_config
+  mkdir -p "$KUBELET_DIR"
+  start_proc kubelet "$K8S_BIN/kubelet" \
+    --config "$STATE/kubelet/config.yaml" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --cert-dir "$STATE/kubelet/pki" \
+    --root-dir "$KUBELET_DIR" \
+    --hostname-override "$(node_name)" \
+    --node-labels "cgpu=true,$REAL_NODE_LABEL=true" \
+    --v=2
+  wait_for "node $(node_name) Ready" 90 node_ready "$(node_name)"
+}
+
+node_ready() {
+  [ "$(kubectl_ get node "$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+node_gpu_mem() {
+  kubectl_ get node "$1" -o 'jsonpath={.status.allocatable.aliyun\.com/gpu-mem}' 2>/dev/null
+}
+
+# start_gpu_source makes the real node advertise its simulated card: share-plugin when it is
+# built, else (until it exists) a node-status patch with the same numbers (one T4: 14 GiB).
+start_gpu_source() {
+  local node
+  node=$(node_name)
+  if [ -x "$GPUSHARE_BIN/share-plugin" ]; then
+    start_proc share-plugin "$GPUSHARE_BIN/share-plugin" \
+      --kubeconfig "$KUBECONFIG_FILE" \
+      --node-name "$node" \
+      --simulate "$SIMULATE" \
+      --device-plugin-dir "$KUBELET_DIR/device-plugins"
+    wait_for "node $node to advertise aliyun.com/gpu-mem (share-plugin)" 60 node_has_gpu_mem "$node" ||
+      die "share-plugin did not make node $node advertise aliyun.com/gpu-mem; see $LOGS/share-plugin.log"
+  else
+    log "WARNING: $GPUSHARE_BIN/share-plugin not built; patching node $node status with gpu-mem 14 / gpu-count 1 instead"
+    kubectl_ patch node "$node" --subresource=status --type=merge -p \
+      '{"status":{"capacity":{"aliyun.com/gpu-mem":"14","aliyun.com/gpu-count":"1"},"allocatable":{"aliyun.com/gpu-mem":"14","aliyun.com/gpu-count":"1"}}}' >/dev/null
+  fi
+}
+
+node_has_gpu_mem() { [ -n "$(node_gpu_mem "$1")" ] && [ "$(node_gpu_mem "$1")" != 0 ]; }
+
+# drain_real_node deletes every pod bound to the real node and waits until kubelet has torn
+# their sandboxes down through CRI (network namespaces, CNI addresses, cgroups).
+drain_real_node() {
+  is_running kubelet && is_running kube-apiserver || return 0
+  local node
+  node=$(node_name)
+  kubectl_ delete pods --all-namespaces --field-selector "spec.nodeName=$node" \
+    --grace-period=1 --wait=false >/dev/null 2>&1 || true
+  wait_for "kubelet to stop the pods of $node" 60 no_sandboxes || true
+}
+
+# Stopped containers stay until kubelet's garbage collection, but their tasks end at once.
+no_sandboxes() { [ -z "$(ctr_ tasks ls -q 2>/dev/null)" ]; }
+
+# cleanup_runtime removes what containerd and kubelet leave behind when they were not drained:
+# tasks, containers, shims, mounts, the bridge, host-local addresses and kubepods cgroups.
+cleanup_runtime() {
+  local id pid m
+  if is_running containerd; then
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do
+      ctr_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
+    done
+    sleep 0.5
+    for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$id" >/dev/null 2>&1 || true; done
+    for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$id" >/dev/null 2>&1 || true; done
+  fi
+  stop_proc containerd
+  # Shims outlive containerd; ours carry our socket in their command line.
+  for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" 2>/dev/null || true); do
+    log "killing leftover shim $pid"
+    kill -KILL "$pid" 2>/dev/null || true
+  done
+  # Mounts under the kubelet dir (kubelet also bind-mounts the dir onto itself) and
+  # containerd's root/state, deepest first.
+  for m in $(awk -v k="$KUBELET_DIR" -v b="$CONTAINERD_DIR/" \
+    '$2 == k || index($2, k "/") == 1 || index($2, b) == 1 {print $2}' /proc/self/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
+  # Network namespaces CRI made for our sandboxes, when kubelet could not remove them.
+  if [ -f "$STATE/containerd/started" ]; then
+    for m in $(find /var/run/netns -maxdepth 1 -name 'cni-*' -newer "$STATE/containerd/started" 2>/dev/null); do
+      umount -l "$m" 2>/dev/null || true
+      rm -f "$m"
+    done
+  fi
+  if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
+    ip link delete "$CNI_BRIDGE" 2>/dev/null || log "could not delete bridge $CNI_BRIDGE"
+  fi
+  rm -rf "/var/lib/cni/networks/$CNI_NETWORK"
+  for m in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+    [ -d "$m" ] || continue
+    find "$m" -depth -type d -exec rmdir {} \; 2>/dev/null || log "some cgroups under $m are still busy"
+  done
+}
+
+# release_real_node frees the kubelet dir and the lock, when this state dir holds them.
+release_real_node() {
+  [ "$(cat "$REAL_NODE_LOCK" 2>/dev/null)" = "$STATE" ] || return 0
+  if [ -f "$OWNER_MARK" ]; then
+    rm -rf "$KUBELET_DIR" || log "WARNING: could not remove $KUBELET_DIR"
+  fi
+  rm -rf "$CONTAINERD_DIR/root" "$CONTAINERD_DIR/state" || log "WARNING: could not remove containerd's root/state"
+  rm -f "$REAL_NODE_LOCK"
+}
