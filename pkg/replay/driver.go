@@ -1,0 +1,308 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// Driver replays a workload against a real API server: kube-scheduler (with the gpushare
+// extender) places the pods, kwok plays the nodes.
+type Driver struct {
+	Client  kubernetes.Interface
+	Objects Objects
+	// NodeWorkers creates nodes in parallel (default 16).
+	NodeWorkers int
+	// NodeReadyTimeout bounds the wait for kwok to mark every node Ready (default 5 min).
+	NodeReadyTimeout time.Duration
+	// PodTimeout bounds the wait for one pod to be bound or found unschedulable (default 2 min).
+	PodTimeout time.Duration
+	// Progress receives the progress bar (nil: none).
+	Progress io.Writer
+}
+
+// RunResult is what a cluster replay measured besides the Recorder.
+type RunResult struct {
+	Wall time.Duration // from the first pod's create to the last pod's outcome
+	// E2E holds each pod's create→outcome time (bound, or unschedulable and deleted).
+	E2E []time.Duration
+}
+
+// Run creates the nodes, waits until kwok made them Ready, then submits the pods one at a
+// time in order: create, wait for the pod to be bound (spec.nodeName) or marked
+// Unschedulable (then delete it and count it failed), record, next. The cluster must not
+// already hold these nodes or pods. Errors: API failures, timeouts (naming the pod and
+// its last scheduling message), ctx cancelled.
+func (d *Driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec *Recorder) (RunResult, error) {
+	var res RunResult
+	if err := d.ensureNamespace(ctx); err != nil {
+		return res, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	tr := newTracker()
+	selector := labels.Set{LabelReplay: "true"}.String()
+	podFactory := informers.NewSharedInformerFactoryWithOptions(d.Client, 0,
+		informers.WithNamespace(d.Objects.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	podInformer := podFactory.Core().V1().Pods().Informer()
+	if _, err := podInformer.AddEventHandler(tr.handler()); err != nil {
+		return res, fmt.Errorf("watching pods: %w", err)
+	}
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(d.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	nodeLister := nodeFactory.Core().V1().Nodes().Lister()
+	nodeInformer := nodeFactory.Core().V1().Nodes().Informer()
+	podFactory.Start(ctx.Done())
+	nodeFactory.Start(ctx.Done())
+	defer podFactory.Shutdown()
+	defer nodeFactory.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced) {
+		return res, fmt.Errorf("waiting for informer caches: %w", ctx.Err())
+	}
+
+	if err := d.createNodes(ctx, nodes); err != nil {
+		return res, err
+	}
+	if err := d.waitNodesReady(ctx, len(nodes), func() ([]*corev1.Node, error) { return nodeLister.List(labels.Everything()) }); err != nil {
+		return res, err
+	}
+
+	bar := NewProgress(d.Progress, len(pods))
+	defer bar.Done()
+	start := time.Now()
+	res.E2E = make([]time.Duration, 0, len(pods))
+	for _, p := range pods {
+		t0 := time.Now()
+		node, err := d.submit(ctx, tr, p)
+		if err != nil {
+			res.Wall = time.Since(start)
+			return res, err
+		}
+		res.E2E = append(res.E2E, time.Since(t0))
+		bar.Update(rec.Record(p, node), rec)
+	}
+	res.Wall = time.Since(start)
+	return res, nil
+}
+
+func (d *Driver) ensureNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.Objects.Namespace}}
+	if _, err := d.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+	}
+	// Without kube-controller-manager nobody creates it, and pod creation is refused.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: ns.Name}}
+	if _, err := d.Client.CoreV1().ServiceAccounts(ns.Name).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating service account default in %s: %w", ns.Name, err)
+	}
+	return nil
+}
+
+// createNodes creates the kwok nodes with NodeWorkers parallel requests.
+func (d *Driver) createNodes(ctx context.Context, nodes []NodeSpec) error {
+	workers := d.NodeWorkers
+	if workers <= 0 {
+		workers = 16
+	}
+	objs := make([]*corev1.Node, 0, len(nodes))
+	for _, n := range nodes {
+		obj, err := d.Objects.Node(n)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, obj)
+	}
+	klog.InfoS("creating kwok nodes", "count", len(objs))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan *corev1.Node)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		if firstErr == nil {
+			firstErr = err
+			cancel()
+		}
+		mu.Unlock()
+	}
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for obj := range work {
+				if err := d.createNode(ctx, obj); err != nil {
+					fail(err)
+				}
+			}
+		}()
+	}
+feed:
+	for _, obj := range objs {
+		select {
+		case work <- obj:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return ctx.Err()
+}
+
+func (d *Driver) createNode(ctx context.Context, obj *corev1.Node) error {
+	created, err := d.Client.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return fmt.Errorf("node %s already exists: the replay needs a cluster without its nodes (tear it down and start a fresh one)", obj.Name)
+	case err != nil:
+		return fmt.Errorf("creating node %s: %w", obj.Name, err)
+	}
+	if _, ok := created.Status.Allocatable[d.Objects.Resources.Mem]; ok {
+		return nil
+	}
+	// The API server dropped the status on create: write it through the status subresource.
+	created.Status.Capacity = obj.Status.Capacity
+	created.Status.Allocatable = obj.Status.Allocatable
+	if _, err := d.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("setting capacity of node %s: %w", obj.Name, err)
+	}
+	return nil
+}
+
+// nodeReady: Ready=True and no taint that keeps pods off.
+func nodeReady(n *corev1.Node) (bool, string) {
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return false, "taint " + t.ToString()
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			if c.Status == corev1.ConditionTrue {
+				return true, ""
+			}
+			return false, "Ready=" + string(c.Status) + " " + c.Reason
+		}
+	}
+	return false, "no Ready condition (is kwok running?)"
+}
+
+func (d *Driver) waitNodesReady(ctx context.Context, want int, list func() ([]*corev1.Node, error)) error {
+	timeout := d.NodeReadyTimeout
+	if timeout <= 0 {
+		timeout = 5 * time.Minute
+	}
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		nodes, err := list()
+		if err != nil {
+			return fmt.Errorf("listing nodes: %w", err)
+		}
+		ready, why := 0, ""
+		var notReady []string
+		for _, n := range nodes {
+			if ok, reason := nodeReady(n); ok {
+				ready++
+			} else {
+				notReady = append(notReady, n.Name)
+				why = reason
+			}
+		}
+		if ready >= want {
+			klog.InfoS("nodes ready", "count", ready)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			sort.Strings(notReady)
+			example := ""
+			if len(notReady) > 0 {
+				example = fmt.Sprintf("; e.g. %s: %s", notReady[0], why)
+			}
+			return fmt.Errorf("after %s only %d of %d nodes are ready%s", timeout, ready, want, example)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// submit creates one pod and returns its node, or "" when it was unschedulable (it is
+// then deleted).
+func (d *Driver) submit(ctx context.Context, tr *tracker, p PodSpec) (string, error) {
+	obj, err := d.Objects.Pod(p)
+	if err != nil {
+		return "", err
+	}
+	events := tr.watch(obj.Name)
+	defer tr.forget(obj.Name)
+	pods := d.Client.CoreV1().Pods(obj.Namespace)
+	if _, err := pods.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("creating pod %s: %w", obj.Name, err)
+	}
+	timeout := d.PodTimeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	lastMsg := ""
+	deleting := false
+	for {
+		select {
+		case ev := <-events:
+			switch {
+			case ev.deleted && deleting:
+				return "", nil
+			case ev.deleted:
+				return "", fmt.Errorf("pod %s was deleted by someone else while being scheduled", obj.Name)
+			case ev.node != "" && !deleting:
+				return ev.node, nil
+			case ev.unschedulable && !deleting:
+				klog.V(2).InfoS("unschedulable", "pod", obj.Name, "message", ev.message)
+				deleting = true
+				var zero int64
+				err := pods.Delete(ctx, obj.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+				if apierrors.IsNotFound(err) {
+					return "", nil
+				}
+				if err != nil {
+					return "", fmt.Errorf("deleting unschedulable pod %s: %w", obj.Name, err)
+				}
+			case ev.message != "":
+				lastMsg = ev.message
+			}
+		case <-timer.C:
+			if deleting {
+				return "", fmt.Errorf("pod %s: not gone %s after deleting it", obj.Name, timeout)
+			}
+			return "", fmt.Errorf("pod %s: neither bound nor unschedulable after %s (last scheduler message: %q); are kube-scheduler and the extender running?", obj.Name, timeout, lastMsg)
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// Options configure one replay (the gpushare-replay flags).
+type Options struct {
+	NodesPath   string   // node CSV; rows without GPUs are skipped
+	PodsPath    string   // pod CSV
+	Seed        int64    // shuffle and tuning seed (the paper uses 42..51)
+	Tune        float64  // tune the GPU request to this multiple of capacity (<= 0: as is)
+	Unit        UnitMode // milli or gib
+	Limit       int      // replay only the first Limit pods of the workload (0: all)
+	OutDir      string   // where summary.json and steps.csv go
+	PolicyLabel string   // the policy's name in the results
+	Namespace   string   // namespace of the replay pods
+	StepEvery   int      // write every n-th step to steps.csv
+	MetricsURL  string   // extender /metrics ("" skips latencies)
+	PodTimeout  time.Duration
+	Progress    io.Writer // progress bar; nil for none
+}
+
+// Prepared is the parsed and tuned input of a replay.
+type Prepared struct {
+	Nodes []NodeSpec // GPU nodes only
+	Pods  []PodSpec  // in submission order
+	Units Units
+	Stats WorkloadStats
+	Trace string // short trace name, e.g. "default"
+}
+
+// Prepare reads the CSVs and builds the workload.
+func Prepare(o Options) (Prepared, error) {
+	var pr Prepared
+	all, err := ReadNodesFile(o.NodesPath)
+	if err != nil {
+		return pr, err
+	}
+	for _, n := range all {
+		if n.GPUs > 0 {
+			pr.Nodes = append(pr.Nodes, n)
+		}
+	}
+	if len(pr.Nodes) == 0 {
+		return pr, fmt.Errorf("%s: no GPU nodes", o.NodesPath)
+	}
+	trace, err := ReadPodsFile(o.PodsPath)
+	if err != nil {
+		return pr, err
+	}
+	if pr.Units, err = NewUnits(o.Unit, pr.Nodes); err != nil {
+		return pr, err
+	}
+	pr.Pods, pr.Stats, err = Workload(trace, TotalGPUMilli(pr.Nodes), o.Seed, o.Tune)
+	if err != nil {
+		return pr, err
+	}
+	if o.Limit > 0 && o.Limit < len(pr.Pods) {
+		pr.Pods = pr.Pods[:o.Limit]
+	}
+	pr.Trace = TraceName(o.PodsPath)
+	klog.InfoS("workload ready", "trace", pr.Trace, "nodes", len(pr.Nodes), "pods", len(pr.Pods),
+		"original", pr.Stats.Original, "clones", pr.Stats.Clones, "removed", pr.Stats.Removed,
+		"requestPct", fmt.Sprintf("%.1f", 100*float64(pr.Stats.RequestMilli)/float64(pr.Stats.CapacityMilli)))
+	return pr, nil
+}
+
+// TraceName shortens "…/openb_pod_list_gpushare40.csv" to "gpushare40".
+func TraceName(path string) string {
+	b := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	return strings.TrimPrefix(b, "openb_pod_list_")
+}
+
+func (o Options) summary(pr Prepared, mode string, rec *Recorder, wall time.Duration) Summary {
+	s := NewSummary(rec, wall)
+	s.Policy, s.Trace, s.Mode, s.Seed, s.Tune, s.Unit = o.PolicyLabel, pr.Trace, mode, o.Seed, o.Tune, string(o.Unit)
+	s.Started = time.Now().Add(-wall).UTC().Truncate(time.Second)
+	return s
+}
+
+// RunCluster replays against the cluster behind client and writes the results. The
+// summary is returned (and written) also when the run stopped early with an error, so a
+// partial run leaves its steps behind.
+func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Summary, error) {
+	pr, err := Prepare(o)
+	if err != nil {
+		return Summary{}, err
+	}
+	d := &Driver{
+		Client:     client,
+		Objects:    Objects{Units: pr.Units, Resources: gpushare.DefaultResources(), Namespace: o.Namespace},
+		PodTimeout: o.PodTimeout,
+		Progress:   o.Progress,
+	}
+	httpc := &http.Client{Timeout: 10 * time.Second}
+	names := []string{MetricFilter, MetricPrioritize, MetricBind}
+	var before Histograms
+	if o.MetricsURL != "" {
+		if before, err = ScrapeHistograms(ctx, httpc, o.MetricsURL, names...); err != nil {
+			klog.ErrorS(err, "extender metrics unavailable; latencies will be missing")
+		}
+	}
+	rec := NewRecorder(TotalGPUMilli(pr.Nodes))
+	res, runErr := d.Run(ctx, pr.Nodes, pr.Pods, rec)
+	s := o.summary(pr, "cluster", rec, res.Wall)
+	if o.MetricsURL != "" && before != nil {
+		if after, err := ScrapeHistograms(context.WithoutCancel(ctx), httpc, o.MetricsURL, names...); err != nil {
+			klog.ErrorS(err, "extender metrics unavailable after the run")
+		} else {
+			s.SetLatencies(before, after)
+		}
+	}
+	if len(res.E2E) > 0 {
+		if s.Latencies == nil {
+			s.Latencies = map[string]Latency{}
+		}
+		s.Latencies["e2e"] = exactLatency(res.E2E)
+	}
+	if err := WriteResults(o.OutDir, s, rec, o.StepEvery); err != nil {
+		return s, errors.Join(runErr, err)
+	}
+	return s, runErr
+}
+
+// RunOffline replays with the named policy in memory and writes the results.
+func RunOffline(ctx context.Context, policyName string, o Options) (Summary, error) {
+	pol, err := policy.New(policyName)
+	if err != nil {
+		return Summary{}, err
+	}
+	pr, err := Prepare(o)
+	if err != nil {
+		return Summary{}, err
+	}
+	rec := NewRecorder(TotalGPUMilli(pr.Nodes))
+	wall, runErr := Offline(ctx, pol, pr.Units, pr.Nodes, pr.Pods, rec, o.Progress)
+	s := o.summary(pr, "offline", rec, wall)
+	if err := WriteResults(o.OutDir, s, rec, o.StepEvery); err != nil {
+		return s, errors.Join(runErr, err)
+	}
+	return s, runErr
+}
+
+// exactLatency computes p50/p99 of measured durations (nearest rank).
+func exactLatency(ds []time.Duration) Latency {
+	sorted := append([]time.Duration(nil), ds...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
+	at := func(q float64) float64 {
+		i := int(q*float64(len(sorted))+0.5) - 1
+		if i < 0 {
+			i = 0
+		}
+		if i >= len(sorted) {
+			i = len(sorted) - 1
+		}
+		return float64(sorted[i]) / float64(time.Millisecond)
+	}
+	return Latency{Count: float64(len(sorted)), P50ms: at(0.5), P99ms: at(0.99)}
+}
