@@ -7,20 +7,24 @@ import "github.com/gpushare/gpushare/pkg/gpushare"
 // Score: 3/4 the fullness of the chosen cards after placement, 1/4 the node's, scaled 0..10.
 type binpack struct{}
 
-var _ Policy = binpack{}
+var (
+	_ Policy = binpack{}
+	_ Rater  = binpack{}
+)
 
 func (binpack) Name() string { return "binpack" }
 
 func (binpack) Place(node Node, req gpushare.PodRequest) (Placement, error) {
-	return place(node, req, func(a, b Card, fa, fb, _ int64) bool {
-		if fa != fb {
-			return fa < fb
-		}
-		return a.Index < b.Index
-	})
+	return placeWithFallback(node, req, byPreference(bestFit))
 }
 
 func (binpack) Score(node Node, p Placement) int64 {
 	cards, whole := fullness(node, p)
 	return scale(0.75*cards + 0.25*whole)
+}
+
+// Rate is the unrounded Score.
+func (binpack) Rate(node Node, p Placement) float64 {
+	cards, whole := fullness(node, p)
+	return 0.75*cards + 0.25*whole
 }

@@ -12,16 +12,58 @@ import (
 // `need` units on it; free is each card's free units at that moment.
 type prefer func(a, b Card, freeA, freeB, need int64) bool
 
+// chooser picks k of the candidate card positions (indexes into node.Cards, all with at least
+// `need` free) for a container; free is every card's free units at that moment. The result
+// must be k distinct members of cand.
+type chooser func(node Node, free []int64, cand []int, need int64, k int) []int
+
+// byPreference turns a card order into a chooser: sort the candidates, take the first k.
+func byPreference(better prefer) chooser {
+	return func(node Node, free []int64, cand []int, need int64, k int) []int {
+		sort.Slice(cand, func(x, y int) bool {
+			a, b := cand[x], cand[y]
+			return better(node.Cards[a], node.Cards[b], free[a], free[b], need)
+		})
+		return cand[:k]
+	}
+}
+
+// bestFit prefers the fitting card with the least free units, lowest index on ties.
+func bestFit(a, b Card, fa, fb, _ int64) bool {
+	if fa != fb {
+		return fa < fb
+	}
+	return a.Index < b.Index
+}
+
+// Fit reports whether req can be placed on node, with the same answer every policy's Place
+// gives (each falls back to the best-fit order when its own order fails). It is what filter
+// calls: nil, or a *FitError naming the per-card shortfall.
+func Fit(node Node, req gpushare.PodRequest) error {
+	_, err := place(node, req, byPreference(bestFit))
+	return err
+}
+
+// placeWithFallback runs place with the policy's chooser and, if that greedy pass fails,
+// once more in best-fit order, so a policy never rejects what Fit accepts.
+func placeWithFallback(node Node, req gpushare.PodRequest, choose chooser) (Placement, error) {
+	p, err := place(node, req, choose)
+	if err == nil || len(req.Containers) < 2 {
+		return p, err
+	}
+	return place(node, req, byPreference(bestFit))
+}
+
 // place is the fit algorithm shared by all policies.
 //
 //  1. App and sidecar containers (they run together) are placed largest per-card need first;
-//     each takes `Cards` distinct cards with at least PerCard free, the best by `better`.
+//     each takes `Cards` distinct cards with at least PerCard free, picked by `choose`.
 //  2. Each regular init container runs alone beside the sidecars, so it may reuse what the pod
-//     already holds on a card; it takes the cards that need the least extra, then by `better`.
+//     already holds on a card; it takes the cards that need the least extra, then best fit.
 //
 // Greedy: for single-container pods (nearly all) it is exact; for several containers with
 // mixed sizes it may miss a packing that exists, never over-commits a card.
-func place(node Node, req gpushare.PodRequest, better prefer) (Placement, error) {
+func place(node Node, req gpushare.PodRequest, choose chooser) (Placement, error) {
 	if len(node.Cards) == 0 {
 		return Placement{}, fitErrorf("node has no GPU cards")
 	}
@@ -65,12 +107,8 @@ func place(node Node, req gpushare.PodRequest, better prefer) (Placement, error)
 		if len(cand) < c.Cards {
 			return Placement{}, shortfall(node, free, c, multi)
 		}
-		sort.Slice(cand, func(x, y int) bool {
-			a, b := cand[x], cand[y]
-			return better(node.Cards[a], node.Cards[b], free[a], free[b], need)
-		})
 		cu := make(gpushare.CardUnits, c.Cards)
-		for _, i := range cand[:c.Cards] {
+		for _, i := range choose(node, free, cand, need, c.Cards) {
 			free[i] -= need
 			held[i] += need
 			if c.Kind == gpushare.Sidecar {
@@ -103,7 +141,7 @@ func place(node Node, req gpushare.PodRequest, better prefer) (Placement, error)
 			if ea, eb := extra(a), extra(b); ea != eb {
 				return ea < eb
 			}
-			return better(node.Cards[a], node.Cards[b], free[a], free[b], need)
+			return bestFit(node.Cards[a], node.Cards[b], free[a], free[b], need)
 		})
 		cu := make(gpushare.CardUnits, c.Cards)
 		for _, i := range cand[:c.Cards] {

@@ -10,6 +10,8 @@ import (
 var constructors = map[string]func() Policy{
 	"binpack": func() Policy { return binpack{} },
 	"spread":  func() Policy { return spread{} },
+	"bestfit": func() Policy { return bestfit{} },
+	"fgd":     func() Policy { return NewFGD(nil) },
 }
 
 // Default is the policy used when none is configured.

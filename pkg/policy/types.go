@@ -22,10 +22,20 @@ func (c Card) Free() int64 {
 	return c.Total - c.Used
 }
 
-// Node is one node's cards, in index order.
+// Host is CPU and memory: a node's free amount (allocatable minus the requests of the pods
+// bound to it, as the scheduler counts them) or a pod's request.
+type Host struct {
+	CPUMilli  int64 // millicores
+	MemoryMiB int64 // MiB
+}
+
+// Node is one node's cards, in index order, and optionally its free host resources.
 type Node struct {
 	Name  string
 	Cards []Card
+	// Host is the node's free CPU and memory; nil when the caller does not account them
+	// (fragmentation then looks at the cards alone).
+	Host *Host
 }
 
 // TotalUnits sums the capacity of healthy cards.
@@ -56,6 +66,9 @@ type Placement struct {
 	Allocation gpushare.PodAllocation
 	// Usage is what the pod holds on each card (gpushare.PodAllocation.CardUsage).
 	Usage gpushare.CardUnits
+	// Host is the pod's CPU and memory request. Place leaves it zero; callers that account
+	// host resources set it before rating, so a rate can see what the pod takes from the node.
+	Host Host
 }
 
 // FitError says why a pod cannot be placed on a node, in words a user can act on, e.g.

@@ -1,0 +1,151 @@
+package policy
+
+import "github.com/gpushare/gpushare/pkg/gpushare"
+
+// fgd is a fragmentation-aware policy after "Beware of Fragmentation" (Weng et al., USENIX
+// ATC'23). The fragmentation of a node for a workload is the expected number of free units
+// that a typical pod cannot use:
+//
+//	F(node) = sum over gpu shapes s of weight(s) * unusable(node, s)
+//	unusable(node, s) = all free units, if the node lacks s's CPU or memory, or fewer than
+//	                    s.Cards cards have s.PerCard free;
+//	                    else the free units of the cards with less than s.PerCard free.
+//
+// A placement is rated by how little it raises F (ΔF = F(after) - F(before), lower is
+// better); cards inside a node are chosen greedily the same way. The host part matters as
+// much as the cards: a pod that takes a node's last CPU strands its free cards, so pods
+// without gpu-mem are rated too (when the scheduler sends them, see docs/benchmarks.md).
+// Ties, common while the workload is unknown, go to binpack's order for gpu pods and, for
+// pods without gpu-mem, to the node with the least free card capacity (where CPU is worth
+// least to gpu pods). The workload is learned from the pods seen so far (ShapeCounter);
+// without one fgd behaves as binpack. Node.Host nil: cards alone.
+type fgd struct {
+	w Workload
+}
+
+var (
+	_ Policy        = fgd{}
+	_ Rater         = fgd{}
+	_ WorkloadAware = fgd{}
+)
+
+// WorkloadAware policies take the current workload before each decision.
+type WorkloadAware interface {
+	WithWorkload(w Workload) Policy
+}
+
+// NewFGD returns the fragmentation-aware policy for workload w (nil: not known yet).
+func NewFGD(w Workload) Policy { return fgd{w: w} }
+
+func (fgd) Name() string { return "fgd" }
+
+func (f fgd) WithWorkload(w Workload) Policy { return fgd{w: w} }
+
+// tieWeight scales a tie-breaker in 0..1 below any ΔF worth distinguishing.
+const tieWeight = 1e-3
+
+func (f fgd) Place(node Node, req gpushare.PodRequest) (Placement, error) {
+	if len(f.w) == 0 {
+		return placeWithFallback(node, req, byPreference(bestFit))
+	}
+	return placeWithFallback(node, req, f.choose)
+}
+
+// choose picks k cards one at a time, each the candidate whose use leaves the least
+// fragmentation, best fit on ties. Host resources are the same whichever card is taken.
+func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int) []int {
+	work := append([]int64(nil), free...)
+	picked := make([]int, 0, k)
+	used := make(map[int]bool, k)
+	for len(picked) < k {
+		best, bestF := -1, 0.0
+		for _, i := range cand {
+			if used[i] {
+				continue
+			}
+			work[i] -= need
+			fr := f.frag(work, node.Host)
+			work[i] += need
+			if best < 0 || fr < bestF-1e-9 ||
+				(fr <= bestF+1e-9 && bestFit(node.Cards[i], node.Cards[best], work[i], work[best], need)) {
+				best, bestF = i, fr
+			}
+		}
+		used[best] = true
+		work[best] -= need
+		picked = append(picked, best)
+	}
+	return picked
+}
+
+// frag is F for a node whose cards have the given free units and whose host has `host` free
+// (nil: unknown, cards alone).
+func (f fgd) frag(free []int64, host *Host) float64 {
+	var total int64
+	for _, v := range free {
+		total += v
+	}
+	var out float64
+	for _, s := range f.w {
+		if s.Cards == 0 {
+			continue // a pod without gpu-mem cannot use free cards in any case
+		}
+		var unusable int64
+		if host != nil && (host.CPUMilli < s.Host.CPUMilli || host.MemoryMiB < s.Host.MemoryMiB) {
+			unusable = total
+		} else {
+			fits := 0
+			for _, v := range free {
+				if v >= s.PerCard {
+					fits++
+				} else {
+					unusable += v
+				}
+			}
+			if fits < s.Cards {
+				unusable = total
+			}
+		}
+		out += s.Weight * float64(unusable)
+	}
+	return out
+}
+
+func (f fgd) Score(node Node, p Placement) int64 {
+	return binpack{}.Score(node, p)
+}
+
+// Rate is -ΔF plus a tie-breaker scaled below one unit.
+func (f fgd) Rate(node Node, p Placement) float64 {
+	before := make([]int64, len(node.Cards))
+	after := make([]int64, len(node.Cards))
+	var freeUnits, totalUnits int64
+	for i, c := range node.Cards {
+		before[i] = c.Free()
+		after[i] = before[i] - p.Usage[c.Index]
+		if after[i] < 0 {
+			after[i] = 0
+		}
+		freeUnits += after[i]
+		if c.Healthy {
+			totalUnits += c.Total
+		}
+	}
+	var tie float64
+	switch {
+	case len(p.Usage) > 0:
+		tie = binpack{}.Rate(node, p)
+	case totalUnits > 0:
+		tie = 1 - float64(freeUnits)/float64(totalUnits)
+	default:
+		tie = 1 // a node without cards is the best home for a pod without gpu-mem
+	}
+	if len(f.w) == 0 {
+		return tieWeight * tie
+	}
+	var hostAfter *Host
+	if node.Host != nil {
+		hostAfter = &Host{CPUMilli: node.Host.CPUMilli - p.Host.CPUMilli, MemoryMiB: node.Host.MemoryMiB - p.Host.MemoryMiB}
+	}
+	return -(f.frag(after, hostAfter) - f.frag(before, node.Host)) + tieWeight*tie
+}

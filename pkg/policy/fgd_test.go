@@ -1,0 +1,150 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+func TestShapeCounterWorkload(t *testing.T) {
+	var sc ShapeCounter
+	small := Host{CPUMilli: 4000, MemoryMiB: 8192}
+	for i := 0; i < 6; i++ {
+		sc.Add(req(app(0, 500, 1)), small)
+	}
+	for i := 0; i < 3; i++ {
+		sc.Add(req(app(0, 2000, 2)), small)
+	}
+	sc.Add(gpushare.PodRequest{}, Host{CPUMilli: 1000}) // a pod without gpu-mem
+	if sc.Total() != 10 {
+		t.Fatalf("Total = %d, want 10", sc.Total())
+	}
+	// 90 % coverage: 6 + 3 = 9 of 10 pods → two shapes, renormalised 6/9 and 3/9.
+	want := Workload{
+		{Cards: 1, PerCard: 500, Host: small, Weight: 6.0 / 9},
+		{Cards: 2, PerCard: 1000, Host: small, Weight: 3.0 / 9},
+	}
+	if diff := cmp.Diff(want, sc.Workload(0.9, 10)); diff != "" {
+		t.Errorf("Workload (-want,+got):\n%s", diff)
+	}
+	if got := sc.Workload(1, 1); len(got) != 1 || got[0].Weight != 1 {
+		t.Errorf("max 1 shape: %+v", got)
+	}
+	var empty ShapeCounter
+	if empty.Workload(0.95, 10) != nil {
+		t.Error("empty counter has a workload")
+	}
+}
+
+func TestFGDCardChoice(t *testing.T) {
+	// Typical pods want 600 units on one card. Free: card0 700, card1 1000.
+	// A 300-unit pod on card0 leaves free 400 and 1000: card0 is unusable for 600 → F = 400.
+	// On card1 it leaves 700 and 700, both usable → F = 0. fgd picks card1; best fit picks
+	// card0.
+	w := Workload{{Cards: 1, PerCard: 600, Weight: 1}}
+	node := Node{Cards: []Card{{Index: 0, Total: 1000, Used: 300, Healthy: true}, {Index: 1, Total: 1000, Healthy: true}}}
+	p, err := NewFGD(w).Place(node, req(app(0, 300, 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(gpushare.CardUnits{1: 300}, p.Usage); diff != "" {
+		t.Errorf("fgd usage (-want,+got):\n%s", diff)
+	}
+	bp, _ := New("binpack")
+	p, _ = bp.Place(node, req(app(0, 300, 1)))
+	if diff := cmp.Diff(gpushare.CardUnits{0: 300}, p.Usage); diff != "" {
+		t.Errorf("binpack usage (-want,+got):\n%s", diff)
+	}
+}
+
+func TestFGDRateHostAware(t *testing.T) {
+	// Typical gpu pods want one whole card (1000) and 8 cores. Two nodes with one free card:
+	// node a has 10 cores free, node b 40. A pod without gpu-mem asking 4 cores on node a
+	// leaves 6 < 8 cores: a's free card is stranded (ΔF = +1000); on b nothing changes.
+	w := Workload{{Cards: 1, PerCard: 1000, Host: Host{CPUMilli: 8000}, Weight: 1}}
+	pol := NewFGD(w)
+	card := []Card{{Index: 0, Total: 1000, Healthy: true}}
+	a := Node{Name: "a", Cards: card, Host: &Host{CPUMilli: 10000, MemoryMiB: 1 << 20}}
+	b := Node{Name: "b", Cards: card, Host: &Host{CPUMilli: 40000, MemoryMiB: 1 << 20}}
+	cpuPod := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 4000}}
+	got := Scores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
+	if diff := cmp.Diff([]int64{0, MaxScore}, got); diff != "" {
+		t.Errorf("scores (-want,+got):\n%s", diff)
+	}
+	// Without host accounting both look the same: tie, both best.
+	a.Host, b.Host = nil, nil
+	got = Scores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
+	if diff := cmp.Diff([]int64{MaxScore, MaxScore}, got); diff != "" {
+		t.Errorf("scores without host (-want,+got):\n%s", diff)
+	}
+}
+
+func TestFGDPodsWithoutGPUPreferSpentNodes(t *testing.T) {
+	// No typical shape is affected by CPU here (ample cores), so ΔF = 0 everywhere and the
+	// tie-breaker sends the pod to the node whose cards are most used.
+	w := Workload{{Cards: 1, PerCard: 500, Weight: 1}}
+	pol := NewFGD(w)
+	host := &Host{CPUMilli: 64000, MemoryMiB: 1 << 20}
+	full := Node{Cards: []Card{{Index: 0, Total: 1000, Used: 1000, Healthy: true}}, Host: host}
+	empty := Node{Cards: []Card{{Index: 0, Total: 1000, Healthy: true}}, Host: host}
+	p := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 1000}}
+	if diff := cmp.Diff([]int64{MaxScore, 0}, Scores(pol, []Node{full, empty}, []Placement{p, p})); diff != "" {
+		t.Errorf("scores (-want,+got):\n%s", diff)
+	}
+}
+
+func TestScoresNormalisation(t *testing.T) {
+	// binpack rates: .75·card + .25·node fullness after placing 4 units.
+	// n0: 12/16 → .75  → best → 10
+	// n1: 4/16 on an empty 2×16 node → .1875+.03125 = .21875 → lowest → 0
+	// n2: 8/16, node 8/16 → .5 → 9·(.5-.21875)/(.75-.21875) = 4.76 → 4
+	nodes := []Node{
+		{Cards: cards(16, 8)},
+		{Cards: cards(16, 0, 16, 0)},
+		{Cards: cards(16, 4)},
+	}
+	p := Placement{Usage: gpushare.CardUnits{0: 4}}
+	bp, _ := New("binpack")
+	if diff := cmp.Diff([]int64{10, 0, 4}, Scores(bp, nodes, []Placement{p, p, p})); diff != "" {
+		t.Errorf("scores (-want,+got):\n%s", diff)
+	}
+}
+
+func TestBestfitPrefersLeastLeftover(t *testing.T) {
+	// Absolute free units after placing 4: small node 14-4 = 10 free, big node 80-40-4 = 36.
+	// bestfit prefers the small node though the big one is fuller by ratio (binpack's pick).
+	small := Node{Cards: []Card{{Index: 0, Total: 14, Healthy: true}}}
+	big := Node{Cards: []Card{{Index: 0, Total: 80, Used: 40, Healthy: true}}}
+	p := Placement{Usage: gpushare.CardUnits{0: 4}}
+	bf, _ := New("bestfit")
+	if diff := cmp.Diff([]int64{10, 0}, Scores(bf, []Node{small, big}, []Placement{p, p})); diff != "" {
+		t.Errorf("bestfit (-want,+got):\n%s", diff)
+	}
+	bp, _ := New("binpack")
+	if diff := cmp.Diff([]int64{0, 10}, Scores(bp, []Node{small, big}, []Placement{p, p})); diff != "" {
+		t.Errorf("binpack (-want,+got):\n%s", diff)
+	}
+}
+
+func TestFitAgreesWithEveryPolicy(t *testing.T) {
+	node := Node{Cards: cards(16, 10, 16, 4, 16, 12)}
+	w := Workload{{Cards: 1, PerCard: 6, Weight: 1}}
+	reqs := []gpushare.PodRequest{
+		req(app(0, 6, 1)), req(app(0, 13, 1)), req(app(0, 8, 2)), req(app(0, 12, 1), app(1, 4, 1)),
+	}
+	for _, name := range Names() {
+		pol, _ := New(name)
+		if wa, ok := pol.(WorkloadAware); ok {
+			pol = wa.WithWorkload(w)
+		}
+		for i, r := range reqs {
+			_, perr := pol.Place(node, r)
+			ferr := Fit(node, r)
+			if (perr == nil) != (ferr == nil) {
+				t.Errorf("%s req %d: Place err %v, Fit err %v", name, i, perr, ferr)
+			}
+		}
+	}
+}

@@ -1,0 +1,97 @@
+package policy
+
+import (
+	"sort"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// Shape is a typical pod: Cards distinct cards with PerCard units each (Cards 0: a pod
+// without gpu-mem), its host request, and its share of all pods seen (Weight; the weights of
+// a Workload sum to 1).
+type Shape struct {
+	Cards   int
+	PerCard int64
+	Host    Host
+	Weight  float64
+}
+
+// Workload is the popularity of typical shapes, most popular first.
+type Workload []Shape
+
+type shapeKey struct {
+	cards   int
+	perCard int64
+	host    Host
+}
+
+// ShapeCounter counts the shapes of pods seen so far. Not safe for concurrent use; the caller
+// guards it.
+type ShapeCounter struct {
+	counts map[shapeKey]int64
+	total  int64
+}
+
+// Add counts one pod: its shape is its largest app or sidecar container (init containers are
+// transient; several gpu-mem containers in one pod are rare) and its host request.
+func (s *ShapeCounter) Add(req gpushare.PodRequest, host Host) {
+	if s.counts == nil {
+		s.counts = make(map[shapeKey]int64)
+	}
+	k := shapeKey{host: host}
+	for _, c := range req.Containers {
+		if c.Kind == gpushare.Init {
+			continue
+		}
+		if c.PerCard()*int64(c.Cards) > k.perCard*int64(k.cards) {
+			k.cards, k.perCard = c.Cards, c.PerCard()
+		}
+	}
+	s.counts[k]++
+	s.total++
+}
+
+// Total is the number of pods counted.
+func (s *ShapeCounter) Total() int64 { return s.total }
+
+// Workload returns the most popular shapes that together cover at least `coverage` (0..1] of
+// the containers counted, at most max of them, with weights renormalised to sum to 1. This
+// mirrors the "typical pods" of the FGD paper (95 % coverage), learned online.
+func (s *ShapeCounter) Workload(coverage float64, max int) Workload {
+	if s.total == 0 || max <= 0 {
+		return nil
+	}
+	w := make(Workload, 0, len(s.counts))
+	for k, n := range s.counts {
+		w = append(w, Shape{Cards: k.cards, PerCard: k.perCard, Host: k.host, Weight: float64(n)})
+	}
+	sort.Slice(w, func(i, j int) bool {
+		if w[i].Weight != w[j].Weight {
+			return w[i].Weight > w[j].Weight
+		}
+		if w[i].Cards != w[j].Cards {
+			return w[i].Cards < w[j].Cards
+		}
+		if w[i].PerCard != w[j].PerCard {
+			return w[i].PerCard < w[j].PerCard
+		}
+		if w[i].Host.CPUMilli != w[j].Host.CPUMilli {
+			return w[i].Host.CPUMilli < w[j].Host.CPUMilli
+		}
+		return w[i].Host.MemoryMiB < w[j].Host.MemoryMiB
+	})
+	var covered, kept float64
+	n := 0
+	for n < len(w) && n < max && covered < coverage*float64(s.total) {
+		covered += w[n].Weight
+		n++
+	}
+	w = w[:n]
+	for _, sh := range w {
+		kept += sh.Weight
+	}
+	for i := range w {
+		w[i].Weight /= kept
+	}
+	return w
+}
