@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -24,7 +25,7 @@ func IsSharingNode(node *corev1.Node, res gpushare.Resources) bool {
 
 // Build computes the occupancy of the GPU-sharing nodes among nodes (others are skipped)
 // from the pods bound to them. Terminated pods (Succeeded, Failed) and pods of other nodes
-// are ignored, so callers may pass a wider list than needed. Per-card inventory comes from
+// are ignored, and duplicates counted once, so callers may pass a wider list than needed. Per-card inventory comes from
 // res.NodeInventory (annotation first, else allocatable gpu-mem/gpu-count); allocations from
 // res.ReadAllocation (per-container JSON first, else the single-card index annotation).
 // A bound pod that requests res.Mem but has no card annotation counts as pending on its
@@ -32,11 +33,18 @@ func IsSharingNode(node *corev1.Node, res gpushare.Resources) bool {
 // name, pods by namespace and name.
 func Build(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) Model {
 	byNode := map[string][]*corev1.Pod{}
+	seen := map[types.NamespacedName]bool{}
 	for i := range pods {
 		p := &pods[i]
 		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		// A pod listed twice (overlapping lists) must not count twice.
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
 	var m Model

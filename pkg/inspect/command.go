@@ -181,8 +181,8 @@ func fetchModel(ctx context.Context, cs kubernetes.Interface, node string, res g
 			return Model{}, err
 		}
 		if !IsSharingNode(n, res) {
-			return Model{}, fmt.Errorf("%w: %s has no %s=%s label, no %s annotation and no allocatable %s",
-				ErrNotSharingNode, node, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
+			return Model{}, fmt.Errorf("node %q %w (no %s=%s label, no %s annotation, no allocatable %s)",
+				node, ErrNotSharingNode, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
 		}
 		nodes = []corev1.Node{*n}
 	} else {

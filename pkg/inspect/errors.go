@@ -16,7 +16,7 @@ var (
 	// annotation or with allocatable gpu-mem.
 	ErrNoSharingNodes = errors.New("no GPU-sharing nodes found")
 	// ErrNotSharingNode: the NODE argument names a node that does not share GPUs.
-	ErrNotSharingNode = errors.New("node does not share GPUs")
+	ErrNotSharingNode = errors.New("does not share GPUs")
 )
 
 // explain turns an error from talking to the cluster into the one line the user sees,
@@ -34,6 +34,9 @@ func explain(err error) error {
 		return wrapf(err, "permission denied (need get/list on nodes, pods and events)")
 	case apierrors.IsUnauthorized(err):
 		return wrapf(err, "not authenticated to the cluster (check the kubeconfig credentials)")
+	case errors.As(err, &urlErr) && strings.Contains(urlErr.URL, "//localhost:8080/"):
+		// kubectl's built-in default server: nothing configured it.
+		return wrapf(err, "no cluster configured (set --kubeconfig, KUBECONFIG or --server)")
 	case errors.As(err, &urlErr), errors.As(err, &netErr):
 		return wrapf(err, "cannot reach the cluster")
 	}

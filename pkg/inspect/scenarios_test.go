@@ -1,0 +1,109 @@
+package inspect
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// Cluster contents shared by the golden command tests. Each comment gives the arithmetic
+// the golden output must show.
+
+// referenceScenario is the cloud product's user guide: one T4 (15079 MiB → 14 GiB units),
+// three notebooks of 4 → 12/14 (85%, floor of 85.7). The pods use both annotation forms:
+// per-container JSON and the old single-card index. A finished pod and a pod without
+// gpu-mem must not count.
+func referenceScenario(t *testing.T) []runtime.Object {
+	return []runtime.Object{
+		makeNode("cn-shanghai.i-uf61h64dz1tmlob9hmtb", "192.168.0.71").Sharing().
+			Inventory(t, gpushare.GiB, t4(0)).Obj(),
+		makeNode("cpu-1", "192.168.0.80").Obj(),
+		makePod("default", "tf-notebook-5f7d9c8b6-2xk4q").Node("cn-shanghai.i-uf61h64dz1tmlob9hmtb").GPU(4, 0).Alloc(`{"0":{"0":4}}`).Obj(),
+		makePod("default", "tf-notebook-2-7c9f5d6f4-8mz7w").Node("cn-shanghai.i-uf61h64dz1tmlob9hmtb").GPU(4, 0).Alloc(`{"0":{"0":4}}`).Obj(),
+		makePod("default", "tf-notebook-3-6d8b7c9f5-q4r2n").Node("cn-shanghai.i-uf61h64dz1tmlob9hmtb").GPU(4, 0).Index("0").Obj(),
+		makePod("default", "old-job").Node("cn-shanghai.i-uf61h64dz1tmlob9hmtb").GPU(4, 0).Index("0").Phase(corev1.PodSucceeded).Obj(),
+		makePod("kube-system", "share-plugin-x7k2p").Node("cn-shanghai.i-uf61h64dz1tmlob9hmtb").Obj(),
+	}
+}
+
+// heterogeneousScenario: gpu-a has a T4 (14) and an A100 (80): 4 on the T4 and 40 on the
+// A100 → 44/94 (46%). gpu-b has no annotation: allocatable gpu-mem 16 / gpu-count 1 →
+// one 16-unit card, 8 used by an old-style IDX pod; its GPU1 column reads 0/0.
+// Cluster 52/110 (47%).
+func heterogeneousScenario(t *testing.T) []runtime.Object {
+	return []runtime.Object{
+		makeNode("gpu-a", "10.0.0.1").Sharing().Inventory(t, gpushare.GiB, t4(0), a100(1)).Obj(),
+		makeNode("gpu-b", "10.0.0.2").Allocatable(16, 1).Obj(),
+		makePod("ml", "small").Node("gpu-a").GPU(4, 0).Alloc(`{"0":{"0":4}}`).Obj(),
+		makePod("ml", "large").Node("gpu-a").GPU(40, 0).Alloc(`{"0":{"1":40}}`).Obj(),
+		makePod("ml", "legacy").Node("gpu-b").GPU(8, 0).Index("0").Obj(),
+	}
+}
+
+// multiScenario: two 16-unit cards. "trainer" wants 16 on 2 cards → 8 + 8. "bundle" has
+// two app containers on card 0 (2 + 3 = 5) and an init container of 6 on card 0, which runs
+// alone before them → card 0 holds max(5, 6) = 6. "solo" has 1 on card 1.
+// Card 0: 8+6 = 14/16, card 1: 8+1 = 9/16, node 23/32 (71%).
+func multiScenario(t *testing.T) []runtime.Object {
+	return []runtime.Object{
+		makeNode("gpu-m", "10.0.0.3").Sharing().Inventory(t, gpushare.GiB, card(0, 16, true), card(1, 16, true)).Obj(),
+		makePod("ml", "trainer").Node("gpu-m").GPU(16, 2).Alloc(`{"0":{"0":8,"1":8}}`).Obj(),
+		makePod("ml", "bundle").Node("gpu-m").InitGPU(6).GPU(2, 0).GPU(3, 0).
+			Alloc(`{"0":{"0":2},"1":{"0":3}}`).InitAlloc(`{"0":{"0":6}}`).Obj(),
+		makePod("ml", "solo").Node("gpu-m").GPU(1, 0).Alloc(`{"0":{"1":1}}`).Obj(),
+	}
+}
+
+// unhealthyPendingScenario: card 1 went unhealthy while a pod of 4 still holds it →
+// "4/16(unhealthy)". "waiting" is bound without any card annotation (the device plugin
+// or extender has not written it yet) → PENDING 6. Node: 2 + 4 + 6 = 12/32 (37%).
+func unhealthyPendingScenario(t *testing.T) []runtime.Object {
+	return []runtime.Object{
+		makeNode("gpu-u", "10.0.0.4").Sharing().Inventory(t, gpushare.GiB, card(0, 16, true), card(1, 16, false)).Obj(),
+		makePod("default", "ok").Node("gpu-u").GPU(2, 0).Alloc(`{"0":{"0":2}}`).Obj(),
+		makePod("default", "stuck").Node("gpu-u").GPU(4, 0).Alloc(`{"0":{"1":4}}`).Obj(),
+		makePod("default", "waiting").Node("gpu-u").GPU(6, 0).Phase(corev1.PodPending).Obj(),
+	}
+}
+
+// mibScenario: share-plugin runs with --memory-unit=MiB: a T4 is 15079 units; one pod of
+// 4096 → 4096/15079 (27%), header GPU Memory(MiB).
+func mibScenario(t *testing.T) []runtime.Object {
+	d := t4(0)
+	d.Units = 15079
+	return []runtime.Object{
+		makeNode("gpu-mib", "10.0.0.5").Sharing().Inventory(t, gpushare.Unit{MiB: 1}, d).Obj(),
+		makePod("default", "mib-pod").Node("gpu-mib").GPU(4096, 0).Alloc(`{"0":{"0":4096}}`).Obj(),
+	}
+}
+
+// mixedScenario: a GiB node (4/14) next to the MiB node (4096/15079). Totals in MiB:
+// allocated 4*1024 + 4096 = 8192, total 14*1024 + 15079 = 29415 → 27%.
+func mixedScenario(t *testing.T) []runtime.Object {
+	return append(mibScenario(t),
+		makeNode("gpu-gib", "10.0.0.6").Sharing().Inventory(t, gpushare.GiB, t4(0)).Obj(),
+		makePod("default", "gib-pod").Node("gpu-gib").GPU(4, 0).Alloc(`{"0":{"0":4}}`).Obj(),
+	)
+}
+
+// pendingScenario: "big" wants 10 on one card and has two FailedScheduling events, the
+// newer (series form) wins; "fresh" has no event yet but a PodScheduled=False condition;
+// "cpu" requests no gpu-mem and "bound" is already on a node: neither is listed.
+// "pair" wants 8 on 2 cards in another namespace with a plain event.
+func pendingScenario(t *testing.T) []runtime.Object {
+	big := makePod("ml", "big").GPU(10, 0).Phase(corev1.PodPending).Obj()
+	pair := makePod("team-b", "pair").GPU(8, 2).Phase(corev1.PodPending).Obj()
+	return append(referenceScenario(t),
+		big, pair,
+		makePod("ml", "fresh").GPU(2, 0).Phase(corev1.PodPending).Condition(corev1.PodCondition{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable",
+			Message: "0/2 nodes are available: 1 gpu-mem: need 2 on one card; largest free 1."}).Obj(),
+		makePod("ml", "cpu").Phase(corev1.PodPending).Obj(),
+		failedScheduling(big, "big.1", 1, "0/2 nodes are available: 1 Insufficient aliyun.com/gpu-mem.", false),
+		failedScheduling(big, "big.2", 5, "0/2 nodes are available: 1 gpu-mem: need 10 on one card; largest free 2, 1 node(s) didn't match Pod's node affinity/selector.", true),
+		failedScheduling(pair, "pair.1", 3, "0/2 nodes are available: 1 gpu-mem: need 4 on each of 2 cards; 1 card has 4 free.", false),
+	)
+}
