@@ -81,8 +81,10 @@ func newCommand(streams genericiooptions.IOStreams, connect connectFunc) *cobra.
 	def := gpushare.DefaultResources()
 	flags := &flagpole{}
 	cmd := &cobra.Command{
-		Use:   "kubectl inspect gpushare [NODE]",
-		Short: "Show GPU memory allocated per card on GPU-sharing nodes",
+		Use: "kubectl-inspect-gpushare [NODE]",
+		// kubectl runs the plugin as `kubectl inspect gpushare`; help and usage say so.
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl inspect gpushare"},
+		Short:       "Show GPU memory allocated per card on GPU-sharing nodes",
 		Long: `Show the gpu-mem units allocated on each card of the GPU-sharing nodes (label cgpu=true,
 share-plugin's inventory annotation, or allocatable gpu-mem), read from the same node and
 pod annotations the gpushare scheduler extender uses. Pods bound to a node but not yet
