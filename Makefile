@@ -10,7 +10,7 @@ LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION
 RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/...
 COMMANDS  := extender share-plugin kubectl-inspect-gpushare
 
-.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins clean
+.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image clean
 
 all: build
 
@@ -39,6 +39,25 @@ fmt:
 
 k8s-bins: ## Build (once) the pinned control-plane binaries into the cache
 	hack/build-k8s.sh
+
+# --- local cluster (hack/, docs/local-cluster.md) ---------------------------------------------
+E2E_TIMEOUT ?= 45m
+E2E_FLAGS   ?=
+
+images: ## Build the local test images (gpuenv, pause) as docker-save tarballs in _output/images
+	hack/build-images.sh
+
+image: build ## Pack bin/extender and bin/share-plugin into image tarballs in _output/images
+	hack/build-component-images.sh
+
+demo: k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4)
+	hack/demo.sh
+
+demo-down: ## Stop the demo cluster: every process by PID, mounts, cni0, cgroups
+	hack/cluster-down.sh
+
+e2e: ## End-to-end suite on its own local cluster (builds what it needs; takes down a running demo)
+	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... $(E2E_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# `make demo`: the reference scenario on the local cluster. Three tf-notebook Deployments of
+# aliyun.com/gpu-mem: 4 share the real node's simulated Tesla T4 (14 GiB); a fourth cannot fit
+# and stays Pending. Prints pods, each notebook's GPU environment, the pending reason and
+# `kubectl inspect gpushare`, then leaves the cluster running. Safe to re-run.
+# Expects `make build` (bin/) and hack/build-images.sh to have run (the Makefile does both).
+set -o errexit -o nounset -o pipefail
+
+LOG_TAG=demo
+# shellcheck source=hack/lib/cluster.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
+
+K8S_BIN=$(k8s_bin_dir)
+"$REPO/hack/cluster-up.sh"
+mode=$(cat "$STATE/node-mode")
+export PATH="$GPUSHARE_BIN:$K8S_BIN:$PATH"
+export KUBECONFIG=$KUBECONFIG_FILE
+node=$(node_name)
+
+banner() { printf '\n=== %s\n' "$*"; }
+
+if [ "$mode" = kwok ]; then
+  # No kubelet here: a kwok node with the T4's shape stands in for the real node.
+  node=gpushare-t4
+  kubectl apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Node
+metadata:
+  name: $node
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {cgpu: "true", $REAL_NODE_LABEL: "true", kubernetes.io/hostname: $node, type: kwok}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110", aliyun.com/gpu-mem: "14", aliyun.com/gpu-count: "1"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110", aliyun.com/gpu-mem: "14", aliyun.com/gpu-count: "1"}
+EOF
+fi
+
+kubectl apply -f "$REPO/deploy/examples/" >/dev/null
+log "waiting for tf-notebook, tf-notebook-2, tf-notebook-3 to be Available"
+if ! kubectl wait --for=condition=Available --timeout=180s deployment/tf-notebook deployment/tf-notebook-2 deployment/tf-notebook-3 >/dev/null; then
+  kubectl get pods -o wide
+  kubectl get events --field-selector type=Warning | tail -n 20
+  die "the notebooks did not become Available; logs: $LOGS"
+fi
+# Only now the one that cannot fit, so it is the one left Pending.
+kubectl apply -f "$REPO/deploy/examples/overflow/" >/dev/null
+pending_reason() {
+  local pod
+  pod=$(kubectl get pods -l app=tf-notebook-4 -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null) || return 1
+  kubectl get events --field-selector "involvedObject.name=$pod,reason=FailedScheduling" \
+    -o 'jsonpath={.items[-1:].message}' 2>/dev/null | grep .
+}
+wait_for "tf-notebook-4's FailedScheduling event" 60 pending_reason || true
+
+banner "kubectl get pods -o wide"
+kubectl get pods -o wide
+
+banner "GPU environment of each notebook (kubectl logs)"
+for d in tf-notebook tf-notebook-2 tf-notebook-3; do
+  pod=$(kubectl get pods -l "app=$d" -o 'jsonpath={.items[0].metadata.name}')
+  if [ "$mode" = real ]; then
+    kubectl logs "$pod" | grep -E '^(NVIDIA_VISIBLE_DEVICES|ALIYUN_COM_GPU_MEM_)' | sed "s/^/$pod: /" || echo "$pod: (no GPU env in log)"
+  else
+    echo "$pod: (kwok node: no container runs; annotations:" \
+      "$(kubectl get pod "$pod" -o 'jsonpath={.metadata.annotations.ALIYUN_COM_GPU_MEM_IDX}')"")"
+  fi
+done
+
+banner "Why tf-notebook-4 is Pending"
+pending_reason || echo "(no FailedScheduling event yet)"
+
+banner "kubectl inspect gpushare"
+if [ -x "$GPUSHARE_BIN/kubectl-inspect-gpushare" ]; then
+  kubectl inspect gpushare
+  banner "kubectl inspect gpushare $node"
+  kubectl inspect gpushare "$node" || true
+else
+  log "bin/kubectl-inspect-gpushare not built; the extender's inspect JSON instead"
+  curl -sf "http://127.0.0.1:$EXTENDER_PORT/gpushare-scheduler/inspect/$node" || echo "(extender not reachable)"
+  echo
+fi
+
+banner "The cluster keeps running; stop it with: make demo-down"
+echo "export KUBECONFIG=$KUBECONFIG_FILE"

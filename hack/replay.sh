@@ -1,0 +1,147 @@
+#!/usr/bin/env bash
+# Replays one openb trace through the real scheduler and prints the summary line:
+# builds the extender and gpushare-replay, starts a kwok-only cluster of its own (state dir
+# and ports apart from the demo cluster), runs the replay, tears the cluster down.
+#
+#   hack/replay.sh                                   # default trace, binpack, seed 42
+#   TRACE=gpushare40 POLICY=fgd SEED=43 hack/replay.sh
+#   LIMIT=500 hack/replay.sh                         # first 500 pods only
+#
+# Settings (environment):
+#   TRACE    pod list name: openb_pod_list_$TRACE.csv (default: default)
+#   POLICY   extender policy (default: binpack)       SEED  shuffle seed (default: 42)
+#   TUNE     workload tuning ratio (default: 1.3)     UNIT  milli | gib (default: milli)
+#   LIMIT    replay only the first N pods (default: 0 = all)
+#   OUT      result folder (default: _output/replay/$TRACE/$POLICY/seed$SEED)
+#   TRACES_DIR  folder of the CSVs (default: ../shared/traces/openb next to the repo)
+#   REPLAY_KCM  yes: also run kube-controller-manager (default: no; see below)
+#   KEEP_CLUSTER yes: leave the cluster running (stop it with the same environment and
+#                hack/cluster-down.sh, GPUSHARE_STATE_DIR=_output/replay-cluster)
+#
+# It reuses hack/lib (start_proc, credentials, etcd, apiserver, extender) and differs from
+# hack/cluster-up.sh in three ways, each for throughput on 2 cores with 1213 nodes:
+# - kube-scheduler runs with deploy/scheduler/replay-config.yaml (extender decides, all
+#   nodes scored, high QPS);
+# - kwok gets only the node-initialize stage: pods stay Pending-but-bound (no status writes
+#   per pod) and nodes have no lease heartbeats (--node-lease-duration-seconds 0);
+# - no kube-controller-manager by default: without heartbeats its node lifecycle controller
+#   would taint every node unreachable after 40 s, and the replay needs nothing else from
+#   it (gpushare-replay creates its namespace's default service account itself).
+set -o errexit -o nounset -o pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TRACE=${TRACE:-default}
+POLICY=${POLICY:-binpack}
+SEED=${SEED:-42}
+TUNE=${TUNE:-1.3}
+UNIT=${UNIT:-milli}
+LIMIT=${LIMIT:-0}
+OUT=${OUT:-$REPO/_output/replay/$TRACE/$POLICY/seed$SEED}
+TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
+REPLAY_KCM=${REPLAY_KCM:-no}
+KEEP_CLUSTER=${KEEP_CLUSTER:-no}
+
+# A cluster of its own, beside a possibly running demo cluster.
+export GPUSHARE_STATE_DIR=${GPUSHARE_STATE_DIR:-$REPO/_output/replay-cluster}
+export GPUSHARE_NODE_MODE=kwok
+export GPUSHARE_KWOK_NODES=no
+export GPUSHARE_EXTENDER_POLICY=$POLICY
+export GPUSHARE_ETCD_PORT=${GPUSHARE_ETCD_PORT:-23790}
+export GPUSHARE_ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-23800}
+export GPUSHARE_APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-16443}
+export GPUSHARE_KCM_PORT=${GPUSHARE_KCM_PORT:-10357}
+export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-10359}
+export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12346}
+export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-10348}
+
+LOG_TAG=replay
+# shellcheck source=hack/lib/cluster.sh
+source "$REPO/hack/lib/cluster.sh"
+# shellcheck source=hack/lib/certs.sh
+source "$REPO/hack/lib/certs.sh"
+# shellcheck source=hack/lib/controlplane.sh
+source "$REPO/hack/lib/controlplane.sh"
+
+NODES_CSV=$TRACES_DIR/openb_node_list_gpu_node.csv
+PODS_CSV=$TRACES_DIR/openb_pod_list_$TRACE.csv
+[ -f "$NODES_CSV" ] || die "no node list $NODES_CSV (set TRACES_DIR)"
+[ -f "$PODS_CSV" ] || die "no pod list $PODS_CSV; traces: $(cd "$TRACES_DIR" && ls openb_pod_list_*.csv | sed 's/openb_pod_list_//; s/\.csv//' | tr '\n' ' ')"
+
+log "building extender and gpushare-replay"
+mkdir -p "$GPUSHARE_BIN"
+(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
+  CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-replay" ./cmd/gpushare-replay)
+
+K8S_BIN=$(k8s_bin_dir)
+[ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
+export GPUSHARE_K8S_BIN=$K8S_BIN
+
+teardown() {
+  local rc=$?
+  if [ "$KEEP_CLUSTER" = yes ]; then
+    log "cluster left running: export KUBECONFIG=$KUBECONFIG_FILE (stop: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh)"
+  else
+    "$REPO/hack/cluster-down.sh" || log "WARNING: cluster-down failed"
+  fi
+  exit "$rc"
+}
+
+if is_running kube-apiserver; then
+  die "a cluster already runs in $STATE; stop it first: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh"
+fi
+rm -rf "$STATE/etcd"
+mkdir -p "$STATE" "$PIDS" "$LOGS"
+echo "$K8S_BIN" >"$STATE/k8s-bin"
+echo kwok >"$STATE/node-mode"
+trap teardown EXIT
+
+# start_replay_kwok: kwok with the node-initialize stage only and no node leases.
+start_replay_kwok() {
+  awk '/^---/ { exit } { print }' "$K8S_BIN/kwok-stages.yaml" >"$STATE/kwok-replay-stages.yaml"
+  grep -q 'name: node-initialize' "$STATE/kwok-replay-stages.yaml" ||
+    die "$K8S_BIN/kwok-stages.yaml does not start with the node-initialize stage"
+  start_proc kwok "$K8S_BIN/kwok" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --config "$STATE/kwok-replay-stages.yaml" \
+    --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-lease-duration-seconds 0 \
+    --server-address "127.0.0.1:$KWOK_PORT"
+}
+
+# start_replay_scheduler: kube-scheduler with the replay configuration.
+start_replay_scheduler() {
+  sed -e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#" \
+    -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#" \
+    "$REPO/deploy/scheduler/replay-config.yaml" >"$STATE/replay-config.yaml"
+  start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
+    --config "$STATE/replay-config.yaml" \
+    --authentication-kubeconfig "$KUBECONFIG_FILE" \
+    --authorization-kubeconfig "$KUBECONFIG_FILE" \
+    --bind-address 127.0.0.1 \
+    --secure-port "$SCHEDULER_PORT"
+  wait_for "kube-scheduler /healthz" 60 curl -ksf "https://127.0.0.1:$SCHEDULER_PORT/healthz" ||
+    die "kube-scheduler not healthy; see $LOGS/kube-scheduler.log"
+}
+
+ensure_credentials
+start_etcd
+start_apiserver
+[ "$REPLAY_KCM" = yes ] && start_controller_manager
+start_extender
+start_replay_kwok
+start_replay_scheduler
+log "cluster up; replaying $PODS_CSV (policy $POLICY, seed $SEED, tune $TUNE) into $OUT"
+
+mkdir -p "$OUT"
+"$GPUSHARE_BIN/gpushare-replay" \
+  --kubeconfig "$KUBECONFIG_FILE" \
+  --nodes "$NODES_CSV" \
+  --pods "$PODS_CSV" \
+  --seed "$SEED" \
+  --tune "$TUNE" \
+  --unit "$UNIT" \
+  --limit "$LIMIT" \
+  --out "$OUT" \
+  --policy-label "$POLICY" \
+  --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" | tee "$OUT/summary.txt"

@@ -1,0 +1,279 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// realNodeLabel marks the kubelet-backed node (hack/lib/cluster.sh REAL_NODE_LABEL).
+const realNodeLabel = "demo.gpushare.io/real-node"
+
+// realNodeLock names the state dir owning the machine's single real node
+// (hack/lib/cluster.sh REAL_NODE_LOCK).
+const realNodeLock = "/run/gpushare-real-node"
+
+// config is where the suite's cluster lives and how hack/cluster-up.sh is told so. Ports
+// differ from the demo's defaults so the two never talk to each other by mistake.
+type config struct {
+	repo   string
+	state  string
+	k8sBin string
+	// scriptEnv is added to the environment of every hack/ script.
+	scriptEnv    []string
+	extenderPort int
+}
+
+func configFromEnv() (*config, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, fmt.Errorf("finding the repository: %w", err)
+	}
+	repo := wd
+	for {
+		if _, err := os.Stat(filepath.Join(repo, "go.mod")); err == nil {
+			break
+		}
+		parent := filepath.Dir(repo)
+		if parent == repo {
+			return nil, fmt.Errorf("no go.mod above %s", wd)
+		}
+		repo = parent
+	}
+	state := os.Getenv("GPUSHARE_E2E_STATE_DIR")
+	if state == "" {
+		state = filepath.Join(repo, "_output", "e2e")
+	}
+	c := &config{repo: repo, state: state, extenderPort: 22345}
+	c.scriptEnv = []string{
+		"GPUSHARE_STATE_DIR=" + state,
+		"GPUSHARE_ETCD_PORT=22379",
+		"GPUSHARE_ETCD_PEER_PORT=22380",
+		"GPUSHARE_APISERVER_PORT=22443",
+		"GPUSHARE_KCM_PORT=22257",
+		"GPUSHARE_SCHEDULER_PORT=22259",
+		"GPUSHARE_KWOK_PORT=22247",
+		"GPUSHARE_EXTENDER_PORT=" + strconv.Itoa(c.extenderPort),
+		"GPUSHARE_KWOK_NODES=no", // each test makes the kwok nodes it needs
+	}
+	return c, nil
+}
+
+// script runs a hack/ script (or make) in the repository with the suite's environment,
+// streaming its output to stderr, and returns its stdout's last line.
+func (c *config) script(ctx context.Context, name string, args ...string) (string, error) {
+	path := name
+	if name != "make" {
+		path = filepath.Join(c.repo, "hack", name)
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Dir = c.repo
+	cmd.Env = append(os.Environ(), c.scriptEnv...)
+	if c.k8sBin != "" {
+		cmd.Env = append(cmd.Env, "GPUSHARE_K8S_BIN="+c.k8sBin)
+	}
+	var out bytes.Buffer
+	cmd.Stdout = io.MultiWriter(&out, os.Stderr)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	return lines[len(lines)-1], nil
+}
+
+// prepare stops a cluster that holds the real node (the demo, or a crashed earlier run),
+// then builds the pinned Kubernetes binaries, our binaries and the test images.
+//
+// The real node (kubelet's ports, /var/lib/kubelet/device-plugins) exists once per machine,
+// so a running `make demo` cluster is taken down rather than shared: tests must not depend on
+// or disturb what a person left running, and reusing it would make results depend on it.
+func prepare(c *config) error {
+	ctx := context.Background()
+	if b, err := os.ReadFile(realNodeLock); err == nil {
+		owner := strings.TrimSpace(string(b))
+		if owner != "" && owner != c.state {
+			fmt.Fprintf(os.Stderr, "e2e: the real node is held by the cluster in %s (make demo?); stopping it\n", owner)
+			cmd := exec.CommandContext(ctx, filepath.Join(c.repo, "hack", "cluster-down.sh"))
+			cmd.Env = append(os.Environ(), "GPUSHARE_STATE_DIR="+owner)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("stopping the cluster in %s: %w", owner, err)
+			}
+		}
+	}
+	clusterDown(c) // leftovers of an earlier run that could not clean up
+	bin, err := c.script(ctx, "build-k8s.sh")
+	if err != nil {
+		return err
+	}
+	c.k8sBin = bin
+	if _, err := c.script(ctx, "make", "build"); err != nil {
+		return err
+	}
+	if _, err := c.script(ctx, "build-images.sh"); err != nil {
+		return err
+	}
+	return nil
+}
+
+func clusterDown(c *config) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := c.script(ctx, "cluster-down.sh"); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: cluster-down:", err)
+	}
+}
+
+// reaper is a process outside the test binary that stops the cluster when the binary dies
+// without running its deferred clean-up (panic, -timeout, SIGKILL).
+type reaper struct{ cmd *exec.Cmd }
+
+func startReaper(c *config) (*reaper, error) {
+	if err := os.MkdirAll(filepath.Join(c.state, "logs"), 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", c.state, err)
+	}
+	logf, err := os.OpenFile(filepath.Join(c.state, "logs", "reaper.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening reaper log: %w", err)
+	}
+	defer logf.Close()
+	script := fmt.Sprintf(`while kill -0 %d 2>/dev/null; do sleep 1; done; exec %q`,
+		os.Getpid(), filepath.Join(c.repo, "hack", "cluster-down.sh"))
+	cmd := exec.Command("bash", "-c", script)
+	cmd.Env = append(os.Environ(), c.scriptEnv...)
+	cmd.Env = append(cmd.Env, "GPUSHARE_K8S_BIN="+c.k8sBin)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting the clean-up reaper: %w", err)
+	}
+	return &reaper{cmd: cmd}, nil
+}
+
+// stop ends the reaper once the suite cleaned up itself.
+func (r *reaper) stop() {
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+}
+
+// dumpLogs prints the tail of every component log, for CI failures.
+func dumpLogs(c *config) {
+	logs, _ := filepath.Glob(filepath.Join(c.state, "logs", "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(string(b), "\n")
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		fmt.Fprintf(os.Stderr, "\n===== %s (last 40 lines)\n%s\n", l, strings.Join(lines, "\n"))
+	}
+}
+
+// Env is the running cluster as tests see it.
+type Env struct {
+	cfg         *config
+	Kubeconfig  string
+	Rest        *rest.Config
+	Client      kubernetes.Interface
+	Dynamic     dynamic.Interface
+	Mapper      *restmapper.DeferredDiscoveryRESTMapper
+	ExtenderURL string // http://127.0.0.1:<port>/gpushare-scheduler
+	// RealNode is the kubelet-backed node's name; empty in the kwok-only variant.
+	RealNode string
+	// NoRealNodeWhy says why there is no real node.
+	NoRealNodeWhy string
+}
+
+func clusterUp(c *config) (*Env, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if _, err := c.script(ctx, "cluster-up.sh"); err != nil {
+		return nil, err
+	}
+	e := &Env{
+		cfg:         c,
+		Kubeconfig:  filepath.Join(c.state, "kubeconfig"),
+		ExtenderURL: fmt.Sprintf("http://127.0.0.1:%d/gpushare-scheduler", c.extenderPort),
+	}
+	var err error
+	if e.Rest, err = clientcmd.BuildConfigFromFlags("", e.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("loading %s: %w", e.Kubeconfig, err)
+	}
+	e.Rest.QPS, e.Rest.Burst = 50, 100
+	if e.Client, err = kubernetes.NewForConfig(e.Rest); err != nil {
+		return nil, fmt.Errorf("building client: %w", err)
+	}
+	if e.Dynamic, err = dynamic.NewForConfig(e.Rest); err != nil {
+		return nil, fmt.Errorf("building dynamic client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(e.Rest)
+	if err != nil {
+		return nil, fmt.Errorf("building discovery client: %w", err)
+	}
+	e.Mapper = restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	mode, err := os.ReadFile(filepath.Join(c.state, "node-mode"))
+	if err != nil {
+		return nil, fmt.Errorf("reading node mode: %w", err)
+	}
+	if strings.TrimSpace(string(mode)) != "real" {
+		e.NoRealNodeWhy = "the cluster runs the kwok-only variant (no root or no containerd; see cluster-up's output)"
+		return e, nil
+	}
+	nodes, err := e.Client.CoreV1().Nodes().List(ctx, metav1ListOptions(realNodeLabel+"=true"))
+	if err != nil {
+		return nil, fmt.Errorf("listing nodes: %w", err)
+	}
+	for _, n := range nodes.Items {
+		if n.Annotations[kwokAnnotation] == "" {
+			e.RealNode = n.Name
+		}
+	}
+	if e.RealNode == "" {
+		return nil, errors.New("node mode is real but no node carries " + realNodeLabel)
+	}
+	return e, nil
+}
+
+// Bin is the path of one of our binaries (make build).
+func (e *Env) Bin(name string) string { return filepath.Join(e.cfg.repo, "bin", name) }
+
+// Repo is the repository root.
+func (e *Env) Repo() string { return e.cfg.repo }
+
+// ExtenderPID is the extender's PID as hack/cluster-up.sh recorded it.
+func (e *Env) ExtenderPID() (int, error) {
+	b, err := os.ReadFile(filepath.Join(e.cfg.state, "pids", "extender"))
+	if err != nil {
+		return 0, fmt.Errorf("reading the extender's pid file: %w", err)
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// StartComponent (re)starts one component through hack/cluster-up.sh.
+func (e *Env) StartComponent(ctx context.Context, name string) error {
+	_, err := e.cfg.script(ctx, "cluster-up.sh", name)
+	return err
+}

@@ -1,0 +1,14 @@
+//go:build e2e
+
+package e2e
+
+import "testing"
+
+// The reference scenario runs first: it reads the cluster-wide occupancy of the real node.
+
+func TestReferenceScenario(t *testing.T)       { CaseReferenceScenario(t, env) }
+func TestPerCardFit(t *testing.T)              { CasePerCardFit(t, env) }
+func TestDeleteFreesMemory(t *testing.T)       { CaseDeleteFreesMemory(t, env) }
+func TestExtenderRestart(t *testing.T)         { CaseExtenderRestart(t, env) }
+func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, env) }
+func TestDeployManifestsDryRun(t *testing.T)   { CaseDeployManifestsDryRun(t, env) }
