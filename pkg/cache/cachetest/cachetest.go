@@ -1,0 +1,168 @@
+// Package cachetest builds nodes and pods for tests and starts a cache on a fake clientset
+// with real informers. Test code only.
+package cachetest
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// Epoch is the fake clock's start.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Node returns a node labelled cgpu=true whose inventory annotation lists healthy cards of
+// the given sizes in units, indexes 0.. in order.
+func Node(name string, cardUnits ...int64) *corev1.Node {
+	devs := make([]gpushare.Device, len(cardUnits))
+	for i, u := range cardUnits {
+		devs[i] = gpushare.Device{Index: i, UUID: "GPU-" + name + "-" + strconv.Itoa(i), Model: "Tesla T4", Units: u, Healthy: true}
+	}
+	return NodeWith(name, devs...)
+}
+
+// NodeWith returns a node labelled cgpu=true with exactly these cards in its inventory.
+func NodeWith(name string, devs ...gpushare.Device) *corev1.Node {
+	s, err := gpushare.Inventory{Unit: gpushare.GiB, Devices: devs}.Marshal()
+	if err != nil {
+		panic(err)
+	}
+	n := BareNode(name)
+	n.Annotations = map[string]string{gpushare.AnnotationNodeInventory: s}
+	return n
+}
+
+// AllocatableNode returns a labelled node without inventory annotation: allocatable gpu-mem
+// and gpu-count only (the old device plugin).
+func AllocatableNode(name string, mem, count int64) *corev1.Node {
+	n := BareNode(name)
+	res := gpushare.DefaultResources()
+	n.Status.Allocatable = corev1.ResourceList{
+		res.Mem:   *resource.NewQuantity(mem, resource.DecimalSI),
+		res.Count: *resource.NewQuantity(count, resource.DecimalSI),
+	}
+	return n
+}
+
+// BareNode is a labelled node with no GPU information.
+func BareNode(name string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+		Name: name, Labels: map[string]string{gpushare.NodeLabelKey: gpushare.NodeLabelValue},
+	}}
+}
+
+// Pod returns a pending pod in namespace "default" with UID "uid-<name>" and one container
+// "main" with gpu-mem limit mem (no gpu resources when mem is 0).
+func Pod(name string, mem int64) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "main"}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodPending},
+	}
+	if mem > 0 {
+		SetGPU(&p.Spec.Containers[0], mem, 0)
+	}
+	return p
+}
+
+// SetGPU sets a container's gpu-mem limit and, when cards > 0, its gpu-count limit.
+func SetGPU(c *corev1.Container, mem, cards int64) {
+	res := gpushare.DefaultResources()
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	c.Resources.Limits[res.Mem] = *resource.NewQuantity(mem, resource.DecimalSI)
+	if cards > 0 {
+		c.Resources.Limits[res.Count] = *resource.NewQuantity(cards, resource.DecimalSI)
+	}
+}
+
+// Placed binds pod to node with container 0 holding `cards` (card index → units), as the
+// extender's bind annotations describe it, and marks it Running.
+func Placed(pod *corev1.Pod, node string, cards gpushare.CardUnits) *corev1.Pod {
+	var a gpushare.PodAllocation
+	a.Set(gpushare.ContainerRef{Index: 0}, cards)
+	var total int64
+	for _, u := range cards {
+		total += u
+	}
+	pod.Annotations = gpushare.BindAnnotations(a, total, gpushare.CardUnits{}, Epoch)
+	pod.Spec.NodeName = node
+	pod.Status.Phase = corev1.PodRunning
+	return pod
+}
+
+// Env is a running cache on a fake clientset.
+type Env struct {
+	Client *fake.Clientset
+	Cache  *cache.Cache
+	Pods   corelisters.PodLister
+	Clock  *testingclock.FakeClock
+}
+
+// Start seeds a fake clientset with objs, builds the informers and the cache, starts them
+// and waits until the cache is ready. Everything stops when the test ends.
+func Start(tb testing.TB, ttl time.Duration, objs ...runtime.Object) *Env {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	client := fake.NewClientset(objs...)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	clk := testingclock.NewFakeClock(Epoch)
+	c, err := cache.New(cache.Config{
+		Nodes:          factory.Core().V1().Nodes().Informer(),
+		Pods:           factory.Core().V1().Pods().Informer(),
+		Resources:      gpushare.DefaultResources(),
+		ReservationTTL: ttl,
+		Clock:          clk,
+	})
+	if err != nil {
+		tb.Fatalf("cache.New: %v", err)
+	}
+	lister := factory.Core().V1().Pods().Lister()
+	factory.Start(ctx.Done())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = c.Run(ctx)
+	}()
+	tb.Cleanup(func() {
+		cancel()
+		<-done
+		factory.Shutdown()
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !c.Ready() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("cache not ready after 30s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return &Env{Client: client, Cache: c, Pods: lister, Clock: clk}
+}
+
+// Eventually polls cond every millisecond for up to 10 s and fails the test with msg if it
+// never holds (informer events arrive asynchronously).
+func Eventually(tb testing.TB, msg string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out waiting: %s", msg)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
