@@ -96,7 +96,10 @@ func (c *Cache) place(uid types.UID, nodeName string, entry *podEntry) {
 	}
 	n.pods[uid] = entry
 	n.recompute()
-	over := overcommitted(n)
+	var over []int
+	if n.known { // pods may arrive before their node: nothing to warn about yet
+		over = overcommitted(n)
+	}
 	n.mu.Unlock()
 	c.where[uid] = nodeName
 	delete(c.reserved, uid)

@@ -1,0 +1,340 @@
+package routes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	k8stesting "k8s.io/client-go/testing"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+func (f *fixture) bind(t testing.TB, args extenderv1.ExtenderBindingArgs) extenderv1.ExtenderBindingResult {
+	t.Helper()
+	rec := f.do(t, http.MethodPost, "/gpushare-scheduler/bind", args)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("bind status %d: %s", rec.Code, rec.Body)
+	}
+	var res extenderv1.ExtenderBindingResult
+	decodeInto(t, rec, &res)
+	return res
+}
+
+func (f *fixture) pod(t testing.TB, name string) *corev1.Pod {
+	t.Helper()
+	p, err := f.Client.CoreV1().Pods("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func bindingsCreated(f *fixture) []string {
+	var out []string
+	for _, a := range f.Client.Actions() {
+		if a.GetVerb() == "create" && a.GetSubresource() == "binding" {
+			b := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
+			out = append(out, b.Name+"->"+b.Target.Name)
+		}
+	}
+	return out
+}
+
+func ourAnnotations(p *corev1.Pod) map[string]string {
+	out := map[string]string{}
+	for _, k := range gpushare.BindAnnotationKeys() {
+		if v, ok := p.Annotations[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestBindWritesAnnotationsAndBinding(t *testing.T) {
+	multi := ct.Pod("multi", 16)
+	ct.SetGPU(&multi.Spec.Containers[0], 16, 2)
+	f := newFixture(t, ct.Node("hetero", 16, 8), ct.Node("big", 16, 16, 16), ct.Pod("single", 6), multi)
+	epoch := strconv.FormatInt(ct.Epoch.UnixNano(), 10)
+	tests := []struct {
+		name, pod, node string
+		want            map[string]string
+		wantCards       string
+	}{
+		{
+			// binpack best fit: 6 goes on the 8-unit card 1
+			name: "single card", pod: "single", node: "hetero",
+			want: map[string]string{
+				gpushare.AnnotationAllocation: `{"0":{"1":6}}`, gpushare.AnnotationPodUnits: "6",
+				gpushare.AnnotationAssigned: "false", gpushare.AnnotationAssumeTime: epoch,
+				gpushare.AnnotationIndex: "1", gpushare.AnnotationDevUnits: "8",
+			},
+			wantCards: "0:0/16 1:6/8",
+		},
+		{
+			// 16 over 2 cards: 8 each on cards 0 and 1; no single-card IDX/DEV
+			name: "two cards", pod: "multi", node: "big",
+			want: map[string]string{
+				gpushare.AnnotationAllocation: `{"0":{"0":8,"1":8}}`, gpushare.AnnotationPodUnits: "16",
+				gpushare.AnnotationAssigned: "false", gpushare.AnnotationAssumeTime: epoch,
+			},
+			wantCards: "0:8/16 1:8/16 2:0/16",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := f.pod(t, tc.pod)
+			res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: p.Name, PodNamespace: p.Namespace, PodUID: p.UID, Node: tc.node})
+			if res.Error != "" {
+				t.Fatalf("bind error: %s", res.Error)
+			}
+			if d := cmp.Diff(tc.want, ourAnnotations(f.pod(t, tc.pod))); d != "" {
+				t.Errorf("annotations (-want,+got):\n%s", d)
+			}
+			if got := bindingsCreated(f); !contains(got, tc.pod+"->"+tc.node) {
+				t.Errorf("bindings %v lack %s->%s", got, tc.pod, tc.node)
+			}
+			ct.Eventually(t, "informer sees the bound pod", func() bool {
+				n, _ := f.Cache.InspectNode(tc.node)
+				for _, c := range n.Cards {
+					for _, p := range c.Pods {
+						if p.Name == tc.pod {
+							return !p.Reserved
+						}
+					}
+				}
+				return false
+			})
+			if got := summary(f, tc.node); got != tc.wantCards {
+				t.Errorf("cards %q, want %q", got, tc.wantCards)
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// summary is "idx:used/total" per card of a node.
+func summary(f *fixture, node string) string {
+	n, _ := f.Cache.InspectNode(node)
+	var parts []string
+	for _, c := range n.Cards {
+		parts = append(parts, fmt.Sprintf("%d:%d/%d", c.Index, c.Used, c.Total))
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestBindFailures(t *testing.T) {
+	tests := []struct {
+		name      string
+		args      extenderv1.ExtenderBindingArgs
+		reactor   func(f *fixture)
+		wantError string // substring
+		patched   bool   // the annotation patch was attempted
+	}{
+		{
+			name:      "uid mismatch",
+			args:      extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "other-uid", Node: "n1"},
+			wantError: "has UID uid-p, bind asked for other-uid",
+		},
+		{
+			name:      "pod not found",
+			args:      extenderv1.ExtenderBindingArgs{PodName: "nope", PodNamespace: "default", Node: "n1"},
+			wantError: "looking up pod default/nope",
+		},
+		{
+			name:      "does not fit",
+			args:      extenderv1.ExtenderBindingArgs{PodName: "huge", PodNamespace: "default", PodUID: "uid-huge", Node: "n1"},
+			wantError: "gpu-mem: need 20 on one card; largest free 16 (card0 16/16)",
+		},
+		{
+			name: "binding fails: annotations and reservation rolled back",
+			args: extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"},
+			reactor: func(f *fixture) {
+				f.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+					return a.GetSubresource() == "binding", nil, errors.New("etcd is on fire")
+				})
+			},
+			wantError: "etcd is on fire",
+			patched:   true,
+		},
+		{
+			name: "patch fails: reservation released",
+			args: extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"},
+			reactor: func(f *fixture) {
+				f.Client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, errors.New("admission says no")
+				})
+			},
+			wantError: "admission says no",
+			patched:   true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, ct.Node("n1", 16), ct.Pod("p", 6), ct.Pod("huge", 20))
+			if tc.reactor != nil {
+				tc.reactor(f)
+			}
+			res := f.bind(t, tc.args)
+			if !strings.Contains(res.Error, tc.wantError) {
+				t.Fatalf("error %q, want it to contain %q", res.Error, tc.wantError)
+			}
+			if got := summary(f, "n1"); got != "0:0/16" {
+				t.Errorf("cards after failed bind %q, want 0:0/16 (reservation released)", got)
+			}
+			if d := cmp.Diff(map[string]string{}, ourAnnotations(f.pod(t, "p"))); d != "" {
+				t.Errorf("annotations left on the pod (-want,+got):\n%s", d)
+			}
+			if got := bindingsCreated(f); tc.reactor == nil && len(got) != 0 {
+				t.Errorf("bindings created: %v", got)
+			}
+			var patches int
+			for _, a := range f.Client.Actions() {
+				if a.GetVerb() == "patch" {
+					patches++
+				}
+			}
+			if (patches > 0) != tc.patched {
+				t.Errorf("%d patches, want patched=%v", patches, tc.patched)
+			}
+		})
+	}
+}
+
+// TestBindRollbackRemovesWrittenAnnotations: the pod had the annotations written (patch
+// succeeded), the Binding failed; the rollback patch must delete every key.
+func TestBindRollbackRemovesWrittenAnnotations(t *testing.T) {
+	f := newFixture(t, ct.Node("n1", 16), ct.Pod("p", 6))
+	var annotatedBeforeBinding map[string]string
+	f.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		obj, err := f.Client.Tracker().Get(podsGVR, "default", "p")
+		if err != nil {
+			return true, nil, err
+		}
+		annotatedBeforeBinding = ourAnnotations(obj.(*corev1.Pod))
+		return true, nil, errors.New("conflict")
+	})
+	res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"})
+	if res.Error == "" {
+		t.Fatal("bind succeeded despite a failing Binding")
+	}
+	if annotatedBeforeBinding[gpushare.AnnotationAllocation] != `{"0":{"0":6}}` {
+		t.Errorf("annotations at Binding time %v: want the allocation written first", annotatedBeforeBinding)
+	}
+	if got := ourAnnotations(f.pod(t, "p")); len(got) != 0 {
+		t.Errorf("annotations after rollback: %v", got)
+	}
+	// A retry on the same pod succeeds: nothing was left held.
+	f.Client.ReactionChain = f.Client.ReactionChain[1:]
+	if res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"}); res.Error != "" {
+		t.Errorf("retry: %s", res.Error)
+	}
+}
+
+// TestConcurrentBinds: 100 binds of 6-unit pods race for one node of 8 cards × 16 units.
+// Each card holds two (12 ≤ 16 < 18), so exactly 16 succeed and no card ever holds more
+// than 16.
+func TestConcurrentBinds(t *testing.T) {
+	objs := []runtime.Object{ct.Node("n1", 16, 16, 16, 16, 16, 16, 16, 16)}
+	for i := 0; i < 100; i++ {
+		objs = append(objs, ct.Pod(fmt.Sprintf("p%03d", i), 6))
+	}
+	f := newFixture(t, objs...)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		ok       int
+		overfull []string
+	)
+	stop := make(chan struct{})
+	watcher := make(chan struct{})
+	go func() { // samples the cards while binds run
+		defer close(watcher)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, _ := f.Cache.InspectNode("n1")
+			for _, c := range n.Cards {
+				if c.Used > c.Total {
+					mu.Lock()
+					overfull = append(overfull, fmt.Sprintf("card%d %d/%d", c.Index, c.Used, c.Total))
+					mu.Unlock()
+				}
+			}
+		}
+	}()
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func(name string) {
+			defer wg.Done()
+			res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: name, PodNamespace: "default", PodUID: types.UID("uid-" + name), Node: "n1"})
+			if res.Error == "" {
+				mu.Lock()
+				ok++
+				mu.Unlock()
+			}
+		}(fmt.Sprintf("p%03d", i))
+	}
+	wg.Wait()
+	close(stop)
+	<-watcher
+	if ok != 16 {
+		t.Errorf("%d binds succeeded, want 16", ok)
+	}
+	if len(overfull) > 0 {
+		t.Errorf("cards over capacity during binds: %v", overfull)
+	}
+	want := "0:12/16 1:12/16 2:12/16 3:12/16 4:12/16 5:12/16 6:12/16 7:12/16"
+	ct.Eventually(t, "all 16 placed, none reserved", func() bool {
+		n, _ := f.Cache.InspectNode("n1")
+		for _, c := range n.Cards {
+			for _, p := range c.Pods {
+				if p.Reserved {
+					return false
+				}
+			}
+		}
+		return summary(f, "n1") == want
+	})
+	// every card index written to an annotation holds exactly two pods
+	perCard := map[string]int{}
+	pods, err := f.Client.CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if idx, ok := p.Annotations[gpushare.AnnotationIndex]; ok {
+			perCard[idx]++
+		}
+	}
+	wantPerCard := map[string]int{"0": 2, "1": 2, "2": 2, "3": 2, "4": 2, "5": 2, "6": 2, "7": 2}
+	if d := cmp.Diff(wantPerCard, perCard); d != "" {
+		t.Errorf("pods per card from annotations (-want,+got):\n%s", d)
+	}
+}

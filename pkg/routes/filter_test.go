@@ -1,0 +1,159 @@
+package routes_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+func filterFixture(t *testing.T) *fixture {
+	return newFixture(t,
+		// 2 cards of 16 GiB with 8 free each: 16 free on the node, never 10 on one card
+		ct.Node("half", 16, 16),
+		ct.Placed(ct.Pod("h0", 8), "half", gpushare.CardUnits{0: 8}),
+		ct.Placed(ct.Pod("h1", 8), "half", gpushare.CardUnits{1: 8}),
+		ct.Node("empty", 16, 16),
+		ct.BareNode("nogpu"),
+	)
+}
+
+func TestFilter(t *testing.T) {
+	f := filterFixture(t)
+	invalid := ct.Pod("bad", 10)
+	ct.SetGPU(&invalid.Spec.Containers[0], 10, 3)
+	const notGPU = "not a gpushare node (no cgpu=true label or no gpu-mem)"
+	tests := []struct {
+		name            string
+		pod             *corev1.Pod
+		nodes           []string
+		wantPass        []string
+		wantFailed      extenderv1.FailedNodesMap
+		wantUnresolvabl extenderv1.FailedNodesMap
+	}{
+		{
+			name: "10 GiB rejected on 2x16 with 8 free each", pod: ct.Pod("p", 10),
+			nodes: []string{"half", "empty", "nogpu", "unknown"}, wantPass: []string{"empty"},
+			wantFailed: extenderv1.FailedNodesMap{
+				"half": "gpu-mem: need 10 on one card; largest free 8 (card0 8/16, card1 8/16)"},
+			wantUnresolvabl: extenderv1.FailedNodesMap{"nogpu": notGPU, "unknown": notGPU},
+		},
+		{
+			name: "8 fits both", pod: ct.Pod("p", 8), nodes: []string{"half", "empty"},
+			wantPass: []string{"half", "empty"},
+		},
+		{
+			name: "invalid request fails every node with the validation text", pod: invalid,
+			nodes: []string{"half", "empty"}, wantPass: []string{},
+			wantUnresolvabl: extenderv1.FailedNodesMap{
+				"half":  `container "main": aliyun.com/gpu-mem 10 is not divisible by aliyun.com/gpu-count 3 (each card gets an equal share)`,
+				"empty": `container "main": aliyun.com/gpu-mem 10 is not divisible by aliyun.com/gpu-count 3 (each card gets an equal share)`,
+			},
+		},
+		{
+			name: "pod without gpu-mem passes everywhere", pod: ct.Pod("cpu", 0),
+			nodes: []string{"half", "unknown"}, wantPass: []string{"half", "unknown"},
+		},
+	}
+	for _, tc := range tests {
+		if tc.wantFailed == nil {
+			tc.wantFailed = extenderv1.FailedNodesMap{}
+		}
+		if tc.wantUnresolvabl == nil {
+			tc.wantUnresolvabl = extenderv1.FailedNodesMap{}
+		}
+		t.Run(tc.name+"/NodeNames", func(t *testing.T) {
+			names := tc.nodes
+			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.ExtenderFilterResult
+			decodeInto(t, rec, &got)
+			want := extenderv1.ExtenderFilterResult{NodeNames: &tc.wantPass, FailedNodes: tc.wantFailed, FailedAndUnresolvableNodes: tc.wantUnresolvabl}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+		t.Run(tc.name+"/Nodes", func(t *testing.T) {
+			list := &corev1.NodeList{}
+			for _, n := range tc.nodes {
+				list.Items = append(list.Items, corev1.Node{ObjectMeta: ct.BareNode(n).ObjectMeta})
+			}
+			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: tc.pod, Nodes: list})
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.ExtenderFilterResult
+			decodeInto(t, rec, &got)
+			if got.NodeNames != nil {
+				t.Errorf("answered NodeNames %v to a Nodes request", *got.NodeNames)
+			}
+			var gotNames []string
+			if got.Nodes != nil {
+				for _, n := range got.Nodes.Items {
+					gotNames = append(gotNames, n.Name)
+					if n.Labels[gpushare.NodeLabelKey] != gpushare.NodeLabelValue {
+						t.Errorf("node %s came back without its labels", n.Name)
+					}
+				}
+			}
+			if d := cmp.Diff(tc.wantPass, gotNames, cmpEmptyEqual); d != "" {
+				t.Errorf("passing nodes (-want,+got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantFailed, got.FailedNodes); d != "" {
+				t.Errorf("FailedNodes (-want,+got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantUnresolvabl, got.FailedAndUnresolvableNodes); d != "" {
+				t.Errorf("FailedAndUnresolvableNodes (-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
+var cmpEmptyEqual = cmp.FilterValues(func(a, b []string) bool { return len(a) == 0 && len(b) == 0 }, cmp.Ignore())
+
+func TestPrioritize(t *testing.T) {
+	f := filterFixture(t)
+	names := []string{"half", "empty", "nogpu", "unknown"}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want extenderv1.HostPriorityList
+	}{
+		{
+			// binpack = round(10 * (0.75*chosen-card fullness + 0.25*node fullness)), after placing:
+			// half:  card0 12/16=0.75, node 20/32=0.625 → 10*(0.5625+0.15625)=7.19 → 7
+			// empty: card0  4/16=0.25, node  4/32=0.125 → 10*(0.1875+0.03125)=2.19 → 2
+			name: "4 GiB", pod: ct.Pod("p", 4),
+			want: extenderv1.HostPriorityList{{Host: "half", Score: 7}, {Host: "empty", Score: 2}, {Host: "nogpu"}, {Host: "unknown"}},
+		},
+		{
+			// half: 10 does not fit → 0; empty: card 10/16=0.625, node 10/32=0.3125 → 5.47 → 5
+			name: "10 GiB", pod: ct.Pod("p", 10),
+			want: extenderv1.HostPriorityList{{Host: "half"}, {Host: "empty", Score: 5}, {Host: "nogpu"}, {Host: "unknown"}},
+		},
+		{
+			name: "no gpu-mem scores 0 everywhere", pod: ct.Pod("p", 0),
+			want: extenderv1.HostPriorityList{{Host: "half"}, {Host: "empty"}, {Host: "nogpu"}, {Host: "unknown"}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/prioritize", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.HostPriorityList
+			decodeInto(t, rec, &got)
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}

@@ -1,0 +1,94 @@
+package routes_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	k8stesting "k8s.io/client-go/testing"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+	"github.com/gpushare/gpushare/pkg/routes"
+)
+
+var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+
+// fixture is a running cache plus the extender handler on a fake clientset whose Binding
+// sets spec.nodeName, as the API server does.
+type fixture struct {
+	*ct.Env
+	h       http.Handler
+	maxBody int64
+}
+
+func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
+	t.Helper()
+	return newFixtureWith(t, 0, objs...)
+}
+
+func newFixtureWith(t testing.TB, maxBody int64, objs ...runtime.Object) *fixture {
+	t.Helper()
+	env := ct.Start(t, time.Minute, objs...)
+	env.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "binding" {
+			return false, nil, nil
+		}
+		b := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
+		obj, err := env.Client.Tracker().Get(podsGVR, b.Namespace, b.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		pod := obj.(*corev1.Pod).DeepCopy()
+		pod.Spec.NodeName = b.Target.Name
+		pod.Status.Phase = corev1.PodRunning
+		return true, b, env.Client.Tracker().Update(podsGVR, pod, b.Namespace)
+	})
+	pol, err := policy.New("binpack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := routes.New(routes.Config{
+		Cache: env.Cache, Policy: pol, Resources: gpushare.DefaultResources(), Client: env.Client,
+		Pods: env.Pods, MaxRequestBytes: maxBody, Clock: env.Clock, Version: "test-version",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{Env: env, h: h}
+}
+
+// do sends a request with body (JSON-encoded unless it is []byte or nil) and returns the
+// recorder.
+func (f *fixture) do(t testing.TB, method, path string, body any) *httptest.ResponseRecorder {
+	t.Helper()
+	var buf []byte
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		buf = b
+	default:
+		var err error
+		if buf, err = json.Marshal(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	f.h.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(buf)))
+	return rec
+}
+
+// decodeInto decodes a JSON response, failing the test on error.
+func decodeInto(t testing.TB, rec *httptest.ResponseRecorder, v any) {
+	t.Helper()
+	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
+		t.Fatalf("decoding response %q: %v", rec.Body.String(), err)
+	}
+}
