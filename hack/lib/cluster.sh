@@ -90,14 +90,28 @@ real_node_possible() {
   }
 }
 
-# is_running NAME: the process recorded in $PIDS/NAME is alive and still the same program
-# (guards against a recycled PID).
-is_running() {
-  local f=$PIDS/$1 pid
-  [ -f "$f" ] || return 1
-  pid=$(cat "$f")
+# proc_exe NAME prints the executable of the recorded process, with " (deleted)" kept when
+# the binary was replaced on disk (make build) after the process started.
+proc_exe() {
+  local pid
+  pid=$(cat "$PIDS/$1" 2>/dev/null) || return 1
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
-  [ "$(cat "$PIDS/$1.exe" 2>/dev/null)" = "$(readlink "/proc/$pid/exe" 2>/dev/null)" ]
+  readlink "/proc/$pid/exe" 2>/dev/null
+}
+
+# is_running NAME: the process recorded in $PIDS/NAME is alive and still the same program
+# (guards against a recycled PID), even if its binary was rebuilt since.
+is_running() {
+  local exe
+  exe=$(proc_exe "$1") || return 1
+  [ "${exe% (deleted)}" = "$(cat "$PIDS/$1.exe" 2>/dev/null)" ]
+}
+
+# is_stale NAME: running, but from a binary that has been replaced on disk since.
+is_stale() {
+  local exe
+  exe=$(proc_exe "$1") || return 1
+  is_running "$1" && [ "$exe" != "${exe% (deleted)}" ]
 }
 
 # start_proc NAME CMD...: starts CMD in its own session, logging to $LOGS/NAME.log, and
@@ -105,6 +119,10 @@ is_running() {
 start_proc() {
   local name=$1
   shift
+  if is_stale "$name"; then
+    log "$name's binary was rebuilt; restarting it"
+    stop_proc "$name"
+  fi
   if is_running "$name"; then
     log "$name already running (pid $(cat "$PIDS/$name"))"
     return 0

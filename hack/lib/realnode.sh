@@ -3,6 +3,20 @@
 # and docs/local-cluster.md.
 # shellcheck shell=bash
 
+# install_runtime_packages installs containerd, runc and the CNI plugins from Debian when they
+# are missing and this is root on an apt system (GPUSHARE_NO_APT=1 turns it off).
+install_runtime_packages() {
+  [ "$(id -u)" = 0 ] && [ "${GPUSHARE_NO_APT:-0}" != 1 ] && command -v apt-get >/dev/null || return 0
+  if command -v containerd >/dev/null && command -v ctr >/dev/null && command -v runc >/dev/null &&
+    [ -x /usr/lib/cni/bridge ]; then
+    return 0
+  fi
+  log "installing containerd, runc, containernetworking-plugins (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd runc containernetworking-plugins >&2 ||
+    log "WARNING: apt-get install failed"
+}
+
 # claim_real_node takes the machine-wide real-node lock for $STATE, or fails naming the
 # state dir that holds it.
 claim_real_node() {
