@@ -43,52 +43,74 @@ func (p *Plugin) serveAndRegister(ctx context.Context) error {
 		if srv != nil {
 			srv.Stop()
 		}
-		_ = os.Remove(p.socketPath())
 	}()
-	restart := true
-	for {
-		if restart {
-			if srv != nil {
-				srv.Stop()
-			}
-			srv = nil
-			p.setRegistered(false)
-			s, err := p.serve()
-			if err != nil {
-				klog.ErrorS(err, "Serving device plugin failed; retrying")
-			} else {
-				srv = s
-				if err := p.register(ctx); err != nil {
-					klog.ErrorS(err, "Registering with kubelet failed; waiting for kubelet.sock to be re-created")
-				} else {
-					p.setRegistered(true)
-					p.registered.Notify()
-				}
-			}
-			restart = false
+	var settle <-chan time.Time
+	soon := func() {
+		if settle == nil {
+			settle = time.After(settleDelay)
 		}
+	}
+	srv = p.ensureServing(ctx, srv)
+	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case ev := <-w.Events:
 			switch {
 			case ev.Name == p.kubeletPath() && ev.Has(fsnotify.Create):
-				klog.InfoS("kubelet.sock re-created; re-registering", "path", ev.Name)
-				restart = true
-			case ev.Name == p.socketPath() && ev.Has(fsnotify.Remove) && !fileExists(p.socketPath()):
-				// Our own restarts remove and re-create the socket; only a socket that
-				// stays gone (kubelet wiped the folder) needs serving again.
-				klog.InfoS("Plugin socket removed; serving again", "path", ev.Name)
-				restart = true
+				klog.InfoS("kubelet.sock created; registering again", "path", ev.Name)
+				p.setRegistered(false)
+				soon()
+			case ev.Name == p.socketPath() && ev.Has(fsnotify.Remove):
+				p.setRegistered(false)
+				soon()
 			}
 		case err := <-w.Errors:
 			klog.ErrorS(err, "Watching device plugin folder")
 		case <-tick.C:
-			if _, err := os.Stat(p.socketPath()); err != nil || srv == nil || !p.Registered() {
-				restart = fileExists(p.kubeletPath())
+			if !fileExists(p.socketPath()) || !p.Registered() {
+				soon()
 			}
+		case <-settle:
+			settle = nil
+			srv = p.ensureServing(ctx, srv)
 		}
 	}
+}
+
+// settleDelay lets a burst of folder events (kubelet wiping the folder, then creating its
+// socket) end before the plugin reacts once.
+const settleDelay = 100 * time.Millisecond
+
+// ensureServing serves on a fresh socket when ours is gone (kubelet wiped the folder) and
+// registers when kubelet.sock exists and we are not registered. It returns the server now
+// serving (nil when serving failed; the next check retries).
+func (p *Plugin) ensureServing(ctx context.Context, srv *grpc.Server) *grpc.Server {
+	if srv == nil || !fileExists(p.socketPath()) {
+		if srv != nil {
+			srv.Stop()
+		}
+		var err error
+		if srv, err = p.serve(); err != nil {
+			klog.ErrorS(err, "Serving device plugin failed; retrying")
+			return nil
+		}
+		p.setRegistered(false)
+	}
+	if p.Registered() {
+		return srv
+	}
+	if !fileExists(p.kubeletPath()) {
+		klog.InfoS("Waiting for kubelet.sock", "path", p.kubeletPath())
+		return srv
+	}
+	if err := p.register(ctx); err != nil {
+		klog.ErrorS(err, "Registering with kubelet failed; retrying")
+		return srv
+	}
+	p.setRegistered(true)
+	p.registered.Notify()
+	return srv
 }
 
 // serve listens on the plugin socket (replacing a stale one) and serves the gRPC API.
@@ -103,6 +125,7 @@ func (p *Plugin) serve() (*grpc.Server, error) {
 	}
 	srv := grpc.NewServer()
 	pluginapi.RegisterDevicePluginServer(srv, p)
+	klog.InfoS("Serving device plugin", "socket", path)
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			klog.ErrorS(err, "Device plugin gRPC server stopped")
