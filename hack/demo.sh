@@ -61,8 +61,7 @@ for d in tf-notebook tf-notebook-2 tf-notebook-3; do
   if [ "$mode" = real ]; then
     kubectl logs "$pod" | grep -E '^(NVIDIA_VISIBLE_DEVICES|ALIYUN_COM_GPU_MEM_)' | sed "s/^/$pod: /" || echo "$pod: (no GPU env in log)"
   else
-    echo "$pod: (kwok node: no container runs; annotations:" \
-      "$(kubectl get pod "$pod" -o 'jsonpath={.metadata.annotations.ALIYUN_COM_GPU_MEM_IDX}')"")"
+    echo "$pod: (kwok node, no container runs) card annotation ALIYUN_COM_GPU_MEM_IDX=$(kubectl get pod "$pod" -o 'jsonpath={.metadata.annotations.ALIYUN_COM_GPU_MEM_IDX}')"
   fi
 done
 
