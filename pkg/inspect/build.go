@@ -70,8 +70,11 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) No
 		Cards:           []Card{},
 		Pods:            []Pod{},
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: %v", node.Name, err))
+	case len(inv.Devices) == 0:
+		n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: shares GPUs but publishes no cards (is share-plugin running on it?)", node.Name))
 	}
 	for _, d := range inv.Devices {
 		n.Cards = append(n.Cards, Card{Index: d.Index, UUID: d.UUID, Model: d.Model, Total: d.Units, Healthy: d.Healthy})

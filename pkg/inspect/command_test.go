@@ -171,6 +171,11 @@ func TestCommandGolden(t *testing.T) {
 				makePod("default", "stale").Node("gpu-x").GPU(2, 0).Alloc(`{"0":{"5":2}}`).Obj(),
 			}
 		}},
+		{name: "labelled_without_gpus", objs: func(t *testing.T) []runtime.Object {
+			// cgpu=true but share-plugin has not published anything yet: a row of 0/0 and a
+			// warning, next to a working node.
+			return append(referenceScenario(t), makeNode("gpu-new", "10.0.0.10").Sharing().Obj())
+		}},
 		{name: "error_unknown_node", objs: referenceScenario, args: []string{"gpu-zz"}, wantFail: true},
 		{name: "error_not_sharing_node", objs: referenceScenario, args: []string{"cpu-1"}, wantFail: true, wantIs: ErrNotSharingNode},
 		{name: "error_no_sharing_nodes", objs: func(*testing.T) []runtime.Object {
