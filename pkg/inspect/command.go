@@ -7,20 +7,13 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/version"
 )
-
-// perNodeListMax: with at most this many sharing nodes, pods are listed node by node
-// (spec.nodeName is indexed); above it one cluster-wide list of non-terminated pods is
-// cheaper than that many requests.
-const perNodeListMax = 10
 
 // flagpole holds the command's own flags (kubectl's connection flags live in
 // genericclioptions.ConfigFlags).
@@ -168,87 +161,4 @@ func render[M any](w io.Writer, flags *flagpole, m M, text func(io.Writer, M) er
 		return YAML(w, m)
 	}
 	return text(w, m)
-}
-
-// fetchModel reads the sharing nodes (or the one named) and the non-terminated pods bound
-// to them, and builds the Model.
-func fetchModel(ctx context.Context, cs kubernetes.Interface, node string, res gpushare.Resources) (Model, error) {
-	var nodes []corev1.Node
-	if node != "" {
-		n, err := getNode(ctx, cs, node)
-		if apierrors.IsNotFound(err) {
-			return Model{}, fmt.Errorf("node %q not found", node)
-		}
-		if err != nil {
-			return Model{}, err
-		}
-		if !IsSharingNode(n, res) {
-			return Model{}, fmt.Errorf("node %q %w (no %s=%s label, no %s annotation, no allocatable %s)",
-				node, ErrNotSharingNode, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
-		}
-		nodes = []corev1.Node{*n}
-	} else {
-		all, err := listNodes(ctx, cs)
-		if err != nil {
-			return Model{}, err
-		}
-		for i := range all {
-			if IsSharingNode(&all[i], res) {
-				nodes = append(nodes, all[i])
-			}
-		}
-		if len(nodes) == 0 {
-			return Model{}, fmt.Errorf("%w (no node has the %s=%s label, the %s annotation or allocatable %s)",
-				ErrNoSharingNodes, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
-		}
-	}
-	pods, err := podsOf(ctx, cs, nodes)
-	if err != nil {
-		return Model{}, err
-	}
-	klog.V(2).InfoS("Read cluster", "nodes", len(nodes), "pods", len(pods))
-	return Build(nodes, pods, res), nil
-}
-
-// podsOf lists the non-terminated pods that can sit on nodes: node by node for a few nodes,
-// else once for the whole cluster.
-func podsOf(ctx context.Context, cs kubernetes.Interface, nodes []corev1.Node) ([]corev1.Pod, error) {
-	if len(nodes) > perNodeListMax {
-		return listActivePods(ctx, cs, "")
-	}
-	var pods []corev1.Pod
-	for _, n := range nodes {
-		p, err := listActivePods(ctx, cs, n.Name)
-		if err != nil {
-			return nil, err
-		}
-		pods = append(pods, p...)
-	}
-	return pods, nil
-}
-
-// fetchPending reads the unscheduled pods (of -n's namespace, else all) and, when some of
-// them wait for gpu-mem, the FailedScheduling events of their namespace (one namespace) or
-// of all namespaces (several).
-func fetchPending(ctx context.Context, c cluster, res gpushare.Resources) (PendingModel, error) {
-	pods, err := listUnscheduledPods(ctx, c.Client, c.Namespace)
-	if err != nil {
-		return PendingModel{}, err
-	}
-	m := BuildPending(pods, nil, res)
-	if len(m.Pending) == 0 {
-		return m, nil
-	}
-	ns := m.Pending[0].Namespace
-	for _, p := range m.Pending[1:] {
-		if p.Namespace != ns {
-			ns = corev1.NamespaceAll
-			break
-		}
-	}
-	events, err := listFailedSchedulingEvents(ctx, c.Client, ns)
-	if err != nil {
-		return PendingModel{}, err
-	}
-	return BuildPending(pods, events, res), nil
 }
