@@ -43,7 +43,12 @@ KUBECONFIG_FILE=$STATE/kubeconfig
 PIDS=$STATE/pids
 LOGS=$STATE/logs
 
-log() { printf '[%s] %s\n' "${LOG_TAG:-cluster}" "$*" >&2; }
+log() { printf '[%s %s] %s\n' "${LOG_TAG:-cluster}" "$(date +%T)" "$*" >&2; }
+
+# alive PID: the process exists and is not a zombie waiting for its parent.
+alive() {
+  kill -0 "$1" 2>/dev/null && [ "$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
 die() {
   log "ERROR: $*"
   exit 1
@@ -64,7 +69,7 @@ k8s_bin_dir() {
 node_name() {
   local h
   h=$(hostname | tr '[:upper:]' '[:lower:]')
-  if getent ahostsv4 "$h" 2>/dev/null | awk '{print $1}' | grep -q '^127\.'; then
+  if [ -n "$(getent ahostsv4 "$h" 2>/dev/null | awk '$1 ~ /^127\./')" ]; then
     echo "$h"
   else
     echo localhost
@@ -95,7 +100,7 @@ real_node_possible() {
 proc_exe() {
   local pid
   pid=$(cat "$PIDS/$1" 2>/dev/null) || return 1
-  [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 1
+  [ -n "$pid" ] && alive "$pid" || return 1
   readlink "/proc/$pid/exe" 2>/dev/null
 }
 
@@ -161,10 +166,10 @@ stop_proc() {
   log "stopping $name (pid $pid)"
   kill -TERM "$pid" 2>/dev/null || true
   for i in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
+    alive "$pid" || break
     sleep 0.1
   done
-  if kill -0 "$pid" 2>/dev/null; then
+  if alive "$pid"; then
     log "$name did not stop in 10s; killing"
     kill -KILL "$pid" 2>/dev/null || true
     sleep 0.2

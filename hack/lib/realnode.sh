@@ -133,8 +133,11 @@ import_images() {
     ctr_ images import "$t" >/dev/null
   done
   # The CRI plugin looks images up by name; make sure both tags are there.
-  ctr_ images ls -q | grep -qx "$IMAGE_GPUENV" || die "$IMAGE_GPUENV not in containerd after import"
-  ctr_ images ls -q | grep -qx "$IMAGE_PAUSE" || die "$IMAGE_PAUSE not in containerd after import"
+  local have
+  have=$(ctr_ images ls -q)
+  for t in "$IMAGE_GPUENV" "$IMAGE_PAUSE"; do
+    grep -qx "$t" <<<"$have" || die "$t not in containerd after import"
+  done
 }
 
 start_containerd() {
