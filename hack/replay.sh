@@ -41,8 +41,11 @@ TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
 REPLAY_KCM=${REPLAY_KCM:-no}
 KEEP_CLUSTER=${KEEP_CLUSTER:-no}
 
-# A cluster of its own, beside a possibly running demo cluster.
+# A cluster of its own, beside a possibly running demo cluster, and binaries of its own:
+# hack/lib's is_running compares /proc/PID/exe with the recorded path, so a rebuild of the
+# shared bin/ while the replay runs would make cluster-down.sh miss the extender.
 export GPUSHARE_STATE_DIR=${GPUSHARE_STATE_DIR:-$REPO/_output/replay-cluster}
+export GPUSHARE_BIN=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin}
 export GPUSHARE_NODE_MODE=kwok
 export GPUSHARE_KWOK_NODES=no
 export GPUSHARE_EXTENDER_POLICY=$POLICY

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -68,8 +70,11 @@ func (d *Driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 	nodeInformer := nodeFactory.Core().V1().Nodes().Informer()
 	podFactory.Start(ctx.Done())
 	nodeFactory.Start(ctx.Done())
-	defer podFactory.Shutdown()
-	defer nodeFactory.Shutdown()
+	defer func() {
+		cancel() // Shutdown waits for the informers, which stop on ctx
+		podFactory.Shutdown()
+		nodeFactory.Shutdown()
+	}()
 	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced) {
 		return res, fmt.Errorf("waiting for informer caches: %w", ctx.Err())
 	}
@@ -190,6 +195,12 @@ func (d *Driver) createNode(ctx context.Context, obj *corev1.Node) error {
 	return nil
 }
 
+// taintNotReady is the taint the API server's TaintNodesByCondition admission puts on every
+// new node; kube-controller-manager's node lifecycle controller lifts it once the node is
+// Ready. The replay cluster runs without that controller (kwok posts no heartbeats, so it
+// would taint every node unreachable), so the driver lifts it itself.
+const taintNotReady = "node.kubernetes.io/not-ready"
+
 // nodeReady: Ready=True and no taint that keeps pods off.
 func nodeReady(n *corev1.Node) (bool, string) {
 	for _, t := range n.Spec.Taints {
@@ -214,6 +225,7 @@ func (d *Driver) waitNodesReady(ctx context.Context, want int, list func() ([]*c
 		timeout = 5 * time.Minute
 	}
 	deadline := time.Now().Add(timeout)
+	lifted := map[string]bool{} // patched already; the informer may lag behind
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -224,11 +236,19 @@ func (d *Driver) waitNodesReady(ctx context.Context, want int, list func() ([]*c
 		ready, why := 0, ""
 		var notReady []string
 		for _, n := range nodes {
-			if ok, reason := nodeReady(n); ok {
+			ok, reason := nodeReady(n)
+			if ok {
 				ready++
-			} else {
-				notReady = append(notReady, n.Name)
-				why = reason
+				continue
+			}
+			notReady = append(notReady, n.Name)
+			why = reason
+			if !lifted[n.Name] {
+				done, err := d.liftNotReadyTaint(ctx, n)
+				if err != nil {
+					return err
+				}
+				lifted[n.Name] = done
 			}
 		}
 		if ready >= want {
@@ -249,6 +269,38 @@ func (d *Driver) waitNodesReady(ctx context.Context, want int, list func() ([]*c
 		case <-tick.C:
 		}
 	}
+}
+
+// liftNotReadyTaint removes the not-ready taint from a node whose Ready condition is True.
+// done reports that the node needs nothing more (patched, or had no such taint).
+func (d *Driver) liftNotReadyTaint(ctx context.Context, n *corev1.Node) (done bool, err error) {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
+	}
+	if !ready {
+		return false, nil
+	}
+	keep := []corev1.Taint{}
+	found := false
+	for _, t := range n.Spec.Taints {
+		if t.Key == taintNotReady {
+			found = true
+			continue
+		}
+		keep = append(keep, t)
+	}
+	if !found {
+		return true, nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"taints": keep}})
+	if err != nil {
+		return false, fmt.Errorf("encoding taint patch: %w", err)
+	}
+	if _, err := d.Client.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return false, fmt.Errorf("lifting %s taint of node %s: %w", taintNotReady, n.Name, err)
+	}
+	return true, nil
 }
 
 // submit creates one pod and returns its node, or "" when it was unschedulable (it is
