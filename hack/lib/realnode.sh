@@ -180,7 +180,8 @@ start_gpu_source() {
       --kubeconfig "$KUBECONFIG_FILE" \
       --node-name "$node" \
       --simulate "$SIMULATE" \
-      --device-plugin-dir "$KUBELET_DIR/device-plugins"
+      --device-plugin-dir "$KUBELET_DIR/device-plugins" \
+      --metrics-address "127.0.0.1:$SHARE_PLUGIN_METRICS_PORT"
     wait_for "node $node to advertise aliyun.com/gpu-mem (share-plugin)" 60 node_has_gpu_mem "$node" ||
       die "share-plugin did not make node $node advertise aliyun.com/gpu-mem; see $LOGS/share-plugin.log"
   else
