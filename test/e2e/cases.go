@@ -145,6 +145,68 @@ func CaseReferenceScenario(t *testing.T, e *Env) {
 	})
 }
 
+// CaseRealNodeTwoCards: share-plugin restarted with two simulated T4s; pods of 10 units must
+// go to different cards, and each container's NVIDIA_VISIBLE_DEVICES must name the UUID of the
+// card its annotation points to (the old plugin could hand out the wrong card).
+func CaseRealNodeTwoCards(t *testing.T, e *Env) {
+	if e.RealNode == "" {
+		t.Skip("no real node: " + e.NoRealNodeWhy)
+	}
+	requireBinary(t, e, "extender")
+	requireBinary(t, e, "share-plugin")
+	ctx := testContext(t, 5*time.Minute)
+	if err := e.RestartComponent(ctx, "share-plugin", "GPUSHARE_SIMULATE=t4:2"); err != nil {
+		t.Fatalf("restarting share-plugin with two T4s: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.RestartComponent(context.Background(), "share-plugin"); err != nil {
+			t.Errorf("restoring share-plugin: %v", err)
+		}
+	})
+	var inv gpushare.Inventory
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := e.Client.CoreV1().Nodes().Get(ctx, e.RealNode, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		q := n.Status.Allocatable[res.Mem]
+		inv, _, err = res.NodeInventory(n)
+		return err == nil && q.Value() == 28 && len(inv.Devices) == 2, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s never advertised two T4s (28 units, two cards in the inventory): %v", e.RealNode, err)
+	}
+	ns := newNamespace(t, e)
+	for _, n := range []string{"ten-a", "ten-b"} {
+		createPod(t, e, gpuPod(ns, n, e.RealNode, ctr{units: 10}))
+		waitPod(t, e, ns, n, 2*time.Minute, "Running", isRunning)
+	}
+	seen := map[int]bool{}
+	for _, n := range []string{"ten-a", "ten-b"} {
+		p, err := e.Client.CoreV1().Pods(ns).Get(ctx, n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc, ok, err := res.ReadAllocation(p)
+		if err != nil || !ok || len(alloc.Cards()) != 1 {
+			t.Fatalf("pod %s: allocation %v ok=%v err=%v, want one card", n, alloc, ok, err)
+		}
+		idx := alloc.Cards()[0]
+		seen[idx] = true
+		dev, ok := inv.Device(idx)
+		if !ok {
+			t.Fatalf("pod %s: card %d not in inventory %+v", n, idx, inv)
+		}
+		logs := podLogs(t, e, ns, n)
+		if want := gpushare.EnvVisibleDevices + "=" + dev.UUID + "\n"; !strings.Contains(logs, want) {
+			t.Errorf("pod %s is on card %d (%s) but its log says:\n%s", n, idx, dev.UUID, logs)
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("two 10-unit pods on 14-unit cards share card(s) %v", seen)
+	}
+}
+
 // CasePerCardFit: a node with two 16-unit cards, each holding 8, rejects a 10-unit pod with
 // the per-card reason although the node still has 16 free in total.
 func CasePerCardFit(t *testing.T, e *Env) {

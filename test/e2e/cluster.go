@@ -276,8 +276,38 @@ func (e *Env) ExtenderPID() (int, error) {
 	return strconv.Atoi(strings.TrimSpace(string(b)))
 }
 
-// StartComponent (re)starts one component through hack/cluster-up.sh.
-func (e *Env) StartComponent(ctx context.Context, name string) error {
-	_, err := e.cfg.script(ctx, "cluster-up.sh", name)
+// StartComponent starts one component through hack/cluster-up.sh when it is not running;
+// extraEnv (KEY=value) is added to the script's environment.
+func (e *Env) StartComponent(ctx context.Context, name string, extraEnv ...string) error {
+	c := *e.cfg
+	c.scriptEnv = append(append([]string(nil), c.scriptEnv...), extraEnv...)
+	_, err := c.script(ctx, "cluster-up.sh", name)
 	return err
+}
+
+// RestartComponent stops one component (SIGTERM, by its recorded PID) and starts it again
+// with extraEnv.
+func (e *Env) RestartComponent(ctx context.Context, name string, extraEnv ...string) error {
+	b, err := os.ReadFile(filepath.Join(e.cfg.state, "pids", name))
+	if err != nil {
+		return fmt.Errorf("reading %s's pid file: %w", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return fmt.Errorf("%s's pid file: %w", name, err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return fmt.Errorf("stopping %s (pid %d): %w", name, pid, err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s (pid %d) still runs 15s after SIGTERM", name, pid)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return e.StartComponent(ctx, name, extraEnv...)
 }

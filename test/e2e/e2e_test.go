@@ -12,3 +12,4 @@ func TestDeleteFreesMemory(t *testing.T)       { CaseDeleteFreesMemory(t, env) }
 func TestExtenderRestart(t *testing.T)         { CaseExtenderRestart(t, env) }
 func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, env) }
 func TestDeployManifestsDryRun(t *testing.T)   { CaseDeployManifestsDryRun(t, env) }
+func TestRealNodeTwoCards(t *testing.T)        { CaseRealNodeTwoCards(t, env) }
