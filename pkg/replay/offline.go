@@ -10,27 +10,37 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// offlineNode is one node's free resources during an offline replay.
+// offlineNode is one node's free resources during an offline replay: cards and free
+// cpu and memory (policy.Host) as policies see them, and the pods placed.
 type offlineNode struct {
 	spec   NodeSpec
-	cpu    int64 // free millicores
-	mem    int64 // free MiB
-	pods   int   // pods placed
+	pods   int
 	policy policy.Node
 }
+
+// Workload learning of WorkloadAware policies (fgd) in offline mode: the typical shapes
+// covering this share of the pods seen so far, at most this many. They should match the
+// extender's.
+const (
+	offlineShapeCoverage = 0.95
+	offlineMaxShapes     = 64
+)
 
 // Offline replays pods with a policy directly, without a cluster: for each pod in order,
 // the candidate nodes are those whose model the pod allows, with enough free cpu, memory
 // and pod slots, where p.Place succeeds; the pod goes to the candidate with the highest
-// p.Score, the lowest node index on ties, and fails when there is none. CPU-only pods are
-// placed by the same rule (Place accepts them on any node with cards; the policy's Score
-// of an empty placement decides) — unlike the cluster, where they bypass the extender and
-// the scheduler picks among feasible nodes at random. Progress (may be nil) gets a bar.
-// Errors: an invalid pod request, ctx cancelled.
+// rate (policy.Rater) or else Score, the lowest node index on ties, and fails when there is
+// none. Nodes carry their free cpu and memory (policy.Node.Host) and placements the pod's
+// request. A policy.WorkloadAware policy gets, before each pod, the typical shapes of the
+// pods seen so far, this one included. CPU-only pods are placed by the same rule (Place
+// accepts them on any node with cards) — unlike the cluster with
+// deploy/scheduler/replay-config.yaml, where they bypass the extender and the scheduler
+// picks among the feasible nodes at random. Progress (may be nil) gets a bar. Errors: an
+// invalid pod request, ctx cancelled.
 func Offline(ctx context.Context, p policy.Policy, units Units, nodes []NodeSpec, pods []PodSpec, rec *Recorder, progress io.Writer) (time.Duration, error) {
 	state := make([]*offlineNode, 0, len(nodes))
 	for _, n := range nodes {
-		on := &offlineNode{spec: n, cpu: n.MilliCPU, mem: n.MemoryMiB, policy: policy.Node{Name: n.Name}}
+		on := &offlineNode{spec: n, policy: policy.Node{Name: n.Name, Host: &policy.Host{CPUMilli: n.MilliCPU, MemoryMiB: n.MemoryMiB}}}
 		per := units.CardUnits(n.Model)
 		for i := 0; i < n.GPUs; i++ {
 			on.policy.Cards = append(on.policy.Cards, policy.Card{Index: i, Total: per, Healthy: true})
@@ -39,6 +49,8 @@ func Offline(ctx context.Context, p policy.Policy, units Units, nodes []NodeSpec
 	}
 	bar := NewProgress(progress, len(pods))
 	defer bar.Done()
+	wa, learns := p.(policy.WorkloadAware)
+	var shapes policy.ShapeCounter
 	start := time.Now()
 	for i, pod := range pods {
 		if i%256 == 0 {
@@ -46,7 +58,12 @@ func Offline(ctx context.Context, p policy.Policy, units Units, nodes []NodeSpec
 				return time.Since(start), err
 			}
 		}
-		node, err := placeOffline(p, units, state, pod)
+		pol := p
+		if learns {
+			shapes.Add(podRequest(units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB})
+			pol = wa.WithWorkload(shapes.Workload(offlineShapeCoverage, offlineMaxShapes))
+		}
+		node, err := placeOffline(pol, units, state, pod)
 		if err != nil {
 			return time.Since(start), err
 		}
@@ -69,11 +86,14 @@ func podRequest(units Units, pod PodSpec) gpushare.PodRequest {
 // ("" when nothing fits).
 func placeOffline(p policy.Policy, units Units, state []*offlineNode, pod PodSpec) (string, error) {
 	req := podRequest(units, pod)
+	host := policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}
 	perCard := units.PodUnitsPerCard(pod)
-	best, bestScore := -1, int64(-1)
+	rater, fine := p.(policy.Rater)
+	best, bestRate := -1, 0.0
 	var bestPlacement policy.Placement
 	for i, n := range state {
-		if !pod.AllowsModel(n.spec.Model) || n.cpu < pod.MilliCPU || n.mem < pod.MemoryMiB || n.pods >= NodePodCapacity {
+		free := n.policy.Host
+		if !pod.AllowsModel(n.spec.Model) || free.CPUMilli < pod.MilliCPU || free.MemoryMiB < pod.MemoryMiB || n.pods >= NodePodCapacity {
 			continue
 		}
 		if !enoughCards(n.policy, perCard, pod.NumGPU) {
@@ -86,16 +106,23 @@ func placeOffline(p policy.Policy, units Units, state []*offlineNode, pod PodSpe
 			}
 			return "", fmt.Errorf("placing pod %s on node %s: %w", pod.Name, n.spec.Name, err)
 		}
-		if s := p.Score(n.policy, pl); s > bestScore {
-			best, bestScore, bestPlacement = i, s, pl
+		pl.Host = host
+		var rate float64
+		if fine {
+			rate = rater.Rate(n.policy, pl)
+		} else {
+			rate = float64(p.Score(n.policy, pl))
+		}
+		if best < 0 || rate > bestRate {
+			best, bestRate, bestPlacement = i, rate, pl
 		}
 	}
 	if best < 0 {
 		return "", nil
 	}
 	n := state[best]
-	n.cpu -= pod.MilliCPU
-	n.mem -= pod.MemoryMiB
+	n.policy.Host.CPUMilli -= pod.MilliCPU
+	n.policy.Host.MemoryMiB -= pod.MemoryMiB
 	n.pods++
 	for k := range n.policy.Cards {
 		n.policy.Cards[k].Used += bestPlacement.Usage[n.policy.Cards[k].Index]

@@ -1,0 +1,111 @@
+package replay
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+func TestOffline(t *testing.T) {
+	nodes := []NodeSpec{
+		{Name: "n0", MilliCPU: 4000, MemoryMiB: 4096, GPUs: 2, Model: "T4"},
+		{Name: "n1", MilliCPU: 4000, MemoryMiB: 4096, GPUs: 1, Model: "P100"},
+		{Name: "n2", MilliCPU: 500, MemoryMiB: 4096, GPUs: 4, Model: "T4"},
+	}
+	// binpack scores 3/4 the used share of the chosen cards + 1/4 the node's, 0..10.
+	pods := []PodSpec{
+		// n2 lacks the cpu; n1 scores .75×.5+.25×.5 = .5 → 5, n0 .75×.5+.25×.25 → 4: n1.
+		gpuPod("a", 1, 500),
+		// n1's card becomes full → 10: n1.
+		gpuPod("b", 1, 500),
+		// only P100 allowed, and n1 is full: fails.
+		{Name: "c", MilliCPU: 100, MemoryMiB: 10, NumGPU: 1, GPUMilli: 300, GPUSpec: []string{"P100"}},
+		// two whole cards: only n0 has two free cards and the cpu.
+		gpuPod("d", 2, 1000),
+		// two whole cards with little cpu: n0 and n1 are full, n2 fits.
+		{Name: "e", MilliCPU: 100, MemoryMiB: 10, NumGPU: 2, GPUMilli: 1000},
+		// a model no node has: fails.
+		{Name: "f", MilliCPU: 1, MemoryMiB: 1, NumGPU: 1, GPUMilli: 100, GPUSpec: []string{"A10"}},
+		// CPU-only: n2 lacks the cpu; n0 and n1 both score 10 (full) → lowest index n0.
+		{Name: "g", MilliCPU: 1000, MemoryMiB: 10},
+	}
+	pol, err := policy.New("binpack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	units, err := NewUnits(UnitMilli, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := NewRecorder(TotalGPUMilli(nodes))
+	if _, err := Offline(context.Background(), pol, units, nodes, pods, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rec.Steps() {
+		got = append(got, s.Pod+"@"+s.Node)
+	}
+	want := []string{"a@n1", "b@n1", "c@", "d@n0", "e@n2", "f@", "g@n0"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("placements (-want,+got):\n%s", diff)
+	}
+	// allocated: 500 + 500 + 2000 + 2000 = 5000 of 7000; arrived adds c (300) and f (100).
+	last := rec.Steps()[len(rec.Steps())-1]
+	if last.AllocatedMilli != 5000 || last.ArrivedMilli != 5400 || last.Failed != 2 {
+		t.Errorf("last step = %+v", last)
+	}
+}
+
+// TestOfflineNeverOvercommits replays a slice of the real trace and checks that no node
+// got more GPU, cpu or memory than it has.
+func TestOfflineNeverOvercommits(t *testing.T) {
+	const dir = "../../../shared/traces/openb/"
+	nodes, err := ReadNodesFile(dir + "openb_node_list_gpu_node.csv")
+	if err != nil {
+		t.Skipf("traces not available: %v", err)
+	}
+	trace, err := ReadPodsFile(dir + "openb_pod_list_multigpu20.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes = nodes[:120]
+	pods, _, err := Workload(trace, TotalGPUMilli(nodes), 42, 1.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods = pods[:2000]
+	for _, name := range policy.Names() {
+		pol, _ := policy.New(name)
+		units, _ := NewUnits(UnitMilli, nodes)
+		rec := NewRecorder(TotalGPUMilli(nodes))
+		if _, err := Offline(context.Background(), pol, units, nodes, pods, rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		used := map[string][3]int64{}
+		byName := map[string]PodSpec{}
+		for _, p := range pods {
+			byName[p.Name] = p
+		}
+		for _, s := range rec.Steps() {
+			if s.Node == "" {
+				continue
+			}
+			p := byName[s.Pod]
+			u := used[s.Node]
+			used[s.Node] = [3]int64{u[0] + p.TotalGPUMilli(), u[1] + p.MilliCPU, u[2] + p.MemoryMiB}
+		}
+		for _, n := range nodes {
+			u := used[n.Name]
+			if u[0] > n.GPUMilli() || u[1] > n.MilliCPU || u[2] > n.MemoryMiB {
+				t.Errorf("%s: node %s over-committed: gpu %d/%d cpu %d/%d mem %d/%d", name, n.Name,
+					u[0], n.GPUMilli(), u[1], n.MilliCPU, u[2], n.MemoryMiB)
+			}
+		}
+		if rec.Failed() == 0 {
+			t.Errorf("%s: nothing failed at 130%% load", name)
+		}
+	}
+}
