@@ -342,7 +342,7 @@ func TestFitsAgreesWithPlace(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		name := fmt.Sprintf("n%d", i)
 		nodes = append(nodes, name)
-		devs := make([]gpushare.Device, 1+i%4)
+		devs := make([]gpushare.Device, 1+i%6)
 		for j := range devs {
 			devs[j] = gpushare.Device{Index: j, Units: int64(8 + 8*((i+j)%2)), Healthy: (i+j)%5 != 0}
 		}
@@ -359,8 +359,8 @@ func TestFitsAgreesWithPlace(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for mem := int64(1); mem <= 17; mem++ {
-			for count := int64(1); count <= 4; count++ {
+		for mem := int64(1); mem <= 30; mem++ {
+			for count := int64(1); count <= 6; count++ {
 				if mem%count != 0 {
 					continue
 				}

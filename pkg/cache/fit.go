@@ -22,7 +22,7 @@ func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy
 	if len(n.devices) == 0 {
 		return ErrNoCards
 	}
-	if fitsOneContainer(n.cards, req) {
+	if n.fitsOneContainer(req) {
 		return nil
 	}
 	_, err := pol.Place(n.view(), req)
@@ -33,14 +33,17 @@ func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy
 // container: it fits exactly when `Cards` cards have PerCard free, which is what every
 // policy's Place decides for such a pod (TestFitsAgreesWithPlace holds it to that). For
 // other pods it returns false and the caller asks Place.
-func fitsOneContainer(cards []policy.Card, req gpushare.PodRequest) bool {
+func (n *nodeState) fitsOneContainer(req gpushare.PodRequest) bool {
 	if len(req.Containers) != 1 {
 		return false
 	}
 	c := req.Containers[0]
 	need, want := c.PerCard(), c.Cards
-	for i := range cards {
-		if cards[i].Free() >= need {
+	if want <= n.nTop {
+		return n.topFree[want-1] >= need
+	}
+	for i := range n.cards {
+		if n.cards[i].Free() >= need {
 			if want--; want == 0 {
 				return true
 			}

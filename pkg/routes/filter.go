@@ -22,8 +22,8 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 	start := time.Now()
 	defer func() { s.Metrics.FilterDuration.Observe(since(start)) }()
 
-	var args extenderv1.ExtenderArgs
-	if !s.decode(w, r, &args) {
+	args, ok := s.decodeArgs(w, r)
+	if !ok {
 		return
 	}
 	names, err := nodeNames(&args)

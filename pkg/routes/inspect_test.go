@@ -53,13 +53,14 @@ func TestBadInput(t *testing.T) {
 		wantCode           int
 		wantError          string
 	}{
-		{"malformed filter", http.MethodPost, "/gpushare-scheduler/filter", []byte(`{"Pod":`), http.StatusBadRequest, "decoding request body: unexpected EOF"},
+		{"malformed filter", http.MethodPost, "/gpushare-scheduler/filter", []byte(`{"Pod":`), http.StatusBadRequest, "decoding request body: unexpected end of JSON input"},
 		{"oversized filter", http.MethodPost, "/gpushare-scheduler/filter", big, http.StatusBadRequest, "request body exceeds 1024 bytes"},
 		{"filter without pod", http.MethodPost, "/gpushare-scheduler/filter", []byte(`{"NodeNames":["n1"]}`), http.StatusBadRequest, "request has no pod"},
 		{"filter without nodes", http.MethodPost, "/gpushare-scheduler/filter", []byte(`{"Pod":{}}`), http.StatusBadRequest, "request has neither nodenames nor nodes"},
-		{"malformed prioritize", http.MethodPost, "/gpushare-scheduler/prioritize", []byte(`[`), http.StatusBadRequest, "decoding request body: unexpected EOF"},
+		{"malformed prioritize", http.MethodPost, "/gpushare-scheduler/prioritize", []byte(`[`), http.StatusBadRequest, "decoding request body: unexpected end of JSON input"},
 		{"wrong type bind", http.MethodPost, "/gpushare-scheduler/bind", []byte(`{"PodName":3}`), http.StatusBadRequest,
 			"decoding request body: json: cannot unmarshal number into Go struct field ExtenderBindingArgs.PodName of type string"},
+		{"malformed bind", http.MethodPost, "/gpushare-scheduler/bind", []byte(`{"PodName":"p"`), http.StatusBadRequest, "decoding request body: unexpected EOF"},
 		{"incomplete bind", http.MethodPost, "/gpushare-scheduler/bind", []byte(`{"PodName":"p"}`), http.StatusBadRequest, "bind request needs podName, podNamespace and node"},
 		{"GET filter", http.MethodGet, "/gpushare-scheduler/filter", nil, http.StatusMethodNotAllowed, "method not allowed"},
 		{"PUT bind", http.MethodPut, "/gpushare-scheduler/bind", nil, http.StatusMethodNotAllowed, "method not allowed"},

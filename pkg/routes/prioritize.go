@@ -19,8 +19,8 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 	start := time.Now()
 	defer func() { s.Metrics.PrioritizeDuration.Observe(since(start)) }()
 
-	var args extenderv1.ExtenderArgs
-	if !s.decode(w, r, &args) {
+	args, ok := s.decodeArgs(w, r)
+	if !ok {
 		return
 	}
 	names, err := nodeNames(&args)

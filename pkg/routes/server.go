@@ -121,13 +121,7 @@ func shortName(resource string) string {
 func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
 	body := http.MaxBytesReader(w, r.Body, s.MaxRequestBytes)
 	if err := json.NewDecoder(body).Decode(v); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			err = fmt.Errorf("request body exceeds %d bytes", tooBig.Limit)
-		} else {
-			err = fmt.Errorf("decoding request body: %w", err)
-		}
-		writeError(w, http.StatusBadRequest, err)
+		writeError(w, http.StatusBadRequest, bodyError(err))
 		return false
 	}
 	return true
