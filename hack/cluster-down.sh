@@ -34,6 +34,9 @@ if [ -f "$CONTAINERD_DIR/config.toml" ] || is_running containerd; then
   release_real_node
 fi
 rm -rf "$STATE/etcd"
-left=$(ls "$PIDS" 2>/dev/null | grep -v '\.' || true)
-[ -z "$left" ] || log "WARNING: pid files left: $left"
+left=()
+for f in "$PIDS"/*; do
+  [ -e "$f" ] && [[ $f != *.* ]] && left+=("${f##*/}")
+done
+[ ${#left[@]} -eq 0 ] || log "WARNING: pid files left: ${left[*]}"
 log "cluster in $STATE stopped"

@@ -2,6 +2,7 @@
 # Sourced, not run. Every setting can be overridden from the environment so the e2e suite can
 # run its own cluster in its own state dir (see docs/local-cluster.md).
 # shellcheck shell=bash
+# shellcheck disable=SC2034 # settings used by the scripts that source this file
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 STATE=${GPUSHARE_STATE_DIR:-$REPO/_output/cluster}

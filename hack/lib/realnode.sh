@@ -12,9 +12,10 @@ install_runtime_packages() {
     return 0
   fi
   log "installing containerd, runc, containernetworking-plugins (apt-get)"
-  DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2 &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd runc containernetworking-plugins >&2 ||
+  if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd runc containernetworking-plugins; } >&2; then
     log "WARNING: apt-get install failed"
+  fi
 }
 
 # claim_real_node takes the machine-wide real-node lock for $STATE, or fails naming the
@@ -227,16 +228,16 @@ cleanup_runtime() {
   done
   # Mounts under the kubelet dir (kubelet also bind-mounts the dir onto itself) and
   # containerd's root/state, deepest first.
-  for m in $(awk -v k="$KUBELET_DIR" -v b="$CONTAINERD_DIR/" \
-    '$2 == k || index($2, k "/") == 1 || index($2, b) == 1 {print $2}' /proc/self/mounts | sort -r); do
-    umount -l "$m" 2>/dev/null || true
-  done
+  awk -v k="$KUBELET_DIR" -v b="$CONTAINERD_DIR/" \
+    '$2 == k || index($2, k "/") == 1 || index($2, b) == 1 {print $2}' /proc/self/mounts | sort -r |
+    while read -r m; do umount -l "$m" 2>/dev/null || true; done
   # Network namespaces CRI made for our sandboxes, when kubelet could not remove them.
   if [ -f "$STATE/containerd/started" ]; then
-    for m in $(find /var/run/netns -maxdepth 1 -name 'cni-*' -newer "$STATE/containerd/started" 2>/dev/null); do
-      umount -l "$m" 2>/dev/null || true
-      rm -f "$m"
-    done
+    find /var/run/netns -maxdepth 1 -name 'cni-*' -newer "$STATE/containerd/started" 2>/dev/null |
+      while read -r m; do
+        umount -l "$m" 2>/dev/null || true
+        rm -f "$m"
+      done
   fi
   if ip link show "$CNI_BRIDGE" >/dev/null 2>&1; then
     ip link delete "$CNI_BRIDGE" 2>/dev/null || log "could not delete bridge $CNI_BRIDGE"
