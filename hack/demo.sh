@@ -11,7 +11,7 @@ LOG_TAG=demo
 source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 
 K8S_BIN=$(k8s_bin_dir)
-"$REPO/hack/cluster-up.sh"
+GPUSHARE_K8S_BIN=$K8S_BIN "$REPO/hack/cluster-up.sh"
 mode=$(cat "$STATE/node-mode")
 export PATH="$GPUSHARE_BIN:$K8S_BIN:$PATH"
 export KUBECONFIG=$KUBECONFIG_FILE
