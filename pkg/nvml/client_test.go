@@ -1,5 +1,3 @@
-//go:build cgo
-
 package nvml
 
 import (
@@ -12,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func newSimClient(t *testing.T, spec string) (*Simulator, *Client) {
+func newSimClient(t *testing.T, spec string) (*Simulator, Interface) {
 	t.Helper()
 	cards, err := ParseSimSpec(spec)
 	if err != nil {

@@ -4,6 +4,6 @@
 //
 // The same code runs over the real driver library (SystemLibrary) and over a simulated node
 // built on go-nvml's mock package (NewSimulator), so machines without GPUs exercise the
-// production code path. go-nvml needs cgo; a binary built with CGO_ENABLED=0 compiles but
-// every constructor returns ErrNoCgo.
+// production code path. go-nvml needs cgo: a binary built with CGO_ENABLED=0 gets a pure-Go
+// simulator with the same API instead (nocgo.go) and cannot open the real library (ErrNoCgo).
 package nvml

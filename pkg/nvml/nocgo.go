@@ -2,23 +2,100 @@
 
 package nvml
 
-// Library stands in for go-nvml's interface in a build without cgo.
-type Library interface{}
+import (
+	"context"
+	"fmt"
+)
 
-// Simulator is unavailable without cgo.
-type Simulator struct{}
+// Without cgo go-nvml (real and mock) does not compile. So that a CGO_ENABLED=0 build still
+// runs simulated nodes (demo, e2e), this file provides a pure-Go simulator behind the same
+// API; the real library is unavailable (New returns ErrNoCgo).
 
-// New fails without cgo.
-func New(Library) (Interface, error) { return nil, ErrNoCgo }
+// Library is what New accepts; without cgo only a Simulator is usable.
+type Library interface{ library() }
 
-// SystemLibrary returns nothing usable without cgo; New reports ErrNoCgo.
-func SystemLibrary(string) Library { return nil }
+type noLibrary struct{}
 
-// NewSimulator fails without cgo.
-func NewSimulator(string, []SimCard) (*Simulator, error) { return nil, ErrNoCgo }
+func (noLibrary) library() {}
 
-// Library returns nil without cgo.
-func (*Simulator) Library() Library { return nil }
+// SystemLibrary stands for the driver library, which a build without cgo cannot load.
+func SystemLibrary(string) Library { return noLibrary{} }
 
-// InjectXID fails without cgo.
-func (*Simulator) InjectXID(int, uint64) error { return ErrNoCgo }
+// Simulator is a node with simulated cards; InjectXID raises an XID as the driver would.
+type Simulator struct {
+	devices []Device
+	events  chan Fault
+}
+
+// NewSimulator builds the simulated node. Cards without a UUID get SimulatedUUID(node, i).
+func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
+	if err := validateSimCards(cards); err != nil {
+		return nil, fmt.Errorf("simulated GPUs: %w", err)
+	}
+	s := &Simulator{events: make(chan Fault, 64)}
+	for i, c := range cards {
+		if c.UUID == "" {
+			c.UUID = SimulatedUUID(node, i)
+		}
+		s.devices = append(s.devices, Device{Index: i, UUID: c.UUID, Model: c.Model, MemoryMiB: c.MemoryMiB})
+	}
+	return s, nil
+}
+
+func (*Simulator) library() {}
+
+// Library returns the simulator to hand to New.
+func (s *Simulator) Library() Library { return s }
+
+// InjectXID raises a critical XID event on card index.
+func (s *Simulator) InjectXID(index int, xid uint64) error {
+	if index < 0 || index >= len(s.devices) {
+		return fmt.Errorf("injecting XID %d: card %d does not exist (node has %d)", xid, index, len(s.devices))
+	}
+	select {
+	case s.events <- Fault{UUID: s.devices[index].UUID, XID: xid}:
+		return nil
+	default:
+		return fmt.Errorf("injecting XID %d on card %d: event queue full", xid, index)
+	}
+}
+
+// New returns a client over a Simulator; the real library needs cgo (ErrNoCgo).
+func New(lib Library) (Interface, error) {
+	s, ok := lib.(*Simulator)
+	if !ok {
+		return nil, ErrNoCgo
+	}
+	return simClient{s}, nil
+}
+
+type simClient struct{ s *Simulator }
+
+func (c simClient) Devices() ([]Device, error) { return append([]Device(nil), c.s.devices...), nil }
+
+func (c simClient) UsedMemoryMiB(index int) (int64, error) {
+	if index < 0 || index >= len(c.s.devices) {
+		return 0, fmt.Errorf("simulated card %d does not exist", index)
+	}
+	return 0, nil
+}
+
+func (c simClient) WatchFaults(ctx context.Context, out chan<- Fault) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case f := <-c.s.events:
+			if IsApplicationXID(f.XID) {
+				continue
+			}
+			select {
+			case out <- f:
+			case <-ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+func (simClient) Shutdown() error { return nil }

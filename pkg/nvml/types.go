@@ -35,6 +35,6 @@ type Interface interface {
 	Shutdown() error
 }
 
-// ErrNoCgo is returned by the constructors of a binary built without cgo: go-nvml (real
-// and mock) needs cgo.
-var ErrNoCgo = errors.New("share-plugin was built with CGO_ENABLED=0; NVML (real or simulated) needs a cgo build (CGO_ENABLED=1)")
+// ErrNoCgo is what New returns for the real library in a binary built without cgo (go-nvml
+// needs cgo; simulated nodes still work).
+var ErrNoCgo = errors.New("this share-plugin was built with CGO_ENABLED=0: only simulated GPUs work; real NVML needs a cgo build (CGO_ENABLED=1)")

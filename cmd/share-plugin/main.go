@@ -1,0 +1,225 @@
+// Command share-plugin is gpushare's kubelet device plugin. It advertises aliyun.com/gpu-mem
+// units of every card, gives each container the card the scheduler extender chose, and
+// publishes the node's per-card inventory. See docs/share-plugin.md.
+package main
+
+import (
+	"context"
+	"errors"
+	goflag "flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+	"github.com/gpushare/gpushare/pkg/version"
+)
+
+// options are the command-line flags; each also reads the environment variable named like
+// the flag in upper case with '_' for '-' (NODE_NAME for --node-name).
+type options struct {
+	nodeName       string
+	kubeconfig     string
+	simulate       string
+	simulateFile   string
+	faultsFile     string
+	nvmlLibrary    string
+	memoryUnit     string
+	pluginDir      string
+	memResource    string
+	countResource  string
+	metricsAddress string
+	healthRecovery time.Duration
+	nodeResync     time.Duration
+	allocateWait   time.Duration
+	showVersion    bool
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.nodeName, "node-name", "", "name of this node (required; in a DaemonSet set NODE_NAME from spec.nodeName)")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster config")
+	fs.StringVar(&o.simulate, "simulate", "", "simulate GPUs instead of using NVML: comma list of <model>[:<count>], e.g. t4, a100-80gb:8, t4,a100-80gb (models: "+strings.Join(gpunvml.SimModels(), ", ")+")")
+	fs.StringVar(&o.simulateFile, "simulate-file", "", "simulate the GPUs listed in this YAML file (list of model, memoryMiB, optional uuid)")
+	fs.StringVar(&o.faultsFile, "simulate-faults-file", "", "with --simulate/--simulate-file: card indexes listed in this file get XID 79 every second")
+	fs.StringVar(&o.nvmlLibrary, "nvml-library", "", "path of libnvidia-ml.so.1 (default: the dynamic loader's search path)")
+	fs.StringVar(&o.memoryUnit, "memory-unit", "GiB", "size of one gpu-mem unit: GiB, MiB or a multiple such as 256MiB")
+	fs.StringVar(&o.pluginDir, "device-plugin-dir", "/var/lib/kubelet/device-plugins", "kubelet's device plugin folder (holds kubelet.sock)")
+	fs.StringVar(&o.memResource, "mem-resource", string(gpushare.DefaultMemResource), "extended resource advertised in memory units")
+	fs.StringVar(&o.countResource, "count-resource", string(gpushare.DefaultCountResource), "extended resource set to the number of cards in node status")
+	fs.StringVar(&o.metricsAddress, "metrics-address", ":9401", "address of /metrics and /healthz; empty disables")
+	fs.DurationVar(&o.healthRecovery, "health-recovery", 5*time.Minute, "a card is healthy again after this long without a critical XID")
+	fs.DurationVar(&o.nodeResync, "node-resync", time.Minute, "how often the node's gpu-count and inventory annotation are re-checked")
+	fs.DurationVar(&o.allocateWait, "allocate-wait", 5*time.Second, "how long Allocate waits for a just-bound pod to reach the informer")
+	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
+}
+
+// applyEnv sets every flag of ours (not klog's) not given on the command line from its
+// environment variable.
+func applyEnv(fs *pflag.FlagSet, ours map[string]bool) error {
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if !ours[f.Name] {
+			return
+		}
+		env := strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !f.Changed {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("environment %s=%q: %w", env, v, err))
+			}
+		}
+	})
+	return errors.Join(errs...)
+}
+
+func main() {
+	var o options
+	fs := pflag.NewFlagSet("share-plugin", pflag.ExitOnError)
+	o.addFlags(fs)
+	ours := map[string]bool{}
+	fs.VisitAll(func(f *pflag.Flag) { ours[f.Name] = true })
+	kfs := goflag.NewFlagSet("klog", goflag.ExitOnError)
+	klog.InitFlags(kfs)
+	fs.AddGoFlagSet(kfs)
+	_ = fs.Parse(os.Args[1:])
+	if err := applyEnv(fs, ours); err != nil {
+		klog.ErrorS(err, "Bad configuration")
+		os.Exit(2)
+	}
+	if o.showVersion {
+		fmt.Println(version.Version)
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		klog.ErrorS(err, "share-plugin failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, o options) error {
+	unit, err := gpushare.ParseUnit(o.memoryUnit)
+	if err != nil {
+		return err
+	}
+	res := gpushare.Resources{Mem: corev1.ResourceName(o.memResource), Count: corev1.ResourceName(o.countResource)}
+	if err := res.Validate(); err != nil {
+		return err
+	}
+	if o.nodeName == "" {
+		return errors.New("--node-name (or NODE_NAME) is required")
+	}
+
+	nv, simulated, err := openNVML(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := nv.Shutdown(); err != nil {
+			klog.ErrorS(err, "NVML shutdown")
+		}
+	}()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "share-plugin/" + version.Version
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("creating API client: %w", err)
+	}
+	// Only this node's pods: the informer never holds the whole cluster.
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.nodeName).String()
+	}))
+	pods := factory.Core().V1().Pods().Informer()
+
+	plugin, err := deviceplugin.New(deviceplugin.Config{
+		NodeName: o.nodeName, Resources: res, Unit: unit, PluginDir: o.pluginDir,
+		NVML: nv, Client: client, Pods: pods,
+		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
+		ReportUsedMemory: !simulated,
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range plugin.Cards() {
+		klog.InfoS("GPU", "index", c.Index, "uuid", c.UUID, "model", c.Model, "memoryMiB", c.MemoryMiB, "units", c.Units, "unit", unit)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	if o.metricsAddress != "" {
+		go serveMetrics(ctx, o.metricsAddress, plugin.Handler())
+	}
+	return plugin.Run(ctx)
+}
+
+// openNVML opens the real library, or the simulated node when --simulate or
+// --simulate-file is set (then also watching the faults file). simulated reports the latter.
+func openNVML(ctx context.Context, o options) (nv gpunvml.Interface, simulated bool, err error) {
+	if o.simulate == "" && o.simulateFile == "" {
+		if o.faultsFile != "" {
+			return nil, false, errors.New("--simulate-faults-file needs --simulate or --simulate-file")
+		}
+		c, err := gpunvml.New(gpunvml.SystemLibrary(o.nvmlLibrary))
+		if err != nil {
+			return nil, false, err
+		}
+		return c, false, nil
+	}
+	if o.simulate != "" && o.simulateFile != "" {
+		return nil, true, errors.New("use --simulate or --simulate-file, not both")
+	}
+	var cards []gpunvml.SimCard
+	if o.simulate != "" {
+		cards, err = gpunvml.ParseSimSpec(o.simulate)
+	} else {
+		cards, err = gpunvml.LoadSimFile(o.simulateFile)
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	sim, err := gpunvml.NewSimulator(o.nodeName, cards)
+	if err != nil {
+		return nil, true, err
+	}
+	if o.faultsFile != "" {
+		go gpunvml.WatchFaultsFile(ctx, o.faultsFile, time.Second, sim)
+	}
+	c, err := gpunvml.New(sim.Library())
+	if err != nil {
+		return nil, true, err
+	}
+	return c, true, nil
+}
+
+func serveMetrics(ctx context.Context, addr string, h http.Handler) {
+	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	klog.InfoS("Serving metrics", "address", addr)
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		klog.ErrorS(err, "Metrics server stopped")
+	}
+}
