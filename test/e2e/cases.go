@@ -407,6 +407,7 @@ func CaseDeployManifestsDryRun(t *testing.T, e *Env) {
 		t.Fatalf("walking deploy/: %v", err)
 	}
 	checked := 0
+	kinds := map[string]bool{}
 	for _, f := range files {
 		rel, _ := filepath.Rel(e.Repo(), f)
 		for i, obj := range decodeObjects(t, f) {
@@ -427,7 +428,18 @@ func CaseDeployManifestsDryRun(t *testing.T, e *Env) {
 				continue
 			}
 			checked++
+			kinds[filepath.Base(filepath.Dir(rel))+"/"+obj.GetKind()] = true
 			t.Logf("%s: dry-run ok", name)
+		}
+	}
+	want := []string{"extender/Deployment", "extender/Service", "extender/ServiceAccount",
+		"extender/ClusterRole", "extender/ClusterRoleBinding", "scheduler/ConfigMap"}
+	if _, err := os.Stat(filepath.Join(e.Repo(), "deploy", "share-plugin")); err == nil {
+		want = append(want, "share-plugin/DaemonSet")
+	}
+	for _, k := range want {
+		if !kinds[k] {
+			t.Errorf("no %s among the dry-run objects of deploy/ (got %v)", k, kinds)
 		}
 	}
 	if checked < 5 {
