@@ -26,7 +26,7 @@ K8S_BIN=$(k8s_bin_dir)
 mkdir -p "$STATE" "$PIDS" "$LOGS"
 echo "$K8S_BIN" >"$STATE/k8s-bin"
 
-[ "$NODE_MODE" = kwok ] || install_runtime_packages
+install_packages
 case $NODE_MODE in
 real | kwok) ;;
 auto)

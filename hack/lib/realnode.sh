@@ -3,18 +3,28 @@
 # and docs/local-cluster.md.
 # shellcheck shell=bash
 
-# install_runtime_packages installs containerd, runc and the CNI plugins from Debian when they
-# are missing and this is root on an apt system (GPUSHARE_NO_APT=1 turns it off).
-install_runtime_packages() {
+# install_packages installs, from Debian, what the cluster needs and the machine lacks: curl
+# and openssl always; containerd, runc, the CNI plugins and iproute2 for the real node (unless
+# GPUSHARE_NODE_MODE=kwok). Only as root on an apt system; GPUSHARE_NO_APT=1 turns it off.
+install_packages() {
   [ "$(id -u)" = 0 ] && [ "${GPUSHARE_NO_APT:-0}" != 1 ] && command -v apt-get >/dev/null || return 0
-  if command -v containerd >/dev/null && command -v ctr >/dev/null && command -v runc >/dev/null &&
-    [ -x /usr/lib/cni/bridge ]; then
-    return 0
-  fi
-  log "installing containerd, runc, containernetworking-plugins (apt-get)"
+  local want=() pair
+  local needs=(curl:curl openssl:openssl)
+  [ "$NODE_MODE" = kwok ] || needs+=(containerd:containerd ctr:containerd runc:runc ip:iproute2
+    /usr/lib/cni/bridge:containernetworking-plugins)
+  for pair in "${needs[@]}"; do
+    if [[ ${pair%%:*} == /* ]]; then
+      [ -x "${pair%%:*}" ] && continue
+    else
+      command -v "${pair%%:*}" >/dev/null && continue
+    fi
+    [[ " ${want[*]} " == *" ${pair#*:} "* ]] || want+=("${pair#*:}")
+  done
+  [ ${#want[@]} -gt 0 ] || return 0
+  log "installing ${want[*]} (apt-get)"
   if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq containerd runc containernetworking-plugins; } >&2; then
-    log "WARNING: apt-get install failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${want[@]}"; } >&2; then
+    log "WARNING: apt-get install ${want[*]} failed"
   fi
 }
 
