@@ -15,6 +15,9 @@
 #   OUT      result folder (default: _output/replay/$TRACE/$POLICY/seed$SEED)
 #   TRACES_DIR  folder of the CSVs (default: ../shared/traces/openb next to the repo)
 #   REPLAY_KCM  yes: also run kube-controller-manager (default: no; see below)
+#   REPLAY_ALL_PODS yes: drop managedResources from the scheduler config so CPU-only pods
+#                go through the extender too (its prioritize then ranks them; default: no,
+#                they land on a random feasible node)
 #   KEEP_CLUSTER yes: leave the cluster running (stop it with the same environment and
 #                hack/cluster-down.sh, GPUSHARE_STATE_DIR=_output/replay-cluster)
 #
@@ -29,6 +32,10 @@
 #   it (gpushare-replay creates its namespace's default service account itself).
 set -o errexit -o nounset -o pipefail
 
+# One brace group: bash parses all of it before running any, so editing this file while a
+# replay runs cannot derail it.
+{
+
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TRACE=${TRACE:-default}
 POLICY=${POLICY:-binpack}
@@ -39,6 +46,7 @@ LIMIT=${LIMIT:-0}
 OUT=${OUT:-$REPO/_output/replay/$TRACE/$POLICY/seed$SEED}
 TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
 REPLAY_KCM=${REPLAY_KCM:-no}
+REPLAY_ALL_PODS=${REPLAY_ALL_PODS:-no}
 KEEP_CLUSTER=${KEEP_CLUSTER:-no}
 
 # A cluster of its own, beside a possibly running demo cluster, and binaries of its own:
@@ -98,8 +106,11 @@ echo "$K8S_BIN" >"$STATE/k8s-bin"
 echo kwok >"$STATE/node-mode"
 trap teardown EXIT
 
-# start_replay_kwok: kwok with the node-initialize stage only and no node leases.
+# start_replay_kwok: kwok with the node-initialize stage only, and node leases only when
+# kube-controller-manager runs (its node lifecycle controller needs heartbeats).
 start_replay_kwok() {
+  local lease=0
+  if [ "$REPLAY_KCM" = yes ]; then lease=40; fi
   awk '/^---/ { exit } { print }' "$K8S_BIN/kwok-stages.yaml" >"$STATE/kwok-replay-stages.yaml"
   grep -q 'name: node-initialize' "$STATE/kwok-replay-stages.yaml" ||
     die "$K8S_BIN/kwok-stages.yaml does not start with the node-initialize stage"
@@ -108,7 +119,7 @@ start_replay_kwok() {
     --config "$STATE/kwok-replay-stages.yaml" \
     --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-    --node-lease-duration-seconds 0 \
+    --node-lease-duration-seconds "$lease" \
     --server-address "127.0.0.1:$KWOK_PORT"
 }
 
@@ -117,6 +128,13 @@ start_replay_scheduler() {
   sed -e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#" \
     -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#" \
     "$REPO/deploy/scheduler/replay-config.yaml" >"$STATE/replay-config.yaml"
+  if [ "$REPLAY_ALL_PODS" = yes ]; then
+    # managedResources is the extender entry's last field: cut it and its list.
+    sed -i '/^  managedResources:/,$d' "$STATE/replay-config.yaml"
+    if grep -q 'ignoredByScheduler\|managedResources' "$STATE/replay-config.yaml"; then
+      die "could not drop managedResources from $STATE/replay-config.yaml"
+    fi
+  fi
   start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
     --config "$STATE/replay-config.yaml" \
     --authentication-kubeconfig "$KUBECONFIG_FILE" \
@@ -127,24 +145,30 @@ start_replay_scheduler() {
     die "kube-scheduler not healthy; see $LOGS/kube-scheduler.log"
 }
 
-ensure_credentials
-start_etcd
-start_apiserver
-[ "$REPLAY_KCM" = yes ] && start_controller_manager
-start_extender
-start_replay_kwok
-start_replay_scheduler
-log "cluster up; replaying $PODS_CSV (policy $POLICY, seed $SEED, tune $TUNE) into $OUT"
+main() {
+  ensure_credentials
+  start_etcd
+  start_apiserver
+  if [ "$REPLAY_KCM" = yes ]; then start_controller_manager; fi
+  start_extender
+  start_replay_kwok
+  start_replay_scheduler
+  log "cluster up; replaying $PODS_CSV (policy $POLICY, seed $SEED, tune $TUNE, all pods to the extender: $REPLAY_ALL_PODS) into $OUT"
 
-mkdir -p "$OUT"
-"$GPUSHARE_BIN/gpushare-replay" \
-  --kubeconfig "$KUBECONFIG_FILE" \
-  --nodes "$NODES_CSV" \
-  --pods "$PODS_CSV" \
-  --seed "$SEED" \
-  --tune "$TUNE" \
-  --unit "$UNIT" \
-  --limit "$LIMIT" \
-  --out "$OUT" \
-  --policy-label "$POLICY" \
-  --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" | tee "$OUT/summary.txt"
+  mkdir -p "$OUT"
+  "$GPUSHARE_BIN/gpushare-replay" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --nodes "$NODES_CSV" \
+    --pods "$PODS_CSV" \
+    --seed "$SEED" \
+    --tune "$TUNE" \
+    --unit "$UNIT" \
+    --limit "$LIMIT" \
+    --out "$OUT" \
+    --policy-label "$POLICY" \
+    --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" | tee "$OUT/summary.txt"
+}
+
+main "$@"
+exit
+}

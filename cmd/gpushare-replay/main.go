@@ -5,6 +5,7 @@
 //	gpushare-replay --kubeconfig K --nodes N.csv --pods P.csv --seed 42 --tune 1.3 --out DIR --policy-label binpack
 //	gpushare-replay --offline --policy binpack --nodes N.csv --pods P.csv --out DIR
 //	gpushare-replay chart --out chart.svg DIR...
+//	gpushare-replay table DIR...    # markdown table of every summary.json below DIR
 package main
 
 import (
@@ -78,8 +79,10 @@ func newCommand() *cobra.Command {
 	fs.IntVar(&f.burst, "burst", 2000, "client burst to the API server")
 	fs.BoolVar(&f.offline, "offline", false, "place pods with pkg/policy in memory, no cluster")
 	fs.StringVar(&f.policy, "policy", "", "policy for --offline (binpack, spread, ...)")
+	fs.StringVar(&f.OfflineTies, "offline-ties", replay.TiesFirst, "--offline node choice: first (best rate, lowest index) or random (the cluster's integer priorities and random ties)")
+	fs.BoolVar(&f.OfflineAllPods, "offline-all-pods", false, "--offline-ties random: rank CPU-only pods with the policy too (as REPLAY_ALL_PODS=yes)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
-	cmd.AddCommand(newChartCommand())
+	cmd.AddCommand(newChartCommand(), newTableCommand())
 	return cmd
 }
 
@@ -180,4 +183,22 @@ func newChartCommand() *cobra.Command {
 	cmd.Flags().StringVar(&out, "out", "", "SVG file to write")
 	cmd.Flags().StringVar(&title, "title", "GPU allocation vs arrived workload", "chart title")
 	return cmd
+}
+
+func newTableCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "table DIR...",
+		Short: "Print a markdown table (policy × trace, unallocated % at 100 % arrival) of every summary.json below DIR",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, dirs []string) error {
+			ss, err := replay.CollectSummaries(dirs)
+			if err != nil {
+				return err
+			}
+			if len(ss) == 0 {
+				return fmt.Errorf("no summary.json below %s", strings.Join(dirs, ", "))
+			}
+			return replay.Aggregate(ss).WriteMarkdown(os.Stdout)
+		},
+	}
 }

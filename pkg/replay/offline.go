@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand"
 	"time"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -18,6 +19,28 @@ type offlineNode struct {
 	policy policy.Node
 }
 
+// Tie-breaking of Offline.
+const (
+	// TiesFirst: the best-rated node (policy.Rater, else Score), lowest node index on ties.
+	// Deterministic; the policy's own ranking at full resolution.
+	TiesFirst = "first"
+	// TiesRandom emulates the cluster path: nodes get the extender's integer priorities
+	// (policy.Scores over the candidates) and a seeded random pick among the top ones, as
+	// kube-scheduler does; pods without GPUs go to a random feasible node unless AllPods.
+	TiesRandom = "random"
+)
+
+// OfflineConfig configures Offline.
+type OfflineConfig struct {
+	Policy policy.Policy
+	Units  Units
+	Ties   string // TiesFirst (default) or TiesRandom
+	Seed   int64  // for TiesRandom
+	// AllPods: with TiesRandom, CPU-only pods are ranked by the policy too (the cluster
+	// with REPLAY_ALL_PODS=yes).
+	AllPods bool
+}
+
 // Workload learning of WorkloadAware policies (fgd) in offline mode: the typical shapes
 // covering this share of the pods seen so far, at most this many. They should match the
 // extender's.
@@ -28,28 +51,32 @@ const (
 
 // Offline replays pods with a policy directly, without a cluster: for each pod in order,
 // the candidate nodes are those whose model the pod allows, with enough free cpu, memory
-// and pod slots, where p.Place succeeds; the pod goes to the candidate with the highest
-// rate (policy.Rater) or else Score, the lowest node index on ties, and fails when there is
-// none. Nodes carry their free cpu and memory (policy.Node.Host) and placements the pod's
-// request. A policy.WorkloadAware policy gets, before each pod, the typical shapes of the
-// pods seen so far, this one included. CPU-only pods are placed by the same rule (Place
-// accepts them on any node with cards) — unlike the cluster with
-// deploy/scheduler/replay-config.yaml, where they bypass the extender and the scheduler
-// picks among the feasible nodes at random. Progress (may be nil) gets a bar. Errors: an
-// invalid pod request, ctx cancelled.
-func Offline(ctx context.Context, p policy.Policy, units Units, nodes []NodeSpec, pods []PodSpec, rec *Recorder, progress io.Writer) (time.Duration, error) {
+// and pod slots, where Place succeeds; the pod goes to the best candidate (see TiesFirst,
+// TiesRandom) and fails when there is none. Nodes carry their free cpu and memory
+// (policy.Node.Host) and placements the pod's request. A policy.WorkloadAware policy gets,
+// before each pod, the typical shapes of the pods seen so far, this one included.
+// Progress (may be nil) gets a bar. Errors: an unknown tie mode, ctx cancelled.
+func Offline(ctx context.Context, cfg OfflineConfig, nodes []NodeSpec, pods []PodSpec, rec *Recorder, progress io.Writer) (time.Duration, error) {
+	switch cfg.Ties {
+	case "":
+		cfg.Ties = TiesFirst
+	case TiesFirst, TiesRandom:
+	default:
+		return 0, fmt.Errorf("offline ties %q: want %q or %q", cfg.Ties, TiesFirst, TiesRandom)
+	}
 	state := make([]*offlineNode, 0, len(nodes))
 	for _, n := range nodes {
 		on := &offlineNode{spec: n, policy: policy.Node{Name: n.Name, Host: &policy.Host{CPUMilli: n.MilliCPU, MemoryMiB: n.MemoryMiB}}}
-		per := units.CardUnits(n.Model)
+		per := cfg.Units.CardUnits(n.Model)
 		for i := 0; i < n.GPUs; i++ {
 			on.policy.Cards = append(on.policy.Cards, policy.Card{Index: i, Total: per, Healthy: true})
 		}
 		state = append(state, on)
 	}
+	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed))}
 	bar := NewProgress(progress, len(pods))
 	defer bar.Done()
-	wa, learns := p.(policy.WorkloadAware)
+	wa, learns := cfg.Policy.(policy.WorkloadAware)
 	var shapes policy.ShapeCounter
 	start := time.Now()
 	for i, pod := range pods {
@@ -58,16 +85,12 @@ func Offline(ctx context.Context, p policy.Policy, units Units, nodes []NodeSpec
 				return time.Since(start), err
 			}
 		}
-		pol := p
+		pol := cfg.Policy
 		if learns {
-			shapes.Add(podRequest(units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB})
+			shapes.Add(podRequest(cfg.Units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB})
 			pol = wa.WithWorkload(shapes.Workload(offlineShapeCoverage, offlineMaxShapes))
 		}
-		node, err := placeOffline(pol, units, state, pod)
-		if err != nil {
-			return time.Since(start), err
-		}
-		bar.Update(rec.Record(pod, node), rec)
+		bar.Update(rec.Record(pod, o.place(pol, pod)), rec)
 	}
 	return time.Since(start), nil
 }
@@ -82,16 +105,24 @@ func podRequest(units Units, pod PodSpec) gpushare.PodRequest {
 	}}}
 }
 
-// placeOffline chooses a node for pod, applies the placement and returns the node name
-// ("" when nothing fits).
-func placeOffline(p policy.Policy, units Units, state []*offlineNode, pod PodSpec) (string, error) {
-	req := podRequest(units, pod)
+type offline struct {
+	cfg   OfflineConfig
+	state []*offlineNode
+	rng   *rand.Rand
+}
+
+// place chooses a node for pod, applies the placement and returns the node name ("" when
+// nothing fits).
+func (o *offline) place(p policy.Policy, pod PodSpec) string {
+	req := podRequest(o.cfg.Units, pod)
 	host := policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}
-	perCard := units.PodUnitsPerCard(pod)
-	rater, fine := p.(policy.Rater)
-	best, bestRate := -1, 0.0
-	var bestPlacement policy.Placement
-	for i, n := range state {
+	perCard := o.cfg.Units.PodUnitsPerCard(pod)
+	var (
+		idx        []int
+		nodes      []policy.Node
+		placements []policy.Placement
+	)
+	for i, n := range o.state {
 		free := n.policy.Host
 		if !pod.AllowsModel(n.spec.Model) || free.CPUMilli < pod.MilliCPU || free.MemoryMiB < pod.MemoryMiB || n.pods >= NodePodCapacity {
 			continue
@@ -101,33 +132,62 @@ func placeOffline(p policy.Policy, units Units, state []*offlineNode, pod PodSpe
 		}
 		pl, err := p.Place(n.policy, req)
 		if err != nil {
-			if _, fit := err.(*policy.FitError); fit {
-				continue
-			}
-			return "", fmt.Errorf("placing pod %s on node %s: %w", pod.Name, n.spec.Name, err)
+			continue // a *FitError: does not fit here
 		}
 		pl.Host = host
-		var rate float64
-		if fine {
-			rate = rater.Rate(n.policy, pl)
-		} else {
-			rate = float64(p.Score(n.policy, pl))
-		}
-		if best < 0 || rate > bestRate {
-			best, bestRate, bestPlacement = i, rate, pl
-		}
+		idx = append(idx, i)
+		nodes = append(nodes, n.policy)
+		placements = append(placements, pl)
 	}
-	if best < 0 {
-		return "", nil
+	if len(idx) == 0 {
+		return ""
 	}
-	n := state[best]
+	best := o.choose(p, pod, nodes, placements)
+	n := o.state[idx[best]]
 	n.policy.Host.CPUMilli -= pod.MilliCPU
 	n.policy.Host.MemoryMiB -= pod.MemoryMiB
 	n.pods++
 	for k := range n.policy.Cards {
-		n.policy.Cards[k].Used += bestPlacement.Usage[n.policy.Cards[k].Index]
+		n.policy.Cards[k].Used += placements[best].Usage[n.policy.Cards[k].Index]
 	}
-	return n.spec.Name, nil
+	return n.spec.Name
+}
+
+// choose returns the position of the chosen candidate.
+func (o *offline) choose(p policy.Policy, pod PodSpec, nodes []policy.Node, placements []policy.Placement) int {
+	if o.cfg.Ties == TiesRandom {
+		if pod.NumGPU == 0 && !o.cfg.AllPods {
+			return o.rng.Intn(len(nodes))
+		}
+		scores := policy.Scores(p, nodes, placements)
+		best, ties := 0, 0
+		for i, s := range scores {
+			switch {
+			case s > scores[best]:
+				best, ties = i, 1
+			case s == scores[best]:
+				ties++
+				if o.rng.Intn(ties) == 0 { // reservoir sampling, as kube-scheduler's selectHost
+					best = i
+				}
+			}
+		}
+		return best
+	}
+	rater, fine := p.(policy.Rater)
+	best, bestRate := 0, 0.0
+	for i := range nodes {
+		var rate float64
+		if fine {
+			rate = rater.Rate(nodes[i], placements[i])
+		} else {
+			rate = float64(p.Score(nodes[i], placements[i]))
+		}
+		if i == 0 || rate > bestRate {
+			best, bestRate = i, rate
+		}
+	}
+	return best
 }
 
 // enoughCards is a cheap pre-check: at least count cards with perCard free.

@@ -41,7 +41,7 @@ func TestOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := NewRecorder(TotalGPUMilli(nodes))
-	if _, err := Offline(context.Background(), pol, units, nodes, pods, rec, nil); err != nil {
+	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units}, nodes, pods, rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -56,6 +56,47 @@ func TestOffline(t *testing.T) {
 	last := rec.Steps()[len(rec.Steps())-1]
 	if last.AllocatedMilli != 5000 || last.ArrivedMilli != 5400 || last.Failed != 2 {
 		t.Errorf("last step = %+v", last)
+	}
+}
+
+func TestOfflineRandomTies(t *testing.T) {
+	// Three identical empty nodes: binpack scores them alike, so "first" always takes n0
+	// while "random" spreads single pods over all three, reproducibly for a seed.
+	nodes := []NodeSpec{
+		{Name: "n0", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+		{Name: "n1", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+		{Name: "n2", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+	}
+	var pods []PodSpec
+	for i := 0; i < 30; i++ {
+		pods = append(pods, PodSpec{Name: "c" + string(rune('a'+i)), MilliCPU: 100, MemoryMiB: 1})
+	}
+	pol, _ := policy.New("binpack")
+	units, _ := NewUnits(UnitMilli, nodes)
+	run := func(ties string, seed int64) map[string]int {
+		rec := NewRecorder(TotalGPUMilli(nodes))
+		cfg := OfflineConfig{Policy: pol, Units: units, Ties: ties, Seed: seed}
+		if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for _, s := range rec.Steps() {
+			count[s.Node]++
+		}
+		return count
+	}
+	if got := run(TiesFirst, 1); got["n0"] != 30 {
+		t.Errorf("first: %v, want all on n0", got)
+	}
+	a, b := run(TiesRandom, 7), run(TiesRandom, 7)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("random ties differ for one seed (-first,+second):\n%s", diff)
+	}
+	if len(a) != 3 {
+		t.Errorf("random: %v, want pods on all three nodes", a)
+	}
+	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, Ties: "coin"}, nodes, pods, NewRecorder(1), nil); err == nil {
+		t.Errorf("unknown tie mode accepted")
 	}
 }
 
@@ -77,11 +118,18 @@ func TestOfflineNeverOvercommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	pods = pods[:2000]
-	for _, name := range policy.Names() {
-		pol, _ := policy.New(name)
+	for _, run := range []struct{ policy, ties string }{
+		{"binpack", TiesFirst}, {"spread", TiesFirst}, {"bestfit", TiesRandom}, {"fgd", TiesFirst}, {"fgd", TiesRandom},
+	} {
+		name := run.policy + "/" + run.ties
+		pol, err := policy.New(run.policy)
+		if err != nil {
+			t.Skipf("policy %s: %v", run.policy, err)
+		}
 		units, _ := NewUnits(UnitMilli, nodes)
 		rec := NewRecorder(TotalGPUMilli(nodes))
-		if _, err := Offline(context.Background(), pol, units, nodes, pods, rec, nil); err != nil {
+		cfg := OfflineConfig{Policy: pol, Units: units, Ties: run.ties, Seed: 42}
+		if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
 			t.Fatal(err)
 		}
 		used := map[string][3]int64{}

@@ -33,6 +33,9 @@ type Options struct {
 	MetricsURL  string   // extender /metrics ("" skips latencies)
 	PodTimeout  time.Duration
 	Progress    io.Writer // progress bar; nil for none
+	// OfflineTies and OfflineAllPods: see OfflineConfig (offline runs only).
+	OfflineTies    string
+	OfflineAllPods bool
 }
 
 // Prepared is the parsed and tuned input of a replay.
@@ -148,8 +151,16 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 		return Summary{}, err
 	}
 	rec := NewRecorder(TotalGPUMilli(pr.Nodes))
-	wall, runErr := Offline(ctx, pol, pr.Units, pr.Nodes, pr.Pods, rec, o.Progress)
-	s := o.summary(pr, "offline", rec, wall)
+	cfg := OfflineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, AllPods: o.OfflineAllPods}
+	wall, runErr := Offline(ctx, cfg, pr.Nodes, pr.Pods, rec, o.Progress)
+	mode := "offline"
+	if o.OfflineTies == TiesRandom {
+		mode = "offline-random"
+		if o.OfflineAllPods {
+			mode += "-allpods"
+		}
+	}
+	s := o.summary(pr, mode, rec, wall)
 	if err := WriteResults(o.OutDir, s, rec, o.StepEvery); err != nil {
 		return s, errors.Join(runErr, err)
 	}
