@@ -133,6 +133,31 @@ func TestCheckMessageSize(t *testing.T) {
 	}
 }
 
+func TestNewRefusesOversizedUnit(t *testing.T) {
+	e := newTestEnv(t, "t4")
+	cards, err := gpunvml.ParseSimSpec("a100-80gb:8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := gpunvml.NewSimulator(testNode, cards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nv, err := gpunvml.New(sim.Library())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := e.plugin.cfg
+	cfg.NVML, cfg.Unit = nv, gpushare.Unit{MiB: 1}
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "smallest unit that fits is 10MiB") {
+		t.Errorf("New with MiB units on 8x80GB: error %v, want the 10MiB suggestion", err)
+	}
+	cfg.Unit = gpushare.Unit{MiB: 10}
+	if _, err := New(cfg); err != nil {
+		t.Errorf("New with the suggested 10MiB unit: %v", err)
+	}
+}
+
 func TestBuildCards(t *testing.T) {
 	_, err := BuildCards([]gpunvml.Device{{Index: 0, UUID: "GPU-a", MemoryMiB: 500}}, gpushare.GiB)
 	if err == nil {

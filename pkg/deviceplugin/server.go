@@ -67,7 +67,11 @@ func (p *Plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.Prefer
 
 // preferIDs picks size IDs: the must-include ones, then available IDs from the wanted cards
 // up to their units, then any available IDs. Output is sorted for stable answers.
-func preferIDs(available, must []string, want map[string]int64, size int) []string {
+func preferIDs(available, must []string, wantIn map[string]int64, size int) []string {
+	want := make(map[string]int64, len(wantIn))
+	for k, v := range wantIn {
+		want[k] = v
+	}
 	chosen := map[string]bool{}
 	out := make([]string, 0, size)
 	take := func(id string) {

@@ -1,0 +1,57 @@
+package deviceplugin
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+func TestMetricsAndHealthz(t *testing.T) {
+	// Card 0 holds 4 (a) + 2 (b's first container); card 1 holds b's second container's 3.
+	e := newTestEnv(t, "t4:2",
+		makePod("a", 1, 10, []ctr{{name: "m", units: 4}}, app(gpushare.CardUnits{0: 4})),
+		makePod("b", 2, 11, []ctr{{name: "x", units: 2}, {name: "y", units: 3}}, app(gpushare.CardUnits{0: 2}, gpushare.CardUnits{1: 3})),
+	)
+	srv := httptest.NewServer(e.plugin.Handler())
+	defer srv.Close()
+
+	body := get(t, srv.URL+"/metrics", http.StatusOK)
+	for _, want := range []string{
+		`gpushare_card_allocated_units{index="0",model="Tesla T4",node="gpu-node",uuid="` + uuid(0) + `"} 6`,
+		`gpushare_card_allocated_units{index="1",model="Tesla T4",node="gpu-node",uuid="` + uuid(1) + `"} 3`,
+		`gpushare_card_units{index="1",model="Tesla T4",node="gpu-node",uuid="` + uuid(1) + `"} 14`,
+		`gpushare_card_healthy{index="0",model="Tesla T4",node="gpu-node",uuid="` + uuid(0) + `"} 1`,
+		`gpushare_plugin_registered{node="gpu-node"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "gpushare_card_memory_used_mib") {
+		t.Error("/metrics reports NVML used memory for a simulated node")
+	}
+	get(t, srv.URL+"/healthz", http.StatusServiceUnavailable)
+	e.plugin.setRegistered(true)
+	get(t, srv.URL+"/healthz", http.StatusOK)
+}
+
+func get(t *testing.T, url string, wantCode int) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != wantCode {
+		t.Errorf("GET %s = %d, want %d", url, resp.StatusCode, wantCode)
+	}
+	return string(b)
+}
