@@ -383,3 +383,27 @@ func TestFitsAgreesWithPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestFitsReasonFollowsNodeChanges: a remembered shortfall is forgotten as soon as the
+// node's pods change.
+func TestFitsReasonFollowsNodeChanges(t *testing.T) {
+	env := ct.Start(t, time.Minute, ct.Node("n1", 16), ct.Placed(ct.Pod("a", 8), "n1", gpushare.CardUnits{0: 8}))
+	pol := binpack(t)
+	req := request(t, ct.Pod("p", 10))
+	for i := 0; i < 2; i++ { // second call answers from the memo
+		if err := env.Cache.Fits("n1", req, pol); err == nil || err.Error() != "need 10 on one card; largest free 8 (card0 8/16)" {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	other := ct.Pod("b", 2)
+	if _, err := env.Cache.Reserve("n1", other, request(t, other), pol); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Cache.Fits("n1", req, pol); err == nil || err.Error() != "need 10 on one card; largest free 6 (card0 6/16)" {
+		t.Fatalf("after reserve: %v", err)
+	}
+	if err := env.Client.CoreV1().Pods("default").Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "10 fits once pod a is gone", func() bool { return env.Cache.Fits("n1", req, pol) == nil })
+}

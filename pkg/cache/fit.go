@@ -10,7 +10,20 @@ import (
 // ErrUnknownNode, ErrNoCards, or the *policy.FitError of pol.Place naming the per-card
 // shortfall. req must be non-zero and valid.
 func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy) error {
-	n := c.node(nodeName)
+	return c.fits(c.node(nodeName), req, pol)
+}
+
+// FitsEach calls verdict(i, err) with Fits' answer for every names[i], looking all nodes
+// up under one read lock: the filter handler's loop over thousands of nodes.
+func (c *Cache) FitsEach(names []string, req gpushare.PodRequest, pol policy.Policy, verdict func(i int, err error)) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, name := range names {
+		verdict(i, c.fits(c.nodes[name], req, pol))
+	}
+}
+
+func (c *Cache) fits(n *nodeState, req gpushare.PodRequest, pol policy.Policy) error {
 	if n == nil {
 		return ErrUnknownNode
 	}
@@ -25,7 +38,18 @@ func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy
 	if n.fitsOneContainer(req) {
 		return nil
 	}
+	var key missMemo
+	if len(req.Containers) == 1 {
+		key = missMemo{policy: pol.Name(), need: req.Containers[0].PerCard(), cards: req.Containers[0].Cards}
+		if m := n.lastMiss; m.err != nil && m.policy == key.policy && m.need == key.need && m.cards == key.cards {
+			return m.err
+		}
+	}
 	_, err := pol.Place(n.view(), req)
+	if err != nil && len(req.Containers) == 1 {
+		key.err = err
+		n.lastMiss = key
+	}
 	return err
 }
 

@@ -27,6 +27,10 @@ type nodeState struct {
 	// chasing the cards slice: with thousands of nodes per call, memory latency dominates.
 	topFree [4]int64
 	nTop    int
+	// lastMiss remembers the last single-container shortfall on this node until the node
+	// changes: pending pods are filtered again and again (retries, replicas of one size),
+	// and building the per-card reason costs more than the fit check itself.
+	lastMiss missMemo
 
 	name    string
 	known   bool // a node object matching the selector exists
@@ -58,6 +62,7 @@ func (n *nodeState) setInventory(inv gpushare.Inventory, src gpushare.InventoryS
 
 // recompute rebuilds cards and their Used from devices and pods. Caller holds n.mu.
 func (n *nodeState) recompute() {
+	n.lastMiss = missMemo{}
 	used := map[int]int64{}
 	for _, p := range n.pods {
 		for idx, u := range p.usage {
@@ -98,4 +103,12 @@ func (n *nodeState) device(idx int) (gpushare.Device, bool) {
 		return n.devices[i], true
 	}
 	return gpushare.Device{}, false
+}
+
+// missMemo is a remembered FitError for a single-container request shape.
+type missMemo struct {
+	policy string
+	need   int64 // units per card
+	cards  int
+	err    error // nil: nothing remembered
 }

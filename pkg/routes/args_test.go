@@ -1,10 +1,14 @@
 package routes
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
 // TestNodeNameListMatchesEncodingJSON: the fast node-name decoder gives exactly what
@@ -45,4 +49,70 @@ func TestNodeNameListMatchesEncodingJSON(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEncodeFilterResultMatchesEncodingJSON: the hand-written encoder produces the same
+// bytes as encoding/json.
+func TestEncodeFilterResultMatchesEncodingJSON(t *testing.T) {
+	names := []string{"a", "n-1", `we"ird`, "<tag>", "näde", "tab\there"}
+	empty := []string{}
+	tests := []struct {
+		name string
+		res  extenderv1.ExtenderFilterResult
+	}{
+		{"zero", extenderv1.ExtenderFilterResult{}},
+		{"names", extenderv1.ExtenderFilterResult{NodeNames: &names,
+			FailedNodes:                extenderv1.FailedNodesMap{"z": `container "a": need 3`, "b": "need 10 on one card; largest free 8 (card0 8/16)"},
+			FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{}, Error: "x\ny"}},
+		{"empty names", extenderv1.ExtenderFilterResult{NodeNames: &empty}},
+		{"nodes", extenderv1.ExtenderFilterResult{Nodes: &corev1.NodeList{Items: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n"}}}}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var want bytes.Buffer
+			if err := json.NewEncoder(&want).Encode(&tc.res); err != nil {
+				t.Fatal(err)
+			}
+			got, err := encodeFilterResult(&tc.res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want.String(), string(got)); d != "" {
+				t.Errorf("(-encoding/json,+ours):\n%s", d)
+			}
+		})
+	}
+}
+
+// FuzzDecodeArgs: the fast ExtenderArgs decoder agrees with encoding/json on every input:
+// both fail, or both give the same arguments.
+func FuzzDecodeArgs(f *testing.F) {
+	for _, s := range []string{
+		`{"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["a","b"]}`,
+		`{"NodeNames":["a"],"Pod":{}}`,
+		`{"nodenames":["a"] , "pod":{"spec":{"nodeName":"x"}}}`,
+		`{"NodeNames":["a"],"NodeNames":["b"]}`,
+		`{"NodeNames":["a\"b"]}`,
+		`{"NodeNames":null}`,
+		`{"Pod":{"metadata":{"annotations":{"NodeNames":"[\"x\"]"}}},"NodeNames":[]}`,
+		`{"NodeNames":["a"]} x`,
+		`{"NodeNames":["a"],}`,
+		`{"Nodes":{"items":[{"metadata":{"name":"n"}}]}}`,
+		`[]`, `null`, `{`, ``,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var want extenderv1.ExtenderArgs
+		wantErr := json.Unmarshal(b, &want)
+		got, gotErr := decodeExtenderArgs(b)
+		if (wantErr == nil) != (gotErr == nil) {
+			t.Fatalf("input %q: error %v, encoding/json says %v", b, gotErr, wantErr)
+		}
+		if wantErr == nil {
+			if d := cmp.Diff(want, got); d != "" {
+				t.Fatalf("input %q (-encoding/json,+fast):\n%s", b, d)
+			}
+		}
+	})
 }

@@ -49,20 +49,19 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		}
 	default:
 		counts := map[string]int{}
-		for i, n := range names {
-			err := s.Cache.Fits(n, req, s.Policy)
+		s.Cache.FitsEach(names, req, s.Policy, func(i int, err error) {
 			if err == nil {
 				pass[i] = true
-				continue
+				return
 			}
 			rej := s.reject(err)
 			counts[rej.label]++
 			if rej.resolvable {
-				res.FailedNodes[n] = rej.reason
+				res.FailedNodes[names[i]] = rej.reason
 			} else {
-				res.FailedAndUnresolvableNodes[n] = rej.reason
+				res.FailedAndUnresolvableNodes[names[i]] = rej.reason
 			}
-		}
+		})
 		for label, n := range counts {
 			s.Metrics.Reject(label, n)
 		}
@@ -85,7 +84,7 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		}
 		res.Nodes = out
 	}
-	writeJSON(w, http.StatusOK, &res)
+	writeFilterResult(w, &res)
 }
 
 // nodeNames returns the candidate node names of a filter or prioritize call (NodeNames
