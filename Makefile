@@ -62,6 +62,10 @@ e2e: ## End-to-end suite on its own local cluster (builds what it needs; takes d
 clean:
 	rm -rf $(BIN)
 
+.PHONY: bench-scale
+bench-scale: ## Scale benchmark (issue 7): N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory
+	N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench-scale.sh
+
 .PHONY: bench-replay
 bench-replay: ## Trace replay (issue 6): TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
 	TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/replay.sh

@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# Scale benchmark of issue 7 (docs/benchmarks.md, "Scale benchmark"): N nodes of 8 cards ×
+# 16 units on a local control plane of its own, then in one run
+#   a) kube-scheduler alone (gpu-mem a plain extended resource) schedules PODS pods,
+#   b) kube-scheduler + the gpushare extender (filter, prioritize, bind) schedules the same set,
+#   burst: BURST_PODS pods of BURST_UNITS units created at once on one node,
+#   memory: PLACED pods created already bound; the extender's RSS once its cache holds them,
+#           and again after an extender restart (cold LIST of everything).
+# Prints the result table and leaves the JSON results in $OUT. Every process it starts is
+# stopped by PID at the end (KEEP_CLUSTER=yes leaves the cluster running).
+#
+#   hack/bench-scale.sh                      # N=5000 PODS=2000
+#   N=500 PODS=300 PLACED=4000 hack/bench-scale.sh
+#
+# Settings (environment): N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
+# WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
+# caps binds at 50/s: two writes each), OUT (_output/scale-results), KEEP_CLUSTER (no),
+# SKIP_MEMORY (no). The state dir and every port are apart from the demo, e2e and replay
+# clusters: GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443,
+# scheduler 30259, extender 32345.
+#
+# No kwok and no kube-controller-manager: the nodes are Node objects created with a Ready
+# condition and nobody heartbeats them (the node lifecycle controller would taint them
+# unreachable; kube-scheduler looks only at allocatable, labels and taints). On 2 shared
+# cores this leaves the CPU to what is measured.
+set -o errexit -o nounset -o pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+N=${N:-5000}
+PODS=${PODS:-2000}
+BURST_PODS=${BURST_PODS:-100}
+BURST_UNITS=${BURST_UNITS:-6}
+PLACED=${PLACED:-40000}
+WORKERS=${WORKERS:-32}
+EXTENDER_QPS=${EXTENDER_QPS:-1000}
+OUT=${OUT:-$REPO/_output/scale-results}
+KEEP_CLUSTER=${KEEP_CLUSTER:-no}
+SKIP_MEMORY=${SKIP_MEMORY:-no}
+
+export GPUSHARE_STATE_DIR=${GPUSHARE_STATE_DIR:-$REPO/_output/scale}
+export GPUSHARE_BIN=${GPUSHARE_BIN:-$GPUSHARE_STATE_DIR/bin}
+export GPUSHARE_NODE_MODE=kwok
+export GPUSHARE_KWOK_NODES=no
+export GPUSHARE_ETCD_PORT=${GPUSHARE_ETCD_PORT:-32379}
+export GPUSHARE_ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-32380}
+export GPUSHARE_APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-36443}
+export GPUSHARE_KCM_PORT=${GPUSHARE_KCM_PORT:-30257}
+export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-30259}
+export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-32345}
+export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-30247}
+# Read by the extender itself (its flags have GPUSHARE_<FLAG> mirrors).
+export GPUSHARE_KUBE_API_QPS=$EXTENDER_QPS
+export GPUSHARE_KUBE_API_BURST=$((2 * EXTENDER_QPS))
+
+LOG_TAG=bench-scale
+# shellcheck source=hack/lib/cluster.sh
+source "$REPO/hack/lib/cluster.sh"
+# shellcheck source=hack/lib/certs.sh
+source "$REPO/hack/lib/certs.sh"
+# shellcheck source=hack/lib/controlplane.sh
+source "$REPO/hack/lib/controlplane.sh"
+
+log "building extender and gpushare-scalebench into $GPUSHARE_BIN"
+mkdir -p "$GPUSHARE_BIN"
+(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
+  CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scalebench" ./cmd/gpushare-scalebench)
+
+K8S_BIN=$(k8s_bin_dir)
+[ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
+export GPUSHARE_K8S_BIN=$K8S_BIN
+
+teardown() {
+  local rc=$?
+  if [ "$KEEP_CLUSTER" = yes ]; then
+    log "cluster left running: export KUBECONFIG=$KUBECONFIG_FILE (stop: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh)"
+  else
+    "$REPO/hack/cluster-down.sh" || log "WARNING: cluster-down failed"
+  fi
+  exit "$rc"
+}
+
+if is_running kube-apiserver; then
+  die "a cluster already runs in $STATE; stop it first: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh"
+fi
+rm -rf "$STATE/etcd" "$OUT"
+mkdir -p "$STATE" "$PIDS" "$LOGS" "$OUT"
+echo "$K8S_BIN" >"$STATE/k8s-bin"
+echo kwok >"$STATE/node-mode"
+trap teardown EXIT
+
+# start_bench_scheduler CONFIG: kube-scheduler with deploy/scheduler/CONFIG, waiting until
+# it is ready (informers synced), so phase timing starts with a working scheduler.
+start_bench_scheduler() {
+  sed -e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#" \
+    -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#" \
+    "$REPO/deploy/scheduler/$1" >"$STATE/$1"
+  start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
+    --config "$STATE/$1" \
+    --authentication-kubeconfig "$KUBECONFIG_FILE" \
+    --authorization-kubeconfig "$KUBECONFIG_FILE" \
+    --bind-address 127.0.0.1 \
+    --secure-port "$SCHEDULER_PORT"
+  wait_for "kube-scheduler /readyz" 120 curl -ksf "https://127.0.0.1:$SCHEDULER_PORT/readyz" ||
+    die "kube-scheduler not ready; see $LOGS/kube-scheduler.log"
+}
+
+sb() {
+  "$GPUSHARE_BIN/gpushare-scalebench" --kubeconfig "$KUBECONFIG_FILE" --out "$OUT" --workers "$WORKERS" "$@"
+}
+note_load() { echo "$(date -u +%FT%TZ) $1: $(uptime)" | tee -a "$OUT/load.txt" >&2; }
+ext_probe() { echo --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" --extender-pid "$(cat "$PIDS/extender")"; }
+
+ensure_credentials
+start_etcd
+start_apiserver
+note_load "cluster up"
+sb --nodes "$N" setup
+
+log "phase a: kube-scheduler alone, $PODS pods on $N nodes"
+start_bench_scheduler scale-plain.yaml
+note_load "phase a start"
+sb --set plain --pods "$PODS" phase
+note_load "phase a end"
+stop_proc kube-scheduler
+sb --set plain delete
+
+log "phase b: kube-scheduler + gpushare extender, the same $PODS pods"
+start_extender
+start_bench_scheduler scale-extender.yaml
+note_load "phase b start"
+# shellcheck disable=SC2046
+sb --set extender --pods "$PODS" $(ext_probe) phase
+note_load "phase b end"
+sb --set extender delete
+
+log "burst: $BURST_PODS pods of $BURST_UNITS units at once on one node"
+note_load "burst start"
+sb --burst-pods "$BURST_PODS" --burst-units "$BURST_UNITS" burst
+sb --set burst delete
+stop_proc kube-scheduler
+
+if [ "$SKIP_MEMORY" != yes ]; then
+  log "memory: $PLACED placed pods on $N nodes"
+  note_load "memory start"
+  # shellcheck disable=SC2046
+  sb --nodes "$N" --placed "$PLACED" $(ext_probe) memory
+  log "memory: extender restart with the placed pods already there"
+  stop_proc extender
+  start_extender
+  sleep 20
+  # shellcheck disable=SC2046
+  sb --nodes "$N" --placed "$PLACED" $(ext_probe) footprint
+  note_load "memory end"
+fi
+
+sb report
+log "results in $OUT (report.md, *.json, load.txt)"

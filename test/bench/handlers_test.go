@@ -1,0 +1,170 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/routes"
+	"github.com/gpushare/gpushare/pkg/scalebench"
+)
+
+// shapes are the pods benchmarked: the common single-card pod, one that fits on few cards
+// (so filter rejects many nodes and builds the failure map), and a two-card pod.
+var shapes = []struct {
+	name  string
+	shape scalebench.PodShape
+}{
+	{"1card-4u", scalebench.PodShape{Units: 4, Cards: 1}},
+	{"1card-14u", scalebench.PodShape{Units: 14, Cards: 1}},
+	{"2cards-8u", scalebench.PodShape{Units: 16, Cards: 2}},
+}
+
+func (c *cluster) pod(s scalebench.PodShape) *corev1.Pod {
+	p := c.objs.Pod("bench", 0, s)
+	p.UID = types.UID("uid-bench")
+	return p
+}
+
+// argsBody is the JSON body kube-scheduler sends a nodeCacheCapable extender.
+func (c *cluster) argsBody(b *testing.B, s scalebench.PodShape) []byte {
+	b.Helper()
+	names := c.names
+	body, err := json.Marshal(extenderv1.ExtenderArgs{Pod: c.pod(s), NodeNames: &names})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+func (c *cluster) serve(b *testing.B, verb string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, routes.Prefix+"/"+verb, bytes.NewReader(body))
+	w := httptest.NewRecorder()
+	c.handler.ServeHTTP(w, req)
+	if w.Code != http.StatusOK {
+		b.Fatalf("%s: HTTP %d: %s", verb, w.Code, w.Body.String())
+	}
+	return w
+}
+
+// BenchmarkFilterHandler is one filter call with 5000 node names, JSON in and out: the
+// extender's share of the HTTP figure (target: ≤ 2 ms).
+func BenchmarkFilterHandler(b *testing.B) {
+	c := getCluster(b)
+	for _, s := range shapes {
+		b.Run(s.name, func(b *testing.B) {
+			body := c.argsBody(b, s.shape)
+			var res extenderv1.ExtenderFilterResult
+			if err := json.Unmarshal(c.serve(b, "filter", body).Body.Bytes(), &res); err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				c.serve(b, "filter", body)
+			}
+			b.ReportMetric(float64(len(*res.NodeNames)), "passed-nodes")
+		})
+	}
+}
+
+// BenchmarkPrioritizeHandler is one prioritize call with 5000 node names.
+func BenchmarkPrioritizeHandler(b *testing.B) {
+	c := getCluster(b)
+	for _, s := range shapes {
+		b.Run(s.name, func(b *testing.B) {
+			body := c.argsBody(b, s.shape)
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				c.serve(b, "prioritize", body)
+			}
+		})
+	}
+}
+
+// BenchmarkCacheFits is the cache work of one filter call without HTTP or JSON: Fits on
+// each of the 5000 nodes.
+func BenchmarkCacheFits(b *testing.B) {
+	c := getCluster(b)
+	for _, s := range shapes {
+		b.Run(s.name, func(b *testing.B) {
+			req := c.request(b, s.shape)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, n := range c.names {
+					_ = c.cache.Fits(n, req, c.policy)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkCacheScore is the cache work of one prioritize call: Score on each node.
+func BenchmarkCacheScore(b *testing.B) {
+	c := getCluster(b)
+	for _, s := range shapes {
+		b.Run(s.name, func(b *testing.B) {
+			req := c.request(b, s.shape)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				for _, n := range c.names {
+					_, _ = c.cache.Score(n, req, c.policy)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReserve is the card choice at bind: Reserve on one node (then Release, so every
+// iteration sees the same cards).
+func BenchmarkReserve(b *testing.B) {
+	c := getCluster(b)
+	for _, s := range shapes {
+		b.Run(s.name, func(b *testing.B) {
+			req := c.request(b, s.shape)
+			pod := c.pod(s.shape)
+			node := c.fittingNode(b, req)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := c.cache.Reserve(node, pod, req, c.policy); err != nil {
+					b.Fatal(err)
+				}
+				c.cache.Release(pod.UID)
+			}
+		})
+	}
+}
+
+func (c *cluster) request(b *testing.B, s scalebench.PodShape) gpushare.PodRequest {
+	b.Helper()
+	req, err := c.objs.Resources.PodRequest(c.pod(s))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return req
+}
+
+func (c *cluster) fittingNode(b *testing.B, req gpushare.PodRequest) string {
+	b.Helper()
+	for _, n := range c.names {
+		if c.cache.Fits(n, req, c.policy) == nil {
+			return n
+		}
+	}
+	b.Fatal(fmt.Sprintf("no node fits %+v", req))
+	return ""
+}
