@@ -87,9 +87,11 @@ func (h *health) run(ctx context.Context, faults <-chan gpunvml.Fault) {
 		if changed {
 			h.changed.Notify()
 		}
-		var timer <-chan time.Time
+		var timer clock.Timer
+		var fire <-chan time.Time
 		if next > 0 {
-			timer = h.clock.After(next)
+			timer = h.clock.NewTimer(next)
+			fire = timer.C()
 		}
 		select {
 		case <-ctx.Done():
@@ -98,7 +100,10 @@ func (h *health) run(ctx context.Context, faults <-chan gpunvml.Fault) {
 			if h.fault(f) {
 				h.changed.Notify()
 			}
-		case <-timer:
+		case <-fire:
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
