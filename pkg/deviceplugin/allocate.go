@@ -67,6 +67,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 		p.mine[m.pod.UID] = map[gpushare.ContainerRef]bool{}
 	}
 	p.mine[m.pod.UID][m.cont.Ref] = true
+	p.mineAt[m.pod.UID] = p.cfg.Clock.Now()
 	env := containerEnv(m, cards)
 	klog.InfoS("Allocated", "pod", klog.KObj(m.pod), "container", m.cont.Name, "units", n,
 		"cards", env[gpushare.EnvIndex], "uuids", env[gpushare.EnvVisibleDevices], "perCard", units, "podAssigned", all)
@@ -132,7 +133,13 @@ func (p *Plugin) listPods(ctx context.Context) ([]*corev1.Pod, error) {
 	return out, nil
 }
 
-// pruneMine forgets pods that are gone or whose annotations already show our progress.
+// forgetAfter is how long the plugin remembers serving a pod that its view does not show:
+// long enough to outlast informer lag (a pod found by the LIST fallback may not be in the
+// informer yet), short enough not to pile up deleted pods.
+const forgetAfter = 10 * time.Minute
+
+// pruneMine forgets pods whose annotations already show our progress, and pods gone from
+// the view for forgetAfter.
 func (p *Plugin) pruneMine(pods []*corev1.Pod) {
 	live := make(map[types.UID]*corev1.Pod, len(pods))
 	for _, pod := range pods {
@@ -141,7 +148,10 @@ func (p *Plugin) pruneMine(pods []*corev1.Pod) {
 	for uid, refs := range p.mine {
 		pod, ok := live[uid]
 		if !ok {
-			delete(p.mine, uid)
+			if p.cfg.Clock.Since(p.mineAt[uid]) > forgetAfter {
+				delete(p.mine, uid)
+				delete(p.mineAt, uid)
+			}
 			continue
 		}
 		ann, err := gpushare.ParseAllocated(pod.Annotations[gpushare.AnnotationAllocated])
@@ -154,6 +164,7 @@ func (p *Plugin) pruneMine(pods []*corev1.Pod) {
 		}
 		if caughtUp {
 			delete(p.mine, uid)
+			delete(p.mineAt, uid)
 		}
 	}
 }

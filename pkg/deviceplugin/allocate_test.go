@@ -9,6 +9,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -189,5 +192,44 @@ func TestGetPreferredAllocationPicksTheChosenCard(t *testing.T) {
 	})
 	if err != nil || len(resp.ContainerResponses[0].DeviceIDs) != 5 {
 		t.Errorf("unmatched size: got %v, %v; want 5 IDs", resp, err)
+	}
+}
+
+// With an informer that never sees the plugin's pod patches, back-to-back Allocates must
+// still serve different containers (and pods): the plugin's own record decides.
+func TestAllocateDoesNotWaitForTheInformer(t *testing.T) {
+	pods := []runtime.Object{
+		makePod("p", 1, 10, []ctr{{name: "x", units: 2}, {name: "y", units: 2}}, app(gpushare.CardUnits{0: 2}, gpushare.CardUnits{1: 2})),
+		makePod("q", 2, 11, []ctr{{name: "z", units: 2}}, app(gpushare.CardUnits{1: 2})),
+	}
+	e := newTestEnv(t, "t4:2", pods...)
+	stale := fake.NewClientset(pods...)
+	factory := informers.NewSharedInformerFactory(stale, 0)
+	inf := factory.Core().V1().Pods().Informer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	e.plugin.cfg.Pods = inf
+
+	var got []string
+	for i := 0; i < 3; i++ {
+		env, err := e.allocate(t, 2)
+		if err != nil {
+			t.Fatalf("Allocate #%d: %v", i, err)
+		}
+		got = append(got, env[gpushare.EnvIndex])
+	}
+	// p/x on card 0, p/y on card 1, then q/z on card 1.
+	if diff := cmp.Diff([]string{"0", "1", "1"}, got); diff != "" {
+		t.Errorf("cards of three Allocates (-want,+got):\n%s", diff)
+	}
+	if _, err := e.allocate(t, 2); status.Code(err) != codes.NotFound {
+		t.Errorf("fourth Allocate: %v, want NotFound (every container served)", err)
+	}
+	for _, name := range []string{"p", "q"} {
+		if a := e.podAnnotations(t, name)[gpushare.AnnotationAssigned]; a != "true" {
+			t.Errorf("pod %s ASSIGNED = %q, want true", name, a)
+		}
 	}
 }

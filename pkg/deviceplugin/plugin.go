@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -83,10 +84,12 @@ type Plugin struct {
 	// registered is notified after each successful registration with kubelet.
 	registered *broadcast
 
-	mu    sync.Mutex // serialises Allocate and guards mine
-	mine  served
-	regMu sync.Mutex
-	isReg bool
+	mu   sync.Mutex // serialises Allocate and guards mine
+	mine served
+	// mineAt is when a pod of mine was last served.
+	mineAt map[types.UID]time.Time
+	regMu  sync.Mutex
+	isReg  bool
 }
 
 // New discovers the cards through NVML and checks that their fake devices fit in one
@@ -112,6 +115,7 @@ func New(cfg Config) (*Plugin, error) {
 		health:     newHealth(cfg.Clock, cfg.HealthRecovery, cards),
 		registered: newBroadcast(),
 		mine:       served{},
+		mineAt:     map[types.UID]time.Time{},
 	}, nil
 }
 

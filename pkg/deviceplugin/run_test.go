@@ -181,3 +181,19 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestServesAgainWhenItsSocketIsDeleted(t *testing.T) {
+	e := newTestEnv(t, "t4")
+	k := runPlugin(t, e)
+	if err := os.Remove(filepath.Join(e.dir, SocketName)); err != nil {
+		t.Fatal(err)
+	}
+	// Kubelet lost its connection to the old socket: the plugin serves anew and registers.
+	k.waitRegister(t, 2*time.Second)
+	waitFor(t, "registration to complete", e.plugin.Registered)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := dialPlugin(t, e.dir).GetDevicePluginOptions(ctx, &pluginapi.Empty{}); err != nil {
+		t.Fatalf("plugin not serving after its socket was deleted: %v", err)
+	}
+}
