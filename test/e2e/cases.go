@@ -5,7 +5,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -523,20 +522,15 @@ func kubectlPlugin(t *testing.T, e *Env, args ...string) string {
 }
 
 // inspectSnapshot is the extender's view of one node with pods in a stable order.
-func inspectSnapshot(ctx context.Context, t *testing.T, e *Env, node string) inspectNodeFull {
+func inspectSnapshot(ctx context.Context, t *testing.T, e *Env, node string) inspectNode {
 	t.Helper()
 	b, err := extenderInspect(ctx, e, node)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var wrapped struct {
-		Nodes []inspectNodeFull `json:"nodes"`
-	}
-	var n inspectNodeFull
-	if err := json.Unmarshal(b, &wrapped); err == nil && len(wrapped.Nodes) == 1 {
-		n = wrapped.Nodes[0]
-	} else if err := json.Unmarshal(b, &n); err != nil {
-		t.Fatalf("decoding inspect %s: %v", b, err)
+	n, err := parseInspect(b)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, d := range n.Devs {
 		sort.Slice(d.Pods, func(i, j int) bool {
@@ -546,8 +540,9 @@ func inspectSnapshot(ctx context.Context, t *testing.T, e *Env, node string) ins
 	return n
 }
 
-// inspectNodeFull is the extender's inspect document with per-card pods.
-type inspectNodeFull struct {
+// inspectNode is the extender's /inspect/<node> document (the old gpushare JSON shape plus
+// uuid and per-pod details).
+type inspectNode struct {
 	Name     string `json:"name"`
 	TotalGPU int64  `json:"totalGPU"`
 	UsedGPU  int64  `json:"usedGPU"`

@@ -217,8 +217,6 @@ func waitPod(t *testing.T, e *Env, ns, name string, timeout time.Duration, what 
 
 func isRunning(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning }
 
-func isBound(p *corev1.Pod) bool { return p.Spec.NodeName != "" }
-
 func podEvents(e *Env, ns, name string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -303,18 +301,6 @@ func deletePod(t *testing.T, e *Env, ns, name string) {
 	if err != nil {
 		t.Fatalf("pod %s/%s still exists after delete: %v", ns, name, err)
 	}
-}
-
-// inspectNode is the extender's /inspect/<node> document (the old gpushare JSON shape).
-type inspectNode struct {
-	Name     string `json:"name"`
-	TotalGPU int64  `json:"totalGPU"`
-	UsedGPU  int64  `json:"usedGPU"`
-	Devs     []struct {
-		ID       int   `json:"id"`
-		TotalGPU int64 `json:"totalGPU"`
-		UsedGPU  int64 `json:"usedGPU"`
-	} `json:"devs"`
 }
 
 // extenderInspect returns the raw JSON of the extender's inspect endpoint for one node.
