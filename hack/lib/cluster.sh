@@ -67,8 +67,13 @@ k8s_bin_dir() {
 
 # node_name is the name the real node registers: the lower-cased host name when it resolves to
 # a loopback address (the apiserver reaches kubelet, which listens on 127.0.0.1 only, by that
-# name: kubelet refuses a loopback --node-ip), else "localhost".
+# name: kubelet refuses a loopback --node-ip), else "localhost". GPUSHARE_NODE_NAME overrides
+# (it must resolve to 127.0.0.1).
 node_name() {
+  if [ -n "${GPUSHARE_NODE_NAME:-}" ]; then
+    echo "$GPUSHARE_NODE_NAME"
+    return
+  fi
   local h
   h=$(hostname | tr '[:upper:]' '[:lower:]')
   if [ -n "$(getent ahostsv4 "$h" 2>/dev/null | awk '$1 ~ /^127\./')" ]; then
