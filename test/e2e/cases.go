@@ -206,6 +206,58 @@ func CaseRealNodeTwoCards(t *testing.T, e *Env) {
 	}
 }
 
+// CaseKubeletRestart: kubelet restarts wipe its device-plugin folder; share-plugin must
+// register again so the node keeps advertising 14 units and new pods still get their card.
+func CaseKubeletRestart(t *testing.T, e *Env) {
+	if e.RealNode == "" {
+		t.Skip("no real node: " + e.NoRealNodeWhy)
+	}
+	requireBinary(t, e, "extender")
+	requireBinary(t, e, "share-plugin")
+	ctx := testContext(t, 5*time.Minute)
+	ns := newNamespace(t, e)
+	createPod(t, e, gpuPod(ns, "before", e.RealNode, ctr{units: 4}))
+	waitPod(t, e, ns, "before", 2*time.Minute, "Running", isRunning)
+
+	if err := e.RestartComponent(ctx, "kubelet"); err != nil {
+		t.Fatalf("restarting kubelet: %v", err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := e.Client.CoreV1().Nodes().Get(ctx, e.RealNode, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		q := n.Status.Allocatable[res.Mem]
+		return q.Value() == 14, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s does not advertise 14 units of %s after the kubelet restart (share-plugin did not register again?): %v", e.RealNode, res.Mem, err)
+	}
+	createPod(t, e, gpuPod(ns, "after", e.RealNode, ctr{units: 4}))
+	p := waitPod(t, e, ns, "after", 2*time.Minute, "Running", isRunning)
+	node, err := e.Client.CoreV1().Nodes().Get(ctx, e.RealNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv, _, err := res.NodeInventory(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, ok, err := res.ReadAllocation(p)
+	if err != nil || !ok || len(alloc.Cards()) != 1 {
+		t.Fatalf("pod after: allocation %v ok=%v err=%v", alloc, ok, err)
+	}
+	dev, _ := inv.Device(alloc.Cards()[0])
+	logs := podLogs(t, e, ns, "after")
+	if want := gpushare.EnvVisibleDevices + "=" + dev.UUID + "\n"; dev.UUID == "" || !strings.Contains(logs, want) {
+		t.Errorf("pod after (card %d, %q): log lacks %q:\n%s", alloc.Cards()[0], dev.UUID, want, logs)
+	}
+	before, err := e.Client.CoreV1().Pods(ns).Get(ctx, "before", metav1.GetOptions{})
+	if err != nil || !isRunning(before) {
+		t.Errorf("pod before is not Running after the kubelet restart: %v", err)
+	}
+}
+
 // CasePerCardFit: a node with two 16-unit cards, each holding 8, rejects a 10-unit pod with
 // the per-card reason although the node still has 16 free in total.
 func CasePerCardFit(t *testing.T, e *Env) {

@@ -13,3 +13,4 @@ func TestExtenderRestart(t *testing.T)         { CaseExtenderRestart(t, env) }
 func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, env) }
 func TestDeployManifestsDryRun(t *testing.T)   { CaseDeployManifestsDryRun(t, env) }
 func TestRealNodeTwoCards(t *testing.T)        { CaseRealNodeTwoCards(t, env) }
+func TestKubeletRestart(t *testing.T)          { CaseKubeletRestart(t, env) }
