@@ -92,13 +92,13 @@ func (d *Driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 	res.E2E = make([]time.Duration, 0, len(pods))
 	for _, p := range pods {
 		t0 := time.Now()
-		node, err := d.submit(ctx, tr, p)
+		node, reason, err := d.submit(ctx, tr, p)
 		if err != nil {
 			res.Wall = time.Since(start)
 			return res, err
 		}
 		res.E2E = append(res.E2E, time.Since(t0))
-		bar.Update(rec.Record(p, node), rec)
+		bar.Update(rec.RecordReason(p, node, reason), rec)
 	}
 	res.Wall = time.Since(start)
 	return res, nil
@@ -303,18 +303,18 @@ func (d *Driver) liftNotReadyTaint(ctx context.Context, n *corev1.Node) (done bo
 	return true, nil
 }
 
-// submit creates one pod and returns its node, or "" when it was unschedulable (it is
-// then deleted).
-func (d *Driver) submit(ctx context.Context, tr *tracker, p PodSpec) (string, error) {
+// submit creates one pod and returns its node, or "" and the scheduler's message when it
+// was unschedulable (it is then deleted).
+func (d *Driver) submit(ctx context.Context, tr *tracker, p PodSpec) (node, reason string, err error) {
 	obj, err := d.Objects.Pod(p)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	events := tr.watch(obj.Name)
 	defer tr.forget(obj.Name)
 	pods := d.Client.CoreV1().Pods(obj.Namespace)
 	if _, err := pods.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
-		return "", fmt.Errorf("creating pod %s: %w", obj.Name, err)
+		return "", "", fmt.Errorf("creating pod %s: %w", obj.Name, err)
 	}
 	timeout := d.PodTimeout
 	if timeout <= 0 {
@@ -329,32 +329,33 @@ func (d *Driver) submit(ctx context.Context, tr *tracker, p PodSpec) (string, er
 		case ev := <-events:
 			switch {
 			case ev.deleted && deleting:
-				return "", nil
+				return "", lastMsg, nil
 			case ev.deleted:
-				return "", fmt.Errorf("pod %s was deleted by someone else while being scheduled", obj.Name)
+				return "", "", fmt.Errorf("pod %s was deleted by someone else while being scheduled", obj.Name)
 			case ev.node != "" && !deleting:
-				return ev.node, nil
+				return ev.node, "", nil
 			case ev.unschedulable && !deleting:
 				klog.V(2).InfoS("unschedulable", "pod", obj.Name, "message", ev.message)
 				deleting = true
+				lastMsg = ev.message
 				var zero int64
 				err := pods.Delete(ctx, obj.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 				if apierrors.IsNotFound(err) {
-					return "", nil
+					return "", lastMsg, nil
 				}
 				if err != nil {
-					return "", fmt.Errorf("deleting unschedulable pod %s: %w", obj.Name, err)
+					return "", "", fmt.Errorf("deleting unschedulable pod %s: %w", obj.Name, err)
 				}
 			case ev.message != "":
 				lastMsg = ev.message
 			}
 		case <-timer.C:
 			if deleting {
-				return "", fmt.Errorf("pod %s: not gone %s after deleting it", obj.Name, timeout)
+				return "", "", fmt.Errorf("pod %s: not gone %s after deleting it", obj.Name, timeout)
 			}
-			return "", fmt.Errorf("pod %s: neither bound nor unschedulable after %s (last scheduler message: %q); are kube-scheduler and the extender running?", obj.Name, timeout, lastMsg)
+			return "", "", fmt.Errorf("pod %s: neither bound nor unschedulable after %s (last scheduler message: %q); are kube-scheduler and the extender running?", obj.Name, timeout, lastMsg)
 		case <-ctx.Done():
-			return "", ctx.Err()
+			return "", "", ctx.Err()
 		}
 	}
 }

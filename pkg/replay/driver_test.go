@@ -116,6 +116,9 @@ func TestDriverRun(t *testing.T) {
 	if diff := cmp.Diff([]string{"a@n1", "big-0@", "cpu@n2", "b@n1"}, got); diff != "" {
 		t.Errorf("placements (-want,+got):\n%s", diff)
 	}
+	if r := rec.Steps()[1].Reason; r != "0/2 nodes are available" {
+		t.Errorf("failure reason %q, want the scheduler's message", r)
+	}
 	// arrived 500+2000+1000 = 3500 of 4000; allocated 1500.
 	last := rec.Steps()[len(rec.Steps())-1]
 	if last.ArrivedMilli != 3500 || last.AllocatedMilli != 1500 || last.Failed != 1 {

@@ -208,8 +208,8 @@ func (h *Histogram) Quantile(q float64) float64 {
 	return prevBound
 }
 
-// ScrapeHistograms fetches url and parses the named histograms.
-func ScrapeHistograms(ctx context.Context, client *http.Client, url string, names ...string) (Histograms, error) {
+// FetchMetrics returns the body of a /metrics endpoint.
+func FetchMetrics(ctx context.Context, client *http.Client, url string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, fmt.Errorf("scraping %s: %w", url, err)
@@ -222,9 +222,9 @@ func ScrapeHistograms(ctx context.Context, client *http.Client, url string, name
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("scraping %s: HTTP %s", url, resp.Status)
 	}
-	h, err := ParseHistograms(resp.Body, names...)
+	b, err := io.ReadAll(resp.Body)
 	if err != nil {
 		return nil, fmt.Errorf("scraping %s: %w", url, err)
 	}
-	return h, nil
+	return b, nil
 }

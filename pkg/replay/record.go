@@ -17,6 +17,8 @@ type Step struct {
 	ArrivedMilli   int64  // GPU request of all pods submitted so far, GPU-milli
 	AllocatedMilli int64  // GPU request of all pods bound so far, GPU-milli
 	Failed         int    // pods failed so far
+	// Reason is why the pod failed (the scheduler's PodScheduled message in a cluster run).
+	Reason string
 }
 
 // Recorder accumulates the replay's steps. Percentages are of the cluster's GPU capacity,
@@ -39,6 +41,11 @@ func NewRecorder(capacityMilli int64) *Recorder {
 
 // Record adds one pod's outcome: node is where it was bound, "" when it failed.
 func (r *Recorder) Record(p PodSpec, node string) Step {
+	return r.RecordReason(p, node, "")
+}
+
+// RecordReason is Record with the reason of a failure.
+func (r *Recorder) RecordReason(p PodSpec, node, reason string) Step {
 	r.arrived += p.TotalGPUMilli()
 	if node == "" {
 		r.failed++
@@ -48,7 +55,7 @@ func (r *Recorder) Record(p PodSpec, node string) Step {
 	}
 	s := Step{
 		Index: len(r.steps) + 1, Pod: p.Name, NumGPU: p.NumGPU, GPUMilli: p.GPUMilli, Node: node,
-		ArrivedMilli: r.arrived, AllocatedMilli: r.allocated, Failed: r.failed,
+		ArrivedMilli: r.arrived, AllocatedMilli: r.allocated, Failed: r.failed, Reason: reason,
 	}
 	r.steps = append(r.steps, s)
 	if r.at100 == 0 && r.arrived >= r.capacity {
@@ -80,13 +87,13 @@ func (r *Recorder) UnallocatedAt100() (pct float64, ok bool) {
 
 // WriteSteps writes steps.csv: every `every`-th step (1 = all), the step where arrival
 // crossed 100 % and the last step. Columns: step, pod, num_gpu, gpu_milli, node,
-// arrived_pct, allocated_pct, failed_pods.
+// arrived_pct, allocated_pct, failed_pods, reason.
 func (r *Recorder) WriteSteps(w io.Writer, every int) error {
 	if every < 1 {
 		every = 1
 	}
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"step", "pod", "num_gpu", "gpu_milli", "node", "arrived_pct", "allocated_pct", "failed_pods"}); err != nil {
+	if err := cw.Write([]string{"step", "pod", "num_gpu", "gpu_milli", "node", "arrived_pct", "allocated_pct", "failed_pods", "reason"}); err != nil {
 		return fmt.Errorf("writing steps: %w", err)
 	}
 	for i, s := range r.steps {
@@ -98,6 +105,7 @@ func (r *Recorder) WriteSteps(w io.Writer, every int) error {
 			strconv.FormatFloat(r.Pct(s.ArrivedMilli), 'f', 4, 64),
 			strconv.FormatFloat(r.Pct(s.AllocatedMilli), 'f', 4, 64),
 			strconv.Itoa(s.Failed),
+			s.Reason,
 		}
 		if err := cw.Write(rec); err != nil {
 			return fmt.Errorf("writing steps: %w", err)

@@ -15,7 +15,7 @@ func TestRecorder(t *testing.T) {
 	// arrived 1000 (25%), allocated 1000
 	rec.Record(gpuPod("a", 1, 1000), "n1")
 	// arrived 3000 (75%), b failed
-	rec.Record(gpuPod("b", 2, 1000), "")
+	rec.RecordReason(gpuPod("b", 2, 1000), "", "0/2 nodes are available: 2 Insufficient cpu")
 	// a CPU-only pod moves nothing
 	rec.Record(PodSpec{Name: "c", MilliCPU: 1}, "n2")
 	if _, ok := rec.UnallocatedAt100(); ok {
@@ -43,11 +43,11 @@ func TestRecorder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// every 2nd step (2, 4, 6), plus step 5 (crossed 100%); 6 is also the last.
-	want := `step,pod,num_gpu,gpu_milli,node,arrived_pct,allocated_pct,failed_pods
-2,b,2,1000,,75.0000,25.0000,1
-4,d,1,500,n1,87.5000,37.5000,1
-5,e,1,1000,n3,112.5000,62.5000,1
-6,f,1,1000,,137.5000,62.5000,2
+	want := `step,pod,num_gpu,gpu_milli,node,arrived_pct,allocated_pct,failed_pods,reason
+2,b,2,1000,,75.0000,25.0000,1,0/2 nodes are available: 2 Insufficient cpu
+4,d,1,500,n1,87.5000,37.5000,1,
+5,e,1,1000,n3,112.5000,62.5000,1,
+6,f,1,1000,,137.5000,62.5000,2,
 `
 	if diff := cmp.Diff(want, buf.String()); diff != "" {
 		t.Errorf("steps.csv (-want,+got):\n%s", diff)

@@ -1,11 +1,13 @@
 package replay
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -110,19 +112,19 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 		PodTimeout: o.PodTimeout,
 		Progress:   o.Progress,
 	}
+	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
+		return Summary{}, fmt.Errorf("creating result folder: %w", err)
+	}
 	httpc := &http.Client{Timeout: 10 * time.Second}
-	names := []string{MetricFilter, MetricPrioritize, MetricBind}
-	var before Histograms
-	if o.MetricsURL != "" {
-		if before, err = ScrapeHistograms(ctx, httpc, o.MetricsURL, names...); err != nil {
-			klog.ErrorS(err, "extender metrics unavailable; latencies will be missing")
-		}
+	before, err := o.scrape(ctx, httpc, "before")
+	if err != nil {
+		klog.ErrorS(err, "extender metrics unavailable; latencies will be missing")
 	}
 	rec := NewRecorder(TotalGPUMilli(pr.Nodes))
 	res, runErr := d.Run(ctx, pr.Nodes, pr.Pods, rec)
 	s := o.summary(pr, "cluster", rec, res.Wall)
-	if o.MetricsURL != "" && before != nil {
-		if after, err := ScrapeHistograms(context.WithoutCancel(ctx), httpc, o.MetricsURL, names...); err != nil {
+	if before != nil {
+		if after, err := o.scrape(context.WithoutCancel(ctx), httpc, "after"); err != nil {
 			klog.ErrorS(err, "extender metrics unavailable after the run")
 		} else {
 			s.SetLatencies(before, after)
@@ -138,6 +140,23 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 		return s, errors.Join(runErr, err)
 	}
 	return s, runErr
+}
+
+// scrape reads the extender's /metrics, keeps a copy as extender-metrics-<when>.txt in the
+// result folder (rejection and failure counters help explain failed pods) and returns its
+// latency histograms. No URL: nil, nil.
+func (o Options) scrape(ctx context.Context, c *http.Client, when string) (Histograms, error) {
+	if o.MetricsURL == "" {
+		return nil, nil
+	}
+	body, err := FetchMetrics(ctx, c, o.MetricsURL)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(o.OutDir, "extender-metrics-"+when+".txt"), body, 0o644); err != nil {
+		return nil, fmt.Errorf("saving metrics: %w", err)
+	}
+	return ParseHistograms(bytes.NewReader(body), MetricFilter, MetricPrioritize, MetricBind)
 }
 
 // RunOffline replays with the named policy in memory and writes the results.
