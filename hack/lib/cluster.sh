@@ -119,11 +119,13 @@ is_running() {
   [ "${exe% (deleted)}" = "$(cat "$PIDS/$1.exe" 2>/dev/null)" ]
 }
 
-# is_stale NAME: running, but from a binary that has been replaced on disk since.
+# is_stale NAME: running, but from a binary that has been replaced on disk by a different one
+# since (go build rewrites its output even when nothing changed, so compare the bytes).
 is_stale() {
   local exe
   exe=$(proc_exe "$1") || return 1
-  is_running "$1" && [ "$exe" != "${exe% (deleted)}" ]
+  is_running "$1" && [ "$exe" != "${exe% (deleted)}" ] &&
+    ! cmp -s "/proc/$(cat "$PIDS/$1")/exe" "${exe% (deleted)}"
 }
 
 # start_proc NAME CMD...: starts CMD in its own session, logging to $LOGS/NAME.log, and
