@@ -73,8 +73,9 @@ func ReadSteps(path string) ([]Point, error) {
 	return pts, nil
 }
 
-// LoadSeries reads result folders (summary.json + steps.csv) and groups them by policy:
-// folders of one policy (several seeds) are averaged on a 0.5 % grid of arrived %.
+// LoadSeries reads result folders (summary.json + steps.csv) and groups them by policy and
+// mode (offline runs are labelled "policy [mode]"): folders of one group (several seeds) are
+// averaged on a 0.5 % grid of arrived %. Without summary.json the folder name is the label.
 func LoadSeries(dirs []string) ([]Series, error) {
 	type group struct {
 		runs  [][]Point
@@ -88,6 +89,9 @@ func LoadSeries(dirs []string) ([]Series, error) {
 		if s, err := ReadSummary(dir); err == nil {
 			if s.Policy != "" {
 				label = s.Policy
+			}
+			if s.Mode != "" && s.Mode != "cluster" {
+				label += " [" + s.Mode + "]"
 			}
 			at100 = s.UnallocatedAt100
 		} else if !errors.Is(err, os.ErrNotExist) {
@@ -161,12 +165,27 @@ var palette = []string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#
 // WriteSVG draws allocated % against arrived % with one line per series, the ideal
 // diagonal and a marker at 100 % arrival.
 func WriteSVG(w io.Writer, title string, series []Series) error {
+	// The legend sits right of the plot; widen the canvas for long labels (≈ 7 px a char).
+	labels := make([]string, len(series))
+	right := 230
+	for i, s := range series {
+		labels[i] = s.Label
+		if s.At100 != nil {
+			labels[i] += fmt.Sprintf(" (%.2f%% unalloc. @100%%", *s.At100)
+			if s.Runs > 1 {
+				labels[i] += fmt.Sprintf(", %d runs", s.Runs)
+			}
+			labels[i] += ")"
+		}
+		right = max(right, 60+7*len(labels[i]))
+	}
 	const (
-		width, height                 = 860, 520
-		left, right, top, bot         = 70, 230, 40, 60
-		plotW, plotH                  = width - left - right, height - top - bot
-		yMax                  float64 = 100
+		plotW, plotH = 560, 420
+		left, top    = 70, 40
+		bot          = 60
+		yMax         = 100.0
 	)
+	width, height := left+plotW+right, top+plotH+bot
 	xMax := 100.0
 	for _, s := range series {
 		for _, p := range s.Points {
@@ -206,14 +225,7 @@ func WriteSVG(w io.Writer, title string, series []Series) error {
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.8" points="%s"/>`+"\n", color, pts.String())
 		ly := top + 10 + i*22
-		label := s.Label
-		if s.At100 != nil {
-			label += fmt.Sprintf(" (%.2f%% unalloc. @100%%", *s.At100)
-			if s.Runs > 1 {
-				label += fmt.Sprintf(", %d runs", s.Runs)
-			}
-			label += ")"
-		}
+		label := labels[i]
 		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", left+plotW+12, ly, left+plotW+32, ly, color)
 		fmt.Fprintf(&b, `<text x="%d" y="%d">%s</text>`+"\n", left+plotW+38, ly+4, html.EscapeString(label))
 	}
