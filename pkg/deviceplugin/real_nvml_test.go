@@ -1,0 +1,77 @@
+//go:build cgo && nvml
+
+// Allocate over the driver's real NVML library: only with `-tags nvml` on a machine with an
+// NVIDIA GPU (`go test -tags nvml ./pkg/deviceplugin -run RealNVML -v`).
+package deviceplugin
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+)
+
+func TestAllocateRealNVML(t *testing.T) {
+	nv, err := gpunvml.New(gpunvml.SystemLibrary(""))
+	if err != nil {
+		t.Fatalf("opening the driver's NVML: %v", err)
+	}
+	defer nv.Shutdown()
+	devs, err := nv.Devices()
+	if err != nil || len(devs) == 0 {
+		t.Fatalf("devices: %v, %v", devs, err)
+	}
+	card := devs[len(devs)-1] // the last card, so a multi-GPU machine checks a non-zero index too
+	units := gpushare.GiB.UnitsOf(card.MemoryMiB)
+
+	pod := makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{card.Index: 4}))
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
+	client := fake.NewClientset(node, pod)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	pods := factory.Core().V1().Pods().Informer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
+		t.Fatal("pod informer did not sync")
+	}
+	p, err := New(Config{
+		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: gpushare.GiB,
+		PluginDir: shortTempDir(t), NVML: nv, Client: client, Pods: pods,
+		Clock: clocktesting.NewFakeClock(epoch), HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{plugin: p, client: client}
+	got, err := e.allocate(t, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Allocate env on %s (%d MiB = %d GiB units): %v", card.Model, card.MemoryMiB, units, got)
+	want := map[string]string{
+		gpushare.EnvVisibleDevices: card.UUID,
+		gpushare.EnvIndex:          strconv.Itoa(card.Index),
+		gpushare.EnvContainerUnits: "4",
+		gpushare.EnvPodUnits:       "4",
+		gpushare.EnvDevUnits:       strconv.FormatInt(units, 10),
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	if a := e.podAnnotations(t, "p")[gpushare.AnnotationAssigned]; a != "true" {
+		t.Errorf("ASSIGNED = %q after Allocate, want true", a)
+	}
+}

@@ -1,0 +1,65 @@
+//go:build cgo && nvml
+
+// Tests against the driver's real NVML library. They run only with `-tags nvml` on a machine
+// with an NVIDIA GPU and driver: `go test -tags nvml ./pkg/nvml -run Real -v`.
+package nvml
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+func TestRealNVML(t *testing.T) {
+	c, err := New(SystemLibrary(""))
+	if err != nil {
+		t.Fatalf("opening the driver's NVML: %v", err)
+	}
+	defer func() {
+		if err := c.Shutdown(); err != nil {
+			t.Error(err)
+		}
+	}()
+	devs, err := c.Devices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(devs) == 0 {
+		t.Fatal("NVML reports no devices")
+	}
+	for i, d := range devs {
+		t.Logf("card %d: %s %s %d MiB = %d GiB units", d.Index, d.UUID, d.Model, d.MemoryMiB, gpushare.GiB.UnitsOf(d.MemoryMiB))
+		if d.Index != i {
+			t.Errorf("device %d has index %d", i, d.Index)
+		}
+		if !strings.HasPrefix(d.UUID, "GPU-") {
+			t.Errorf("card %d: UUID %q does not start with GPU-", i, d.UUID)
+		}
+		if d.Model == "" || d.MemoryMiB < 1024 {
+			t.Errorf("card %d: implausible model %q / %d MiB", i, d.Model, d.MemoryMiB)
+		}
+		used, err := c.UsedMemoryMiB(d.Index)
+		if err != nil {
+			t.Errorf("card %d used memory: %v", i, err)
+		}
+		if used < 0 || used > d.MemoryMiB {
+			t.Errorf("card %d: used %d MiB of %d", i, used, d.MemoryMiB)
+		}
+	}
+
+	// The XID watch must set up on real hardware and end cleanly when its context does.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	faults := make(chan Fault, 16)
+	if err := c.WatchFaults(ctx, faults); err != nil {
+		t.Fatalf("WatchFaults: %v", err)
+	}
+	select {
+	case f := <-faults:
+		t.Logf("a fault arrived during the test (not an error by itself): %+v", f)
+	default:
+	}
+}
