@@ -9,6 +9,13 @@ LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/...
 COMMANDS  := extender share-plugin kubectl-inspect-gpushare
+# share-plugin reaches the driver's NVML through cgo (go-nvml dlopens libnvidia-ml at run time,
+# so nothing links against the driver). Without a C compiler it is built with CGO_ENABLED=0:
+# simulated GPUs still work and real NVML is refused with a clear message.
+NVML_CGO  ?= $(shell command -v gcc >/dev/null 2>&1 && echo 1 || echo 0)
+# go-nvml's header marks some NVML calls deprecated; gcc would warn about each of them.
+CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+export CGO_CFLAGS
 
 .PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image clean
 
@@ -17,7 +24,8 @@ all: build
 build: ## Build every command into ./bin
 	@mkdir -p $(BIN)
 	@for c in $(COMMANDS) $(EXTRA_COMMANDS); do \
-	  if [ -d cmd/$$c ]; then echo "go build cmd/$$c"; CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./cmd/$$c; fi; \
+	  cgo=0; [ "$$c" = share-plugin ] && cgo=$(NVML_CGO); \
+	  if [ -d cmd/$$c ]; then echo "go build cmd/$$c (CGO_ENABLED=$$cgo)"; CGO_ENABLED=$$cgo $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./cmd/$$c; fi; \
 	done
 
 test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster

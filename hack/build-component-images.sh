@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# `make image`: packs bin/extender and bin/share-plugin (static, CGO_ENABLED=0) into one-layer
+# `make image`: packs bin/extender and a static (CGO_ENABLED=0) share-plugin into one-layer
 # image tarballs in _output/images, for `ctr images import` / `docker load` and a push with
 # any registry tool. Tags: gpushare/<name>:$VERSION (default: git describe).
+# The static share-plugin serves simulated GPUs only: on real GPU nodes it needs cgo and
+# glibc, so build that image with deploy/share-plugin/Dockerfile.
 set -o errexit -o nounset -o pipefail
 
 LOG_TAG=image
@@ -11,8 +13,11 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 version=${VERSION:-$(git -C "$REPO" describe --tags --always --dirty 2>/dev/null || echo dev)}
 mkdir -p "$IMAGES_DIR/bin"
 go build -o "$IMAGES_DIR/bin/imagepack" "$REPO/hack/imagepack"
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/share-plugin" "$REPO/cmd/share-plugin"
 for c in extender share-plugin; do
-  [ -x "$GPUSHARE_BIN/$c" ] || die "$GPUSHARE_BIN/$c not built (make build)"
-  "$IMAGES_DIR/bin/imagepack" -o "$IMAGES_DIR/$c.tar" -tag "gpushare/$c:$version" "$GPUSHARE_BIN/$c=/usr/bin/$c"
+  src=$GPUSHARE_BIN/$c
+  [ "$c" = share-plugin ] && src=$IMAGES_DIR/bin/$c
+  [ -x "$src" ] || die "$src not built (make build)"
+  "$IMAGES_DIR/bin/imagepack" -o "$IMAGES_DIR/$c.tar" -tag "gpushare/$c:$version" "$src=/usr/bin/$c"
   log "$IMAGES_DIR/$c.tar: gpushare/$c:$version"
 done
