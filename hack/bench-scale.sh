@@ -15,9 +15,10 @@
 # Settings (environment): N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
 # WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
 # caps binds at 50/s: two writes each), OUT (_output/scale-results), KEEP_CLUSTER (no),
-# SKIP_MEMORY (no). The state dir and every port are apart from the demo, e2e and replay
-# clusters: GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443,
-# scheduler 30259, extender 32345.
+# SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive).
+# The state dir and every port are apart from the demo, e2e and replay clusters:
+# GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
+# extender 32345.
 #
 # No kwok and no kube-controller-manager: the nodes are Node objects created with a Ready
 # condition and nobody heartbeats them (the node lifecycle controller would taint them
@@ -34,6 +35,9 @@ PLACED=${PLACED:-40000}
 WORKERS=${WORKERS:-32}
 EXTENDER_QPS=${EXTENDER_QPS:-1000}
 OUT=${OUT:-$REPO/_output/scale-results}
+# percentageOfNodesToScore of both phases: 100 hands the extender every node (the case the
+# targets are set for); 0 is kube-scheduler's adaptive default (10% of 5000 nodes).
+PCT=${PCT:-100}
 KEEP_CLUSTER=${KEEP_CLUSTER:-no}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
 
@@ -65,6 +69,14 @@ mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
   CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scalebench" ./cmd/gpushare-scalebench)
 
+# The working tree is shared and changes under a run: record what was built.
+mkdir -p "$OUT"
+{
+  echo "built $(date -u +%FT%TZ) from HEAD $(git -C "$REPO" rev-parse --short HEAD)"
+  echo "uncommitted changes in the extender's packages:"
+  git -C "$REPO" status --short cmd/extender pkg/cache pkg/routes pkg/policy pkg/gpushare pkg/metrics
+} >"$OUT/build.txt" 2>&1 || true
+
 K8S_BIN=$(k8s_bin_dir)
 [ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
 export GPUSHARE_K8S_BIN=$K8S_BIN
@@ -82,7 +94,8 @@ teardown() {
 if is_running kube-apiserver; then
   die "a cluster already runs in $STATE; stop it first: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh"
 fi
-rm -rf "$STATE/etcd" "$OUT"
+rm -rf "$STATE/etcd"
+find "$OUT" -maxdepth 1 -name '*.json' -delete
 mkdir -p "$STATE" "$PIDS" "$LOGS" "$OUT"
 echo "$K8S_BIN" >"$STATE/k8s-bin"
 echo kwok >"$STATE/node-mode"
@@ -93,6 +106,7 @@ trap teardown EXIT
 start_bench_scheduler() {
   sed -e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#" \
     -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#" \
+    -e "s#^percentageOfNodesToScore: .*#percentageOfNodesToScore: $PCT#" \
     "$REPO/deploy/scheduler/$1" >"$STATE/$1"
   start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
     --config "$STATE/$1" \
@@ -108,6 +122,7 @@ sb() {
   "$GPUSHARE_BIN/gpushare-scalebench" --kubeconfig "$KUBECONFIG_FILE" --out "$OUT" --workers "$WORKERS" "$@"
 }
 note_load() { echo "$(date -u +%FT%TZ) $1: $(uptime)" | tee -a "$OUT/load.txt" >&2; }
+: >"$OUT/load.txt"
 ext_probe() { echo --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" --extender-pid "$(cat "$PIDS/extender")"; }
 
 ensure_credentials
@@ -135,7 +150,8 @@ sb --set extender delete
 
 log "burst: $BURST_PODS pods of $BURST_UNITS units at once on one node"
 note_load "burst start"
-sb --burst-pods "$BURST_PODS" --burst-units "$BURST_UNITS" burst
+# shellcheck disable=SC2046
+sb --burst-pods "$BURST_PODS" --burst-units "$BURST_UNITS" $(ext_probe) burst
 sb --set burst delete
 stop_proc kube-scheduler
 

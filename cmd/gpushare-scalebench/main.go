@@ -139,7 +139,13 @@ func run(ctx context.Context, step string, o *options) error {
 		}
 		return b.DeleteSet(ctx, o.set, o.timeout)
 	case "burst":
-		r, err := b.RunBurst(ctx, o.burstPods, o.burstUnits, o.timeout, o.settle)
+		var p *scalebench.ExtenderProbe
+		if o.metricsURL != "" {
+			if p, err = probe(); err != nil {
+				return err
+			}
+		}
+		r, err := b.RunBurst(ctx, o.burstPods, o.burstUnits, o.timeout, o.settle, p)
 		if err != nil {
 			return err
 		}

@@ -20,6 +20,11 @@ type BurstResult struct {
 	DecidedSeconds float64   `json:"decidedSeconds"`
 	Cards          CardCheck `json:"cards"`
 	LoadAfter      string    `json:"loadAfter"`
+	// Extender calls during the burst (nil without a probe): failed binds are the
+	// pods whose card choice lost a race and went back to the queue.
+	Filter      *Latency `json:"filter,omitempty"`
+	Bind        *Latency `json:"bind,omitempty"`
+	BindsFailed float64  `json:"bindsFailed"`
 	// OK: Bound == WantBound, the rest unschedulable, no card over capacity, every bound
 	// pod annotated.
 	OK bool `json:"ok"`
@@ -27,10 +32,11 @@ type BurstResult struct {
 
 // RunBurst creates n pods of `units` each on BurstNode all at once (one request each, all
 // concurrent) and waits until every one is decided: bound, or PodScheduled=False with
-// reason Unschedulable. It then waits `settle` for late binds and checks the counts and
+// reason Unschedulable. With a probe it also diffs the extender's filter and bind figures.
+// It then waits `settle` for late binds and checks the counts and
 // the cards. Errors: API failures or pods undecided after timeout (a failed check is
 // reported in the result, not as an error).
-func (b *Bench) RunBurst(ctx context.Context, n int, units int64, timeout, settle time.Duration) (BurstResult, error) {
+func (b *Bench) RunBurst(ctx context.Context, n int, units int64, timeout, settle time.Duration, probe *ExtenderProbe) (BurstResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	perCard := b.Objects.CardUnits / units
@@ -41,6 +47,12 @@ func (b *Bench) RunBurst(ctx context.Context, n int, units int64, timeout, settl
 	}
 	if c := w.snapshot(); c.Present > 0 {
 		return res, fmt.Errorf("set burst already has %d pods; delete them first", c.Present)
+	}
+	var before Scrape
+	if probe != nil {
+		if before, _, err = probe.read(ctx); err != nil {
+			return res, err
+		}
 	}
 	klog.InfoS("burst: creating pods at once", "count", n, "units", units, "node", BurstNode)
 	start := time.Now()
@@ -76,6 +88,15 @@ func (b *Bench) RunBurst(ctx context.Context, n int, units int64, timeout, settl
 		return res, err
 	}
 	res.LoadAfter = loadAvg()
+	if probe != nil {
+		after, _, err := probe.read(ctx)
+		if err != nil {
+			return res, err
+		}
+		f, bd := latencyBetween(before, after, metricFilter), latencyBetween(before, after, metricBind)
+		res.Filter, res.Bind = &f, &bd
+		res.BindsFailed = after.Gauges[counterBindFailures] - before.Gauges[counterBindFailures]
+	}
 	res.OK = res.Bound == res.WantBound && res.Unschedulable == n-res.WantBound &&
 		len(res.Cards.Over) == 0 && len(res.Cards.Unannotated) == 0
 	return res, nil

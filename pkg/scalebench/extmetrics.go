@@ -22,12 +22,14 @@ const (
 	gaugeHeapInuse = "go_memstats_heap_inuse_bytes"
 	gaugeHeapAlloc = "go_memstats_heap_alloc_bytes"
 	gaugeSys       = "go_memstats_sys_bytes"
+	// counterBindFailures is summed over its reasons.
+	counterBindFailures = "gpushare_bind_failures_total"
 )
 
 // Scrape is one read of the extender's /metrics.
 type Scrape struct {
 	Hist   map[string]Histogram // the three latency histograms
-	Gauges map[string]float64   // gauges, summed over label sets
+	Gauges map[string]float64   // gauges and counters, summed over label sets
 }
 
 // ScrapeExtender fetches url (the extender's /metrics). Errors: HTTP or format problems.
@@ -65,13 +67,18 @@ func parseScrape(r io.Reader) (Scrape, error) {
 			s.Hist[n] = histogramOf(mf)
 		}
 	}
-	for _, n := range []string{gaugeAllocated, gaugeHeapInuse, gaugeHeapAlloc, gaugeSys} {
+	for _, n := range []string{gaugeAllocated, gaugeHeapInuse, gaugeHeapAlloc, gaugeSys, counterBindFailures} {
 		mf, ok := fams[n]
-		if !ok || mf.GetType() != dto.MetricType_GAUGE {
+		if !ok {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			s.Gauges[n] += m.GetGauge().GetValue()
+			switch mf.GetType() {
+			case dto.MetricType_GAUGE:
+				s.Gauges[n] += m.GetGauge().GetValue()
+			case dto.MetricType_COUNTER:
+				s.Gauges[n] += m.GetCounter().GetValue()
+			}
 		}
 	}
 	return s, nil

@@ -25,6 +25,10 @@ gpushare_filter_duration_seconds_count %g
 # TYPE gpushare_card_allocated_units gauge
 gpushare_card_allocated_units{card="0",node="a"} 8
 gpushare_card_allocated_units{card="1",node="a"} 4
+# HELP gpushare_bind_failures_total failures
+# TYPE gpushare_bind_failures_total counter
+gpushare_bind_failures_total{reason="no_fit"} 3
+gpushare_bind_failures_total{reason="patch"} 1
 # HELP go_memstats_heap_inuse_bytes heap
 # TYPE go_memstats_heap_inuse_bytes gauge
 go_memstats_heap_inuse_bytes 1.048576e+06
@@ -51,6 +55,9 @@ func TestLatencyBetween(t *testing.T) {
 	}
 	if got := after.Gauges[gaugeAllocated]; got != 12 {
 		t.Errorf("allocated units summed over cards = %g, want 12", got)
+	}
+	if got := after.Gauges[counterBindFailures]; got != 4 {
+		t.Errorf("bind failures summed over reasons = %g, want 4", got)
 	}
 	if got := after.Gauges[gaugeHeapInuse]; got != 1<<20 {
 		t.Errorf("heap in use = %g, want 1 MiB", got)

@@ -142,6 +142,10 @@ func (r Results) Markdown() string {
 		row(fmt.Sprintf("burst: %d pods × %d units on one node", u.Pods, u.Units),
 			fmt.Sprintf("%d bound, %d unschedulable, %d cards over capacity", u.Bound, u.Unschedulable, len(u.Cards.Over)),
 			fmt.Sprintf("%d bound, %d unschedulable, 0 over", u.WantBound, u.Pods-u.WantBound), met(u.OK))
+		if u.Filter != nil && u.Bind != nil {
+			row("burst: extender calls", fmt.Sprintf("%d filter (p99 %.2f ms), %d bind (p99 %.2f ms), %.0f binds refused (card race lost, pod requeued)",
+				u.Filter.Count, u.Filter.P99Ms, u.Bind.Count, u.Bind.P99Ms, u.BindsFailed), "", "")
+		}
 		row("burst: all decided after", fmt.Sprintf("%.2f s (load %s)", u.DecidedSeconds, u.LoadAfter),
 			fmt.Sprintf("≤ %.0f s", TargetBurstSeconds), met(u.DecidedSeconds <= TargetBurstSeconds))
 	}

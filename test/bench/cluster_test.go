@@ -117,6 +117,10 @@ func staticInformer(obj runtime.Object, list runtime.Object, items []runtime.Obj
 			if err := meta.SetList(l, items); err != nil {
 				return nil, err
 			}
+			// The watch never ends, so there is no second list: drop the originals, so the
+			// live heap holds what the extender would (informer stores and cache) and
+			// nothing of this test's own making.
+			items = nil
 			return l, nil
 		},
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil },
