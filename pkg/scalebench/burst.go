@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -57,11 +56,7 @@ func (b *Bench) RunBurst(ctx context.Context, n int, units int64, timeout, settl
 	klog.InfoS("burst: creating pods at once", "count", n, "units", units, "node", BurstNode)
 	start := time.Now()
 	err = forEach(ctx, n, n, func(ctx context.Context, i int) error {
-		pod := b.Objects.BurstPod(i, units)
-		if _, err := b.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
-		}
-		return nil
+		return b.createPod(ctx, b.Objects.BurstPod(i, units))
 	})
 	if err != nil {
 		return res, err

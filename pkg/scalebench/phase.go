@@ -90,11 +90,7 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	klog.InfoS("creating pods", "set", name, "count", n, "workers", b.workers())
 	start := time.Now()
 	err = forEach(ctx, n, b.workers(), func(ctx context.Context, i int) error {
-		pod := b.Objects.Pod(name, i, shapes[i])
-		if _, err := b.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating pod %s: %w", pod.Name, err)
-		}
-		return nil
+		return b.createPod(ctx, b.Objects.Pod(name, i, shapes[i]))
 	})
 	if err != nil {
 		return res, err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -47,8 +46,8 @@ func (b *Bench) CreatePlaced(ctx context.Context, nodes, count int) (time.Durati
 	err := forEach(ctx, count, b.workers(), func(ctx context.Context, i int) error {
 		node := NodeName((i / b.Objects.Cards) % nodes)
 		pod := b.Objects.PlacedPod(i, node, i%b.Objects.Cards, b.placedUnits(), now)
-		if _, err := b.Client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("creating placed pod %s: %w", pod.Name, err)
+		if err := b.createPod(ctx, pod); err != nil {
+			return err
 		}
 		if i > 0 && i%5000 == 0 {
 			klog.InfoS("placed pods created", "count", i)
