@@ -79,8 +79,8 @@ func newCommand() *cobra.Command {
 	fs.IntVar(&f.burst, "burst", 2000, "client burst to the API server")
 	fs.BoolVar(&f.offline, "offline", false, "place pods with pkg/policy in memory, no cluster")
 	fs.StringVar(&f.policy, "policy", "", "policy for --offline (binpack, spread, ...)")
-	fs.StringVar(&f.OfflineTies, "offline-ties", replay.TiesFirst, "--offline node choice: first (best rate, lowest index) or random (the cluster's integer priorities and random ties)")
-	fs.BoolVar(&f.OfflineAllPods, "offline-all-pods", false, "--offline-ties random: rank CPU-only pods with the policy too (as REPLAY_ALL_PODS=yes)")
+	fs.StringVar(&f.OfflineTies, "offline-ties", replay.TiesFirst, "--offline node choice: first (best rate, lowest index), random (the cluster path: policy.Scores priorities, random ties) or random-score (each node's own Score, random ties)")
+	fs.BoolVar(&f.OfflineAllPods, "offline-all-pods", false, "--offline-ties random*: rank CPU-only pods with the policy too (as REPLAY_ALL_PODS=yes)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	cmd.AddCommand(newChartCommand(), newTableCommand())
 	return cmd

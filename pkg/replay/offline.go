@@ -28,6 +28,10 @@ const (
 	// (policy.Scores over the candidates) and a seeded random pick among the top ones, as
 	// kube-scheduler does; pods without GPUs go to a random feasible node unless AllPods.
 	TiesRandom = "random"
+	// TiesRandomScore is TiesRandom with each node's own integer Score instead of
+	// policy.Scores (the extender's prioritize before it ranked nodes against each other):
+	// coarser, so many more ties.
+	TiesRandomScore = "random-score"
 )
 
 // OfflineConfig configures Offline.
@@ -60,9 +64,9 @@ func Offline(ctx context.Context, cfg OfflineConfig, nodes []NodeSpec, pods []Po
 	switch cfg.Ties {
 	case "":
 		cfg.Ties = TiesFirst
-	case TiesFirst, TiesRandom:
+	case TiesFirst, TiesRandom, TiesRandomScore:
 	default:
-		return 0, fmt.Errorf("offline ties %q: want %q or %q", cfg.Ties, TiesFirst, TiesRandom)
+		return 0, fmt.Errorf("offline ties %q: want %q, %q or %q", cfg.Ties, TiesFirst, TiesRandom, TiesRandomScore)
 	}
 	state := make([]*offlineNode, 0, len(nodes))
 	for _, n := range nodes {
@@ -155,11 +159,19 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 
 // choose returns the position of the chosen candidate.
 func (o *offline) choose(p policy.Policy, pod PodSpec, nodes []policy.Node, placements []policy.Placement) int {
-	if o.cfg.Ties == TiesRandom {
+	if o.cfg.Ties == TiesRandom || o.cfg.Ties == TiesRandomScore {
 		if pod.NumGPU == 0 && !o.cfg.AllPods {
 			return o.rng.Intn(len(nodes))
 		}
-		scores := policy.Scores(p, nodes, placements)
+		var scores []int64
+		if o.cfg.Ties == TiesRandom {
+			scores = policy.Scores(p, nodes, placements)
+		} else {
+			scores = make([]int64, len(nodes))
+			for i := range nodes {
+				scores[i] = p.Score(nodes[i], placements[i])
+			}
+		}
 		best, ties := 0, 0
 		for i, s := range scores {
 			switch {

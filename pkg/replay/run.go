@@ -173,8 +173,8 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 	cfg := OfflineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, AllPods: o.OfflineAllPods}
 	wall, runErr := Offline(ctx, cfg, pr.Nodes, pr.Pods, rec, o.Progress)
 	mode := "offline"
-	if o.OfflineTies == TiesRandom {
-		mode = "offline-random"
+	if o.OfflineTies == TiesRandom || o.OfflineTies == TiesRandomScore {
+		mode = "offline-" + o.OfflineTies
 		if o.OfflineAllPods {
 			mode += "-allpods"
 		}
