@@ -119,7 +119,7 @@ func TestOfflineNeverOvercommits(t *testing.T) {
 	}
 	pods = pods[:2000]
 	for _, run := range []struct{ policy, ties string }{
-		{"binpack", TiesFirst}, {"spread", TiesFirst}, {"bestfit", TiesRandom}, {"fgd", TiesFirst}, {"fgd", TiesRandom},
+		{"binpack", TiesFirst}, {"binpack", TiesRandomScore}, {"spread", TiesFirst}, {"bestfit", TiesRandom}, {"fgd", TiesFirst}, {"fgd", TiesRandom},
 	} {
 		name := run.policy + "/" + run.ties
 		pol, err := policy.New(run.policy)
