@@ -19,6 +19,8 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,21 +33,22 @@ import (
 )
 
 type options struct {
-	kubeconfig  string
-	namespace   string
-	out         string
-	nodes       int
-	pods        int
-	set         string
-	workers     int
-	qps         float32
-	timeout     time.Duration
-	metricsURL  string
-	extenderPID int
-	burstPods   int
-	burstUnits  int64
-	placed      int
-	settle      time.Duration
+	kubeconfig   string
+	namespace    string
+	out          string
+	nodes        int
+	pods         int
+	set          string
+	workers      int
+	qps          float32
+	timeout      time.Duration
+	metricsURL   string
+	extenderPID  int
+	schedPIDFile string
+	burstPods    int
+	burstUnits   int64
+	placed       int
+	settle       time.Duration
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -60,6 +63,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long a step may wait for the cluster")
 	fs.StringVar(&o.metricsURL, "metrics-url", "", "the extender's /metrics URL")
 	fs.IntVar(&o.extenderPID, "extender-pid", 0, "the extender's process ID (RSS and CPU from /proc)")
+	fs.StringVar(&o.schedPIDFile, "scheduler-pid-file", defaultSchedulerPIDFile(), "file holding kube-scheduler's process ID (phase: its CPU time); empty: not measured")
 	fs.IntVar(&o.burstPods, "burst-pods", 100, "burst: pods created at once on one node")
 	fs.Int64Var(&o.burstUnits, "burst-units", 6, "burst: gpu-mem units per pod")
 	fs.IntVar(&o.placed, "placed", 40000, "memory: pods created already bound")
@@ -128,7 +132,7 @@ func run(ctx context.Context, step string, o *options) error {
 			}
 			file = o.set + ".json"
 		}
-		r, err := b.RunPhase(ctx, o.set, o.pods, o.timeout, p)
+		r, err := b.RunPhase(ctx, o.set, o.pods, o.timeout, p, o.schedulerPID())
 		if err != nil {
 			return err
 		}
@@ -169,6 +173,33 @@ func run(ctx context.Context, step string, o *options) error {
 		return save(scalebench.FileMemory, r)
 	}
 	return fmt.Errorf("unknown step %q (setup, phase, delete, burst, memory, footprint, report)", step)
+}
+
+// defaultSchedulerPIDFile is where hack/lib's start_proc records kube-scheduler's PID in
+// the state dir hack/bench-scale.sh exports.
+func defaultSchedulerPIDFile() string {
+	if dir := os.Getenv("GPUSHARE_STATE_DIR"); dir != "" {
+		return filepath.Join(dir, "pids", "kube-scheduler")
+	}
+	return ""
+}
+
+// schedulerPID reads --scheduler-pid-file; 0 when unset or unreadable (CPU not measured).
+func (o *options) schedulerPID() int {
+	if o.schedPIDFile == "" {
+		return 0
+	}
+	b, err := os.ReadFile(o.schedPIDFile)
+	if err != nil {
+		klog.InfoS("kube-scheduler CPU not measured", "err", err)
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		klog.InfoS("kube-scheduler CPU not measured", "file", o.schedPIDFile, "err", err)
+		return 0
+	}
+	return pid
 }
 
 func (o *options) bench() (*scalebench.Bench, error) {

@@ -55,19 +55,22 @@ type PhaseResult struct {
 	// CreateSeconds: first create request to the last create answered.
 	CreateSeconds float64 `json:"createSeconds"`
 	// Seconds: first create request to the last pod seen bound.
-	Seconds       float64          `json:"seconds"`
-	PodsPerSecond float64          `json:"podsPerSecond"`
-	LoadBefore    string           `json:"loadBefore"`
-	LoadAfter     string           `json:"loadAfter"`
-	Extender      *ExtenderFigures `json:"extender,omitempty"`
-	Cards         *CardCheck       `json:"cards,omitempty"`
+	Seconds       float64 `json:"seconds"`
+	PodsPerSecond float64 `json:"podsPerSecond"`
+	// SchedulerCPUSeconds is kube-scheduler's CPU time during the phase (0: not measured).
+	// On a shared machine CPU per pod is steadier than pods/s.
+	SchedulerCPUSeconds float64          `json:"schedulerCPUSeconds"`
+	LoadBefore          string           `json:"loadBefore"`
+	LoadAfter           string           `json:"loadAfter"`
+	Extender            *ExtenderFigures `json:"extender,omitempty"`
+	Cards               *CardCheck       `json:"cards,omitempty"`
 }
 
 // RunPhase creates PodSet(n) as set `name` with Workers concurrent requests and waits
-// until every pod is bound. With a probe it also diffs the extender's metrics and CPU time
+// until every pod is bound. With schedulerPID > 0 it measures kube-scheduler's CPU time. With a probe it also diffs the extender's metrics and CPU time
 // over the phase and checks the cards from the allocation annotations. The set must be
 // empty at the start. Errors: API failures, pods still unbound after timeout, probe errors.
-func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.Duration, probe *ExtenderProbe) (PhaseResult, error) {
+func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.Duration, probe *ExtenderProbe, schedulerPID int) (PhaseResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	res := PhaseResult{Name: name, Pods: n, LoadBefore: loadAvg()}
@@ -82,6 +85,13 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	var procBefore ProcStats
 	if probe != nil {
 		if before, procBefore, err = probe.read(ctx); err != nil {
+			return res, err
+		}
+	}
+
+	var schedBefore ProcStats
+	if schedulerPID > 0 {
+		if schedBefore, err = ReadProc(schedulerPID); err != nil {
 			return res, err
 		}
 	}
@@ -103,6 +113,13 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	res.Seconds = c.LastBound.Sub(start).Seconds()
 	res.PodsPerSecond = float64(n) / res.Seconds
 	res.LoadAfter = loadAvg()
+	if schedulerPID > 0 {
+		schedAfter, err := ReadProc(schedulerPID)
+		if err != nil {
+			return res, err
+		}
+		res.SchedulerCPUSeconds = schedAfter.CPUSeconds - schedBefore.CPUSeconds
+	}
 	klog.InfoS("phase done", "set", name, "pods", n, "seconds", res.Seconds, "podsPerSecond", res.PodsPerSecond)
 
 	if probe == nil {

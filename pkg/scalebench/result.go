@@ -124,6 +124,12 @@ func (r Results) Markdown() string {
 		ratio := r.Extender.PodsPerSecond / r.Plain.PodsPerSecond
 		row("b/a", fmt.Sprintf("%.2f", ratio), fmt.Sprintf("≥ %.1f", TargetRatio), met(ratio >= TargetRatio))
 	}
+	if r.Plain != nil && r.Extender != nil && r.Plain.SchedulerCPUSeconds > 0 && r.Extender.SchedulerCPUSeconds > 0 && r.Extender.Extender != nil {
+		a := r.Plain.SchedulerCPUSeconds * 1e3 / float64(r.Plain.Pods)
+		bs := r.Extender.SchedulerCPUSeconds * 1e3 / float64(r.Extender.Pods)
+		be := r.Extender.Extender.CPUSeconds * 1e3 / float64(r.Extender.Pods)
+		row("CPU per pod: a) scheduler | b) scheduler + extender", fmt.Sprintf("%.1f ms | %.1f + %.1f = %.1f ms (a/b %.2f)", a, bs, be, bs+be, a/(bs+be)), "", "")
+	}
 	if r.Extender != nil && r.Extender.Extender != nil {
 		e := r.Extender.Extender
 		row("filter over HTTP p50 / p99 (mean)", fmt.Sprintf("%.2f / %.2f ms (%.2f ms, %d calls)", e.Filter.P50Ms, e.Filter.P99Ms, e.Filter.MeanMs, e.Filter.Count),
