@@ -128,7 +128,7 @@ func (r Results) Markdown() string {
 		a := r.Plain.SchedulerCPUSeconds * 1e3 / float64(r.Plain.Pods)
 		bs := r.Extender.SchedulerCPUSeconds * 1e3 / float64(r.Extender.Pods)
 		be := r.Extender.Extender.CPUSeconds * 1e3 / float64(r.Extender.Pods)
-		row("CPU per pod: a) scheduler | b) scheduler + extender", fmt.Sprintf("%.1f ms | %.1f + %.1f = %.1f ms (if CPU-bound, b/a = %.2f)", a, bs, be, bs+be, a/(bs+be)), "", "")
+		row("CPU per pod: a) scheduler; b) scheduler + extender", fmt.Sprintf("%.1f ms; %.1f + %.1f = %.1f ms (if CPU-bound, b/a = %.2f)", a, bs, be, bs+be, a/(bs+be)), "", "")
 	}
 	if r.Extender != nil && r.Extender.Extender != nil {
 		e := r.Extender.Extender

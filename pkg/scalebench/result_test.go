@@ -63,7 +63,7 @@ func TestMarkdownCPUPerPod(t *testing.T) {
 		Plain:    &PhaseResult{Pods: 100, PodsPerSecond: 10, SchedulerCPUSeconds: 10},
 		Extender: &PhaseResult{Pods: 100, PodsPerSecond: 8, SchedulerCPUSeconds: 8, Extender: &ExtenderFigures{CPUSeconds: 4}},
 	}
-	want := "| 100.0 ms | 80.0 + 40.0 = 120.0 ms (if CPU-bound, b/a = 0.83) |"
+	want := "| 100.0 ms; 80.0 + 40.0 = 120.0 ms (if CPU-bound, b/a = 0.83) |"
 	if md := r.Markdown(); !strings.Contains(md, want) {
 		t.Errorf("report lacks %q:\n%s", want, md)
 	}
