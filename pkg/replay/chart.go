@@ -74,7 +74,7 @@ func ReadSteps(path string) ([]Point, error) {
 }
 
 // LoadSeries reads result folders (summary.json + steps.csv) and groups them by policy and
-// mode (offline runs are labelled "policy [mode]"): folders of one group (several seeds) are
+// mode (labelled "policy [mode]"): folders of one group (several seeds) are
 // averaged on a 0.5 % grid of arrived %. Without summary.json the folder name is the label.
 func LoadSeries(dirs []string) ([]Series, error) {
 	type group struct {
@@ -90,7 +90,7 @@ func LoadSeries(dirs []string) ([]Series, error) {
 			if s.Policy != "" {
 				label = s.Policy
 			}
-			if s.Mode != "" && s.Mode != "cluster" {
+			if s.Mode != "" {
 				label += " [" + s.Mode + "]"
 			}
 			at100 = s.UnallocatedAt100
