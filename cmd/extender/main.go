@@ -159,7 +159,9 @@ func run(ctx context.Context, o *options) error {
 		})
 	})
 	pods := factory.Core().V1().Pods()
-	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods.Informer(), Resources: res, ReservationTTL: o.reservationTTL})
+	// A workload-aware policy (fgd) needs free CPU/memory per node and the pod shapes seen.
+	_, track := pol.(policy.WorkloadAware)
+	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods.Informer(), Resources: res, ReservationTTL: o.reservationTTL, TrackWorkload: track})
 	if err != nil {
 		return err
 	}

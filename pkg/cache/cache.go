@@ -31,6 +31,9 @@ type Config struct {
 	ReservationTTL time.Duration
 	// Clock defaults to the real clock; tests inject k8s.io/utils/clock/testing.FakeClock.
 	Clock clock.WithTicker
+	// TrackWorkload adds what a workload-aware policy (fgd) needs: free CPU and memory per
+	// node from every bound pod, and the typical pod shapes seen so far (ForPod, Views).
+	TrackWorkload bool
 }
 
 func (c *Config) validate() error {
@@ -69,6 +72,10 @@ type Cache struct {
 	mu    sync.RWMutex
 	nodes map[string]*nodeState
 
+	// hosts and shapes exist only with Config.TrackWorkload.
+	hosts  *hostBook
+	shapes *shapeBook
+
 	synced []toolscache.InformerSynced
 	ready  atomic.Bool
 }
@@ -99,6 +106,13 @@ func New(cfg Config) (*Cache, error) {
 		return nil, fmt.Errorf("adding the pod event handler: %w", err)
 	}
 	c.synced = []toolscache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}
+	if cfg.TrackWorkload {
+		synced, err := c.trackWorkload(cfg.Nodes, cfg.Pods)
+		if err != nil {
+			return nil, err
+		}
+		c.synced = append(c.synced, synced...)
+	}
 	return c, nil
 }
 

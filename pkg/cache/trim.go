@@ -10,7 +10,8 @@ import (
 
 // TrimPod returns an informer transform that keeps only what the cache and bind read:
 // identity, creation/deletion time, the gpushare annotations, spec.nodeName, each
-// container's name, restartPolicy and gpu-mem/gpu-count resources, and status.phase.
+// container's name, restartPolicy and gpu-mem/gpu-count/cpu/memory resources, pod-level
+// resources and overhead (host accounting), and status.phase.
 // At 40,000 pods this is the difference between megabytes and gigabytes of informer store.
 // Objects that are not pods (tombstones) pass through unchanged.
 func TrimPod(res gpushare.Resources) toolscache.TransformFunc {
@@ -44,6 +45,8 @@ func TrimPod(res gpushare.Resources) toolscache.TransformFunc {
 				NodeName:       pod.Spec.NodeName,
 				Containers:     trimContainers(pod.Spec.Containers, res),
 				InitContainers: trimContainers(pod.Spec.InitContainers, res),
+				Resources:      pod.Spec.Resources,
+				Overhead:       pod.Spec.Overhead,
 			},
 			Status: corev1.PodStatus{Phase: pod.Status.Phase},
 		}, nil
@@ -68,10 +71,11 @@ func trimContainers(in []corev1.Container, res gpushare.Resources) []corev1.Cont
 	return out
 }
 
-// keepResources keeps only the gpu-mem and gpu-count entries (nil when neither is set).
+// keepResources keeps only the gpu-mem, gpu-count, cpu and memory entries (nil when none is
+// set).
 func keepResources(in corev1.ResourceList, res gpushare.Resources) corev1.ResourceList {
 	var out corev1.ResourceList
-	for _, name := range []corev1.ResourceName{res.Mem, res.Count} {
+	for _, name := range []corev1.ResourceName{res.Mem, res.Count, corev1.ResourceCPU, corev1.ResourceMemory} {
 		if q, ok := in[name]; ok {
 			if out == nil {
 				out = corev1.ResourceList{}

@@ -93,7 +93,7 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 		return nil
 	}
 
-	rsv, err := s.Cache.Reserve(args.Node, pod, req, s.Policy)
+	rsv, err := s.Cache.Reserve(args.Node, pod, req, s.Cache.ForPod(s.Policy))
 	if err != nil {
 		var fit *policy.FitError
 		if errors.As(err, &fit) {

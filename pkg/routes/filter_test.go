@@ -127,16 +127,17 @@ func TestPrioritize(t *testing.T) {
 		want extenderv1.HostPriorityList
 	}{
 		{
-			// binpack = round(10 * (0.75*chosen-card fullness + 0.25*node fullness)), after placing:
-			// half:  card0 12/16=0.75, node 20/32=0.625 → 10*(0.5625+0.15625)=7.19 → 7
-			// empty: card0  4/16=0.25, node  4/32=0.125 → 10*(0.1875+0.03125)=2.19 → 2
+			// binpack rate = 0.75*chosen-card fullness + 0.25*node fullness, after placing; the
+			// best node gets 10, the others 9*(rate-min)/(max-min) (policy.Scores):
+			// half:  card0 12/16=0.75, node 20/32=0.625 → 0.71875 (best) → 10
+			// empty: card0  4/16=0.25, node  4/32=0.125 → 0.21875 (min)  → 0
 			name: "4 GiB", pod: ct.Pod("p", 4),
-			want: extenderv1.HostPriorityList{{Host: "half", Score: 7}, {Host: "empty", Score: 2}, {Host: "nogpu"}, {Host: "unknown"}},
+			want: extenderv1.HostPriorityList{{Host: "half", Score: 10}, {Host: "empty", Score: 0}, {Host: "nogpu"}, {Host: "unknown"}},
 		},
 		{
-			// half: 10 does not fit → 0; empty: card 10/16=0.625, node 10/32=0.3125 → 5.47 → 5
+			// half: 10 does not fit → 0; empty is the only (so the best) node → 10
 			name: "10 GiB", pod: ct.Pod("p", 10),
-			want: extenderv1.HostPriorityList{{Host: "half"}, {Host: "empty", Score: 5}, {Host: "nogpu"}, {Host: "unknown"}},
+			want: extenderv1.HostPriorityList{{Host: "half"}, {Host: "empty", Score: 10}, {Host: "nogpu"}, {Host: "unknown"}},
 		},
 		{
 			name: "no gpu-mem scores 0 everywhere", pod: ct.Pod("p", 0),

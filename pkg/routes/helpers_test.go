@@ -36,7 +36,18 @@ func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
 
 func newFixtureWith(t testing.TB, maxBody int64, objs ...runtime.Object) *fixture {
 	t.Helper()
-	env := ct.Start(t, time.Minute, objs...)
+	return build(t, ct.Start(t, time.Minute, objs...), "binpack", maxBody)
+}
+
+// newFGDFixture runs the fgd policy on a cache that tracks the workload, as the extender
+// does for it.
+func newFGDFixture(t testing.TB, objs ...runtime.Object) *fixture {
+	t.Helper()
+	return build(t, ct.StartTracking(t, objs...), "fgd", 0)
+}
+
+func build(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture {
+	t.Helper()
 	env.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "binding" {
 			return false, nil, nil
@@ -51,7 +62,7 @@ func newFixtureWith(t testing.TB, maxBody int64, objs ...runtime.Object) *fixtur
 		pod.Status.Phase = corev1.PodRunning
 		return true, b, env.Client.Tracker().Update(podsGVR, pod, b.Namespace)
 	})
-	pol, err := policy.New("binpack")
+	pol, err := policy.New(policyName)
 	if err != nil {
 		t.Fatal(err)
 	}

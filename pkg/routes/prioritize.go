@@ -6,15 +6,21 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/policy"
 )
 
 func (s *server) installPrioritize(r *httprouter.Router) {
 	r.POST(Prefix+"/prioritize", s.prioritize)
 }
 
-// prioritize scores each candidate node 0..10 with the policy's Score of the placement its
-// Place would choose there; nodes where the pod does not fit (or a pod without or with an
-// invalid gpu-mem request) score 0.
+// prioritize scores the candidate nodes 0..10 with policy.Scores over the placements the
+// policy's Place would choose: the policy's best node gets 10, the others less by their
+// rate. Nodes where the pod does not fit, and every node for a pod with an invalid gpu-mem
+// request, score 0. Pods without gpu-mem (sent only when the scheduler configuration gives
+// the extender all pods) score 0 everywhere, except under a workload-aware policy (fgd),
+// which rates them too, to keep them off the CPU that gpu pods will need.
 func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	start := time.Now()
 	defer func() { s.Metrics.PrioritizeDuration.Observe(since(start)) }()
@@ -29,14 +35,27 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 		return
 	}
 	out := make(extenderv1.HostPriorityList, len(names))
-	req, reqErr := s.Resources.PodRequest(args.Pod)
 	for i, n := range names {
 		out[i].Host = n
-		if reqErr != nil || req.IsZero() {
-			continue
+	}
+	req, reqErr := s.Resources.PodRequest(args.Pod)
+	_, workloadAware := s.Policy.(policy.WorkloadAware)
+	if reqErr == nil && (!req.IsZero() || workloadAware) {
+		pol := s.Cache.ForPod(s.Policy)
+		nodes, placements, fits := s.Cache.Views(names, req, pol, cache.HostRequest(args.Pod))
+		fit := make([]int, 0, len(names))
+		for i := range fits {
+			if fits[i] {
+				fit = append(fit, i)
+			}
 		}
-		if score, err := s.Cache.Score(n, req, s.Policy); err == nil {
-			out[i].Score = score
+		fitNodes := make([]policy.Node, len(fit))
+		fitPlacements := make([]policy.Placement, len(fit))
+		for j, i := range fit {
+			fitNodes[j], fitPlacements[j] = nodes[i], placements[i]
+		}
+		for j, score := range policy.Scores(pol, fitNodes, fitPlacements) {
+			out[fit[j]].Score = score
 		}
 	}
 	writeJSON(w, http.StatusOK, &out)

@@ -118,6 +118,18 @@ type Env struct {
 // and waits until the cache is ready. Everything stops when the test ends.
 func Start(tb testing.TB, ttl time.Duration, objs ...runtime.Object) *Env {
 	tb.Helper()
+	return start(tb, ttl, false, objs)
+}
+
+// StartTracking is Start with Config.TrackWorkload (host accounting and workload learning,
+// as the extender runs for the fgd policy).
+func StartTracking(tb testing.TB, objs ...runtime.Object) *Env {
+	tb.Helper()
+	return start(tb, 0, true, objs)
+}
+
+func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) *Env {
+	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -128,6 +140,7 @@ func Start(tb testing.TB, ttl time.Duration, objs ...runtime.Object) *Env {
 		Resources:      gpushare.DefaultResources(),
 		ReservationTTL: ttl,
 		Clock:          clk,
+		TrackWorkload:  track,
 	})
 	if err != nil {
 		tb.Fatalf("cache.New: %v", err)

@@ -1,0 +1,129 @@
+package cache
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// trackWorkload registers the handlers behind Config.TrackWorkload: host accounting from
+// nodes and from every pod (pods without gpu-mem take CPU too), and workload learning from
+// every pod the cache sees.
+func (c *Cache) trackWorkload(nodes, pods toolscache.SharedIndexInformer) ([]toolscache.InformerSynced, error) {
+	c.hosts, c.shapes = newHostBook(), newShapeBook()
+	nodeReg, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.onHostNode(obj) },
+		UpdateFunc: func(_, obj any) { c.onHostNode(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if n, ok := obj.(*corev1.Node); ok {
+				c.hosts.deleteNode(n.Name)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding the host node handler: %w", err)
+	}
+	podReg, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.onHostPod,
+		UpdateFunc: func(_, obj any) { c.onHostPod(obj) },
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				c.hosts.deletePod(p.UID)
+				c.shapes.forget(p.UID)
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("adding the host pod handler: %w", err)
+	}
+	return []toolscache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}, nil
+}
+
+func (c *Cache) onHostNode(obj any) {
+	if n, ok := obj.(*corev1.Node); ok {
+		c.hosts.setNode(n)
+	}
+}
+
+func (c *Cache) onHostPod(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		klog.ErrorS(nil, "host pod handler got an unexpected object", "type", typeName(obj))
+		return
+	}
+	c.hosts.setPod(pod)
+	req, err := c.res.PodRequest(pod)
+	if err != nil {
+		return // an invalid request never schedules: not part of the workload
+	}
+	c.shapes.observe(pod.UID, req, hostRequest(pod))
+}
+
+// ForPod returns pol ready for one decision: a WorkloadAware policy gets the workload learned
+// so far (empty when Config.TrackWorkload is off); other policies are returned as they are.
+func (c *Cache) ForPod(pol policy.Policy) policy.Policy {
+	wa, ok := pol.(policy.WorkloadAware)
+	if !ok {
+		return pol
+	}
+	var w policy.Workload
+	if c.shapes != nil {
+		w = c.shapes.workload()
+	}
+	return wa.WithWorkload(w)
+}
+
+// Views returns, for each named node, a copy of the node as policy sees it (with its free CPU
+// and memory when Config.TrackWorkload is on) and req placed there by pol, with host as the
+// placement's host request; ok[i] is false where the node is unknown or req does not fit.
+// A pod without gpu-mem fits every node, known or not (the scheduler judges CPU and memory).
+// This is the prioritize path: pass the views to policy.Scores.
+func (c *Cache) Views(names []string, req gpushare.PodRequest, pol policy.Policy, host policy.Host) (nodes []policy.Node, placements []policy.Placement, ok []bool) {
+	nodes = make([]policy.Node, len(names))
+	placements = make([]policy.Placement, len(names))
+	ok = make([]bool, len(names))
+	for i, name := range names {
+		nodes[i].Name = name
+		if c.hosts != nil {
+			if h, known := c.hosts.free(name); known {
+				nodes[i].Host = &h
+			}
+		}
+		n := c.node(name)
+		if n != nil {
+			n.mu.Lock()
+			if n.known {
+				nodes[i].Cards = append([]policy.Card(nil), n.cards...)
+			}
+			n.mu.Unlock()
+		}
+		if req.IsZero() {
+			placements[i], ok[i] = policy.Placement{Usage: gpushare.CardUnits{}, Host: host}, true
+			continue
+		}
+		if len(nodes[i].Cards) == 0 {
+			continue
+		}
+		p, err := pol.Place(nodes[i], req)
+		if err != nil {
+			continue
+		}
+		p.Host = host
+		placements[i], ok[i] = p, true
+	}
+	return nodes, placements, ok
+}
+
+// HostRequest is the pod's effective CPU and memory request, as Views and the policies want it.
+func HostRequest(pod *corev1.Pod) policy.Host { return hostRequest(pod) }

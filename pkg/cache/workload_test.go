@@ -1,0 +1,132 @@
+package cache_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// withHost gives a node allocatable CPU (cores) and memory (GiB).
+func withHost(n *corev1.Node, cores, gib int64) *corev1.Node {
+	if n.Status.Allocatable == nil {
+		n.Status.Allocatable = corev1.ResourceList{}
+	}
+	n.Status.Allocatable[corev1.ResourceCPU] = *resource.NewQuantity(cores, resource.DecimalSI)
+	n.Status.Allocatable[corev1.ResourceMemory] = *resource.NewQuantity(gib<<30, resource.BinarySI)
+	return n
+}
+
+// requesting sets the pod's first container's CPU (millicores) and memory (MiB) requests.
+func requesting(p *corev1.Pod, milli, mib int64) *corev1.Pod {
+	c := &p.Spec.Containers[0]
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = corev1.ResourceList{}
+	}
+	c.Resources.Requests[corev1.ResourceCPU] = *resource.NewMilliQuantity(milli, resource.DecimalSI)
+	c.Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(mib<<20, resource.BinarySI)
+	return p
+}
+
+func fgd(t *testing.T) policy.Policy {
+	t.Helper()
+	p, err := policy.New("fgd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestViewsHostAccounting(t *testing.T) {
+	// n1: 16 cores, 64 GiB. Bound there: a gpu pod (2 cores, 1 GiB) and a pod without gpu-mem
+	// (4 cores, 2 GiB) → free 10 cores, 61 GiB. A Succeeded pod and an unbound pod count
+	// nothing.
+	done := requesting(ct.Pod("done", 0), 8000, 1024)
+	done.Spec.NodeName, done.Status.Phase = "n1", corev1.PodSucceeded
+	e := ct.StartTracking(t,
+		withHost(ct.Node("n1", 16, 16), 16, 64),
+		requesting(ct.Placed(ct.Pod("gpu", 4), "n1", gpushare.CardUnits{0: 4}), 2000, 1024),
+		func() *corev1.Pod { p := requesting(ct.Pod("cpu", 0), 4000, 2048); p.Spec.NodeName = "n1"; return p }(),
+		done,
+		requesting(ct.Pod("pending", 0), 1000, 1024),
+	)
+	pol := e.Cache.ForPod(fgd(t))
+	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 8, Cards: 1}}}
+	host := policy.Host{CPUMilli: 500, MemoryMiB: 256}
+	nodes, placements, ok := e.Cache.Views([]string{"n1", "missing"}, req, pol, host)
+	if diff := cmp.Diff([]bool{true, false}, ok); diff != "" {
+		t.Fatalf("ok (-want,+got):\n%s", diff)
+	}
+	wantHost := &policy.Host{CPUMilli: 10000, MemoryMiB: 61 * 1024}
+	if diff := cmp.Diff(wantHost, nodes[0].Host); diff != "" {
+		t.Errorf("n1 free host (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]policy.Card{{Index: 0, Total: 16, Used: 4, Healthy: true}, {Index: 1, Total: 16, Healthy: true}}, nodes[0].Cards); diff != "" {
+		t.Errorf("n1 cards (-want,+got):\n%s", diff)
+	}
+	if placements[0].Host != host || len(placements[0].Usage) != 1 {
+		t.Errorf("placement = %+v, want 8 units on one card with host %+v", placements[0], host)
+	}
+
+	// Deleting the pod without gpu-mem gives its CPU back.
+	if err := e.Client.CoreV1().Pods("default").Delete(context.Background(), "cpu", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "cpu pod's CPU returned", func() bool {
+		nodes, _, _ := e.Cache.Views([]string{"n1"}, req, pol, host)
+		return nodes[0].Host != nil && nodes[0].Host.CPUMilli == 14000
+	})
+}
+
+func TestViewsPodWithoutGPUFitsEverywhere(t *testing.T) {
+	e := ct.StartTracking(t, ct.Node("n1", 16))
+	_, placements, ok := e.Cache.Views([]string{"n1", "not-a-gpu-node"}, gpushare.PodRequest{}, fgd(t), policy.Host{CPUMilli: 100})
+	if diff := cmp.Diff([]bool{true, true}, ok); diff != "" {
+		t.Errorf("ok (-want,+got):\n%s", diff)
+	}
+	if placements[1].Host.CPUMilli != 100 || len(placements[1].Usage) != 0 {
+		t.Errorf("placement = %+v", placements[1])
+	}
+}
+
+func TestForPodLearnsTheWorkload(t *testing.T) {
+	// Three pods of 4 units (1 core) and one of 8 units (2 cores), each counted once however
+	// often it is updated.
+	e := ct.StartTracking(t, ct.Node("n1", 16, 16),
+		requesting(ct.Pod("a", 4), 1000, 512), requesting(ct.Pod("b", 4), 1000, 512),
+		requesting(ct.Pod("c", 4), 1000, 512), requesting(ct.Pod("d", 8), 2000, 512))
+	p, err := e.Client.CoreV1().Pods("default").Get(context.Background(), "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Labels = map[string]string{"touched": "yes"}
+	if _, err := e.Client.CoreV1().Pods("default").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := policy.Workload{
+		{Cards: 1, PerCard: 4, Host: policy.Host{CPUMilli: 1000, MemoryMiB: 512}, Weight: 0.75},
+		{Cards: 1, PerCard: 8, Host: policy.Host{CPUMilli: 2000, MemoryMiB: 512}, Weight: 0.25},
+	}
+	// The learned workload is only visible through the policy's decisions: compare with a
+	// policy built from the expected workload, on cards where fgd and best fit disagree.
+	// Free 6 and 16, a 4-unit pod: on card0 it leaves 2 and 16 → F = 2 (2 unusable for both
+	// shapes); on card1 it leaves 6 and 12 → F = 0.25·6 = 1.5 (6 only misses the 8s).
+	// fgd takes card1; best fit (and fgd without a workload) takes card0.
+	node := policy.Node{Cards: []policy.Card{{Index: 0, Total: 16, Used: 10, Healthy: true}, {Index: 1, Total: 16, Healthy: true}}}
+	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 4, Cards: 1}}}
+	ct.Eventually(t, "workload learned", func() bool {
+		got, err1 := e.Cache.ForPod(fgd(t)).Place(node, req)
+		exp, err2 := policy.NewFGD(want).Place(node, req)
+		return err1 == nil && err2 == nil && cmp.Equal(exp.Usage, got.Usage) && got.Usage[1] == 4
+	})
+	if bp := binpack(t); e.Cache.ForPod(bp) != bp {
+		t.Error("ForPod changed a policy that is not workload-aware")
+	}
+}

@@ -1,0 +1,53 @@
+package routes_test
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+)
+
+func withCPU(n *corev1.Node, cores int64) *corev1.Node {
+	n.Status.Allocatable = corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(cores, resource.DecimalSI),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+	}
+	return n
+}
+
+func cpuPod(name string, mem int64, cores int64) *corev1.Pod {
+	p := ct.Pod(name, mem)
+	c := &p.Spec.Containers[0]
+	if c.Resources.Requests == nil {
+		c.Resources.Requests = corev1.ResourceList{}
+	}
+	c.Resources.Requests[corev1.ResourceCPU] = *resource.NewQuantity(cores, resource.DecimalSI)
+	return p
+}
+
+// Under fgd, a pod without gpu-mem is kept off the node whose CPU the typical gpu pod needs.
+func TestPrioritizeFGDKeepsCPUForGPUPods(t *testing.T) {
+	// The workload seen: gpu pods of one 16-unit card and 8 cores (pending, unbound).
+	// Node "tight" has 10 cores: a 4-core pod there leaves 6 < 8 and strands its free card
+	// (ΔF = +16). Node "roomy" has 40 cores: nothing changes there (ΔF = 0).
+	f := newFGDFixture(t,
+		withCPU(ct.Node("tight", 16), 10), withCPU(ct.Node("roomy", 16), 40),
+		cpuPod("g1", 16, 8), cpuPod("g2", 16, 8),
+	)
+	names := []string{"tight", "roomy"}
+	var got extenderv1.HostPriorityList
+	ct.Eventually(t, "fgd prefers roomy", func() bool {
+		rec := f.do(t, http.MethodPost, "/gpushare-scheduler/prioritize", extenderv1.ExtenderArgs{Pod: cpuPod("web", 0, 4), NodeNames: &names})
+		if rec.Code != http.StatusOK {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+		got = nil
+		decodeInto(t, rec, &got)
+		return cmp.Equal(extenderv1.HostPriorityList{{Host: "tight", Score: 0}, {Host: "roomy", Score: 10}}, got)
+	})
+}
