@@ -3,7 +3,6 @@ package policy
 import (
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -163,12 +162,13 @@ func place(node Node, req gpushare.PodRequest, choose chooser) (Placement, error
 }
 
 // shortfall builds the FitError for container c given the free units at the time it failed.
+// It appends into one buffer: filter builds a reason for every failing node of every call.
 func shortfall(node Node, free []int64, c gpushare.ContainerRequest, multi bool) *FitError {
-	var b strings.Builder
+	b := make([]byte, 0, 64+16*len(node.Cards))
 	if multi {
-		b.WriteString("container ")
-		b.WriteString(strconv.Quote(c.Name))
-		b.WriteString(": ")
+		b = append(b, "container "...)
+		b = strconv.AppendQuote(b, c.Name)
+		b = append(b, ": "...)
 	}
 	need := c.PerCard()
 	var largest int64
@@ -181,24 +181,36 @@ func shortfall(node Node, free []int64, c gpushare.ContainerRequest, multi bool)
 			fitting++
 		}
 	}
+	b = append(b, "need "...)
+	b = strconv.AppendInt(b, need, 10)
 	if c.Cards == 1 {
-		b.WriteString("need " + strconv.FormatInt(need, 10) + " on one card; largest free " + strconv.FormatInt(largest, 10))
+		b = append(b, " on one card; largest free "...)
+		b = strconv.AppendInt(b, largest, 10)
 	} else {
-		b.WriteString("need " + strconv.FormatInt(need, 10) + " on each of " + strconv.Itoa(c.Cards) +
-			" cards; " + strconv.Itoa(fitting) + " of " + strconv.Itoa(len(node.Cards)) + " cards have that free")
+		b = append(b, " on each of "...)
+		b = strconv.AppendInt(b, int64(c.Cards), 10)
+		b = append(b, " cards; "...)
+		b = strconv.AppendInt(b, int64(fitting), 10)
+		b = append(b, " of "...)
+		b = strconv.AppendInt(b, int64(len(node.Cards)), 10)
+		b = append(b, " cards have that free"...)
 	}
-	b.WriteString(" (")
+	b = append(b, " ("...)
 	for i, card := range node.Cards {
 		if i > 0 {
-			b.WriteString(", ")
+			b = append(b, ", "...)
 		}
-		b.WriteString("card" + strconv.Itoa(card.Index) + " ")
+		b = append(b, "card"...)
+		b = strconv.AppendInt(b, int64(card.Index), 10)
 		if !card.Healthy {
-			b.WriteString("unhealthy")
+			b = append(b, " unhealthy"...)
 			continue
 		}
-		b.WriteString(strconv.FormatInt(free[i], 10) + "/" + strconv.FormatInt(card.Total, 10))
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, free[i], 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, card.Total, 10)
 	}
-	b.WriteString(")")
-	return &FitError{Reason: b.String()}
+	b = append(b, ')')
+	return &FitError{Reason: string(b)}
 }
