@@ -26,7 +26,7 @@ const (
 	TiesFirst = "first"
 	// TiesRandom emulates the cluster path: nodes get the extender's integer priorities
 	// (policy.Scores over the candidates) and a seeded random pick among the top ones, as
-	// kube-scheduler does; pods without GPUs go to a random feasible node unless AllPods.
+	// kube-scheduler does; CPU-only pods as OfflineConfig.CPUPods says.
 	TiesRandom = "random"
 	// TiesRandomScore is TiesRandom with each node's own integer Score instead of
 	// policy.Scores (the extender's prioritize before it ranked nodes against each other):
@@ -40,10 +40,24 @@ type OfflineConfig struct {
 	Units  Units
 	Ties   string // TiesFirst (default) or TiesRandom
 	Seed   int64  // for TiesRandom
-	// AllPods: with TiesRandom, CPU-only pods are ranked by the policy too (the cluster
-	// with REPLAY_ALL_PODS=yes).
-	AllPods bool
+	// CPUPods: where CPU-only pods go with TiesRandom*: CPUFirstFit (default), CPURandom or
+	// CPURanked.
+	CPUPods string
 }
+
+// Placement of CPU-only pods on the emulated cluster path.
+const (
+	// CPUFirstFit: the extender does not see them (managedResources), and kube-scheduler
+	// without score plugins stops filtering at the first feasible node
+	// (findNodesThatPassFilters, numNodesToFind = 1) from a start index that GPU pods,
+	// which visit every node, leave in place: in effect first fit in node order.
+	CPUFirstFit = "first-fit"
+	// CPURandom: the extender sees them (REPLAY_ALL_PODS=yes) but scores every node alike:
+	// a random feasible node.
+	CPURandom = "random"
+	// CPURanked: the extender ranks them like GPU pods (policy.Scores).
+	CPURanked = "ranked"
+)
 
 // Workload learning of WorkloadAware policies (fgd) in offline mode: the typical shapes
 // covering this share of the pods seen so far, at most this many. They should match the
@@ -61,6 +75,13 @@ const (
 // before each pod, the typical shapes of the pods seen so far, this one included.
 // Progress (may be nil) gets a bar. Errors: an unknown tie mode, ctx cancelled.
 func Offline(ctx context.Context, cfg OfflineConfig, nodes []NodeSpec, pods []PodSpec, rec *Recorder, progress io.Writer) (time.Duration, error) {
+	switch cfg.CPUPods {
+	case "":
+		cfg.CPUPods = CPUFirstFit
+	case CPUFirstFit, CPURandom, CPURanked:
+	default:
+		return 0, fmt.Errorf("offline CPU-only pods %q: want %q, %q or %q", cfg.CPUPods, CPUFirstFit, CPURandom, CPURanked)
+	}
 	switch cfg.Ties {
 	case "":
 		cfg.Ties = TiesFirst
@@ -160,8 +181,13 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 // choose returns the position of the chosen candidate.
 func (o *offline) choose(p policy.Policy, pod PodSpec, nodes []policy.Node, placements []policy.Placement) int {
 	if o.cfg.Ties == TiesRandom || o.cfg.Ties == TiesRandomScore {
-		if pod.NumGPU == 0 && !o.cfg.AllPods {
-			return o.rng.Intn(len(nodes))
+		if pod.NumGPU == 0 {
+			switch o.cfg.CPUPods {
+			case CPUFirstFit:
+				return 0
+			case CPURandom:
+				return o.rng.Intn(len(nodes))
+			}
 		}
 		var scores []int64
 		if o.cfg.Ties == TiesRandom {

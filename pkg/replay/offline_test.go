@@ -60,42 +60,57 @@ func TestOffline(t *testing.T) {
 }
 
 func TestOfflineRandomTies(t *testing.T) {
-	// Three identical empty nodes: binpack scores them alike, so "first" always takes n0
-	// while "random" spreads single pods over all three, reproducibly for a seed.
+	// Three identical empty nodes: binpack scores them alike for the first GPU pod, so
+	// "first" takes n0 and "random" a seeded random one; CPU-only pods, which the extender
+	// never sees, go first fit (n0) under "random" as under kube-scheduler.
 	nodes := []NodeSpec{
 		{Name: "n0", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
 		{Name: "n1", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
 		{Name: "n2", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
 	}
-	var pods []PodSpec
-	for i := 0; i < 30; i++ {
-		pods = append(pods, PodSpec{Name: "c" + string(rune('a'+i)), MilliCPU: 100, MemoryMiB: 1})
-	}
+	gpu := []PodSpec{gpuPod("g", 1, 100)}
+	cpu := []PodSpec{{Name: "c0", MilliCPU: 100, MemoryMiB: 1}, {Name: "c1", MilliCPU: 100, MemoryMiB: 1}}
 	pol, _ := policy.New("binpack")
 	units, _ := NewUnits(UnitMilli, nodes)
-	run := func(ties string, seed int64) map[string]int {
+	first := func(ties string, seed int64, pods []PodSpec) []string {
 		rec := NewRecorder(TotalGPUMilli(nodes))
 		cfg := OfflineConfig{Policy: pol, Units: units, Ties: ties, Seed: seed}
 		if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
 			t.Fatal(err)
 		}
-		count := map[string]int{}
+		var out []string
 		for _, s := range rec.Steps() {
-			count[s.Node]++
+			out = append(out, s.Node)
 		}
-		return count
+		return out
 	}
-	if got := run(TiesFirst, 1); got["n0"] != 30 {
-		t.Errorf("first: %v, want all on n0", got)
+	seen, seenCPU := map[string]bool{}, map[string]bool{}
+	for seed := int64(0); seed < 20; seed++ {
+		if got := first(TiesFirst, seed, gpu); got[0] != "n0" {
+			t.Errorf("first, seed %d: %v, want n0", seed, got)
+		}
+		a, b := first(TiesRandom, seed, gpu), first(TiesRandom, seed, gpu)
+		if a[0] != b[0] {
+			t.Errorf("random, seed %d: %v then %v", seed, a, b)
+		}
+		seen[a[0]] = true
+		if got := first(TiesRandom, seed, cpu); !cmp.Equal(got, []string{"n0", "n0"}) {
+			t.Errorf("random, CPU-only pods: %v, want first fit", got)
+		}
+		rec := NewRecorder(TotalGPUMilli(nodes))
+		cfg := OfflineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: CPURandom}
+		if _, err := Offline(context.Background(), cfg, nodes, cpu, rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		seenCPU[rec.Steps()[0].Node] = true
 	}
-	a, b := run(TiesRandom, 7), run(TiesRandom, 7)
-	if diff := cmp.Diff(a, b); diff != "" {
-		t.Errorf("random ties differ for one seed (-first,+second):\n%s", diff)
+	if len(seen) != 3 || len(seenCPU) != 3 {
+		t.Errorf("random ties over 20 seeds chose only %v (GPU pod), %v (CPU-only pod, -cpu-pods random)", seen, seenCPU)
 	}
-	if len(a) != 3 {
-		t.Errorf("random: %v, want pods on all three nodes", a)
+	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, CPUPods: "everywhere"}, nodes, gpu, NewRecorder(1), nil); err == nil {
+		t.Errorf("unknown CPU-only pod mode accepted")
 	}
-	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, Ties: "coin"}, nodes, pods, NewRecorder(1), nil); err == nil {
+	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, Ties: "coin"}, nodes, gpu, NewRecorder(1), nil); err == nil {
 		t.Errorf("unknown tie mode accepted")
 	}
 }

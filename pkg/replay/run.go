@@ -35,9 +35,9 @@ type Options struct {
 	MetricsURL  string   // extender /metrics ("" skips latencies)
 	PodTimeout  time.Duration
 	Progress    io.Writer // progress bar; nil for none
-	// OfflineTies and OfflineAllPods: see OfflineConfig (offline runs only).
+	// OfflineTies and OfflineCPUPods: see OfflineConfig (offline runs only).
 	OfflineTies    string
-	OfflineAllPods bool
+	OfflineCPUPods string
 }
 
 // Prepared is the parsed and tuned input of a replay.
@@ -170,13 +170,13 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 		return Summary{}, err
 	}
 	rec := NewRecorder(TotalGPUMilli(pr.Nodes))
-	cfg := OfflineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, AllPods: o.OfflineAllPods}
+	cfg := OfflineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, CPUPods: o.OfflineCPUPods}
 	wall, runErr := Offline(ctx, cfg, pr.Nodes, pr.Pods, rec, o.Progress)
 	mode := "offline"
 	if o.OfflineTies == TiesRandom || o.OfflineTies == TiesRandomScore {
 		mode = "offline-" + o.OfflineTies
-		if o.OfflineAllPods {
-			mode += "-allpods"
+		if o.OfflineCPUPods != "" && o.OfflineCPUPods != CPUFirstFit {
+			mode += "-cpu-" + o.OfflineCPUPods
 		}
 	}
 	s := o.summary(pr, mode, rec, wall)
