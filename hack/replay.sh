@@ -16,8 +16,9 @@
 #   TRACES_DIR  folder of the CSVs (default: ../shared/traces/openb next to the repo)
 #   REPLAY_KCM  yes: also run kube-controller-manager (default: no; see below)
 #   REPLAY_ALL_PODS yes: drop managedResources from the scheduler config so CPU-only pods
-#                go through the extender too (its prioritize then ranks them; default: no,
-#                they land on a random feasible node)
+#                go through the extender too and its prioritize ranks them (default: no;
+#                then kube-scheduler, with no score plugin for them, takes the first
+#                feasible node: first fit in node order)
 #   KEEP_CLUSTER yes: leave the cluster running (stop it with the same environment and
 #                hack/cluster-down.sh, GPUSHARE_STATE_DIR=_output/replay-cluster)
 #
