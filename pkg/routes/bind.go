@@ -21,10 +21,6 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// rollbackTimeout bounds the annotation clean-up after a failed Binding; it runs even when
-// the scheduler has given up on the request.
-const rollbackTimeout = 10 * time.Second
-
 func (s *server) installBind(r *httprouter.Router) {
 	r.POST(Prefix+"/bind", s.bind)
 }
@@ -41,8 +37,8 @@ func failBind(label string, format string, args ...any) *bindError {
 	return &bindError{label: label, err: fmt.Errorf(format, args...)}
 }
 
-// bind reserves cards for the pod, writes the allocation annotations, then creates the
-// Binding; any failure after the reservation rolls both back. Failures are answered with
+// bind reserves cards for the pod, then creates a Binding that carries the allocation
+// annotations (one API write); if it fails, the reservation is released. Failures are answered with
 // HTTP 200 and ExtenderBindingResult.Error, which is how the scheduler expects them.
 func (s *server) bind(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	start := time.Now()
@@ -87,7 +83,7 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 		return failBind(metrics.BindInvalid, "pod %s/%s: %w", pod.Namespace, pod.Name, err)
 	}
 	if req.IsZero() { // not a gpushare pod: bind it plainly
-		if err := s.createBinding(ctx, pod, args.Node); err != nil {
+		if err := s.createBinding(ctx, pod, args.Node, nil); err != nil {
 			return failBind(metrics.BindBinding, "binding pod %s/%s to %s: %w", pod.Namespace, pod.Name, args.Node, err)
 		}
 		return nil
@@ -101,17 +97,45 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 		}
 		return failBind(metrics.BindNoFit, "choosing cards for pod %s/%s on %s: %w", pod.Namespace, pod.Name, args.Node, err)
 	}
+	// The API writes run on their own deadline, detached from the scheduler's request: when a
+	// slow API server makes the scheduler give up, a Binding already on its way must finish
+	// (or fail) on its own, not be cancelled half-way and retried into the same slowness.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.BindTimeout)
+	defer cancel()
 	ann := gpushare.BindAnnotations(rsv.Placement.Allocation, req.TotalUnits(), rsv.CardUnits, s.Clock.Now())
-	if err := s.patchAnnotations(ctx, pod, annotationPatch(pod.UID, ann)); err != nil {
-		s.Cache.Release(pod.UID)
-		return failBind(metrics.BindPatch, "writing allocation annotations to pod %s/%s: %w", pod.Namespace, pod.Name, err)
+	if stale := staleAnnotations(pod, ann); stale != nil {
+		// Rare: the pod was created carrying bind annotations (e.g. copied from another pod).
+		// They must not outlive this bind, and a Binding can only add annotations.
+		if err := s.patchAnnotations(ctx, pod, annotationPatch(pod.UID, stale)); err != nil {
+			s.Cache.Release(pod.UID)
+			return failBind(metrics.BindPatch, "removing stale allocation annotations from pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		}
 	}
-	if err := s.createBinding(ctx, pod, args.Node); err != nil {
-		s.rollback(ctx, pod)
-		return failBind(metrics.BindBinding, "binding pod %s/%s to %s (annotations and reservation rolled back): %w",
+	if err := s.createBinding(ctx, pod, args.Node, ann); err != nil {
+		s.Cache.Release(pod.UID)
+		return failBind(metrics.BindBinding, "binding pod %s/%s to %s (reservation released): %w",
 			pod.Namespace, pod.Name, args.Node, err)
 	}
 	return nil
+}
+
+// staleAnnotations returns a merge-patch value deleting the bind annotation keys the pod
+// carries but ann does not set, or nil when there are none.
+func staleAnnotations(pod *corev1.Pod, ann map[string]string) map[string]*string {
+	var del map[string]*string
+	for _, k := range gpushare.BindAnnotationKeys() {
+		if _, has := pod.Annotations[k]; !has {
+			continue
+		}
+		if _, writing := ann[k]; writing {
+			continue
+		}
+		if del == nil {
+			del = map[string]*string{}
+		}
+		del[k] = nil
+	}
+	return del
 }
 
 // getPod reads the pod from the informer, else from the API server (a pod created moments
@@ -142,25 +166,13 @@ func (s *server) patchAnnotations(ctx context.Context, pod *corev1.Pod, patch []
 	return err
 }
 
-func (s *server) createBinding(ctx context.Context, pod *corev1.Pod, node string) error {
+// createBinding binds the pod and sets ann on it in one write: the API server copies a
+// Binding's annotations onto the pod together with spec.nodeName, under the pod UID
+// precondition. So the device plugin never sees a bound pod without its cards, and a failed
+// Binding leaves nothing to roll back.
+func (s *server) createBinding(ctx context.Context, pod *corev1.Pod, node string, ann map[string]string) error {
 	return s.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID},
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Annotations: ann},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}, metav1.CreateOptions{})
-}
-
-// rollback removes every annotation a bind may write and drops the reservation. It uses its
-// own deadline: the request's context may already be cancelled.
-func (s *server) rollback(ctx context.Context, pod *corev1.Pod) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
-	defer cancel()
-	del := map[string]*string{}
-	for _, k := range gpushare.BindAnnotationKeys() {
-		del[k] = nil
-	}
-	if err := s.patchAnnotations(ctx, pod, annotationPatch(pod.UID, del)); err != nil {
-		klog.FromContext(ctx).Error(err, "rolling back allocation annotations; the device plugin may see a stale allocation",
-			"pod", klog.KObj(pod))
-	}
-	s.Cache.Release(pod.UID)
 }

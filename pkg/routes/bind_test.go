@@ -167,7 +167,7 @@ func TestBindFailures(t *testing.T) {
 			wantError: "gpu-mem: need 20 on one card; largest free 16 (card0 16/16)",
 		},
 		{
-			name: "binding fails: annotations and reservation rolled back",
+			name: "binding fails: reservation released, nothing written",
 			args: extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"},
 			reactor: func(f *fixture) {
 				f.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -175,11 +175,10 @@ func TestBindFailures(t *testing.T) {
 				})
 			},
 			wantError: "etcd is on fire",
-			patched:   true,
 		},
 		{
-			name: "patch fails: reservation released",
-			args: extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"},
+			name: "stale annotations cannot be removed: reservation released",
+			args: extenderv1.ExtenderBindingArgs{PodName: "stale", PodNamespace: "default", PodUID: "uid-stale", Node: "n1"},
 			reactor: func(f *fixture) {
 				f.Client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, errors.New("admission says no")
@@ -191,7 +190,9 @@ func TestBindFailures(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFixture(t, ct.Node("n1", 16), ct.Pod("p", 6), ct.Pod("huge", 20))
+			stale := ct.Pod("stale", 6)
+			stale.Annotations = map[string]string{gpushare.AnnotationAllocated: "app/0"}
+			f := newFixture(t, ct.Node("n1", 16), ct.Pod("p", 6), ct.Pod("huge", 20), stale)
 			if tc.reactor != nil {
 				tc.reactor(f)
 			}
@@ -221,36 +222,54 @@ func TestBindFailures(t *testing.T) {
 	}
 }
 
-// TestBindRollbackRemovesWrittenAnnotations: the pod had the annotations written (patch
-// succeeded), the Binding failed; the rollback patch must delete every key.
-func TestBindRollbackRemovesWrittenAnnotations(t *testing.T) {
+// TestBindIsOneWrite: the allocation travels on the Binding (the API server copies its
+// annotations onto the pod with nodeName): no patch, and the Binding carries them.
+func TestBindIsOneWrite(t *testing.T) {
 	f := newFixture(t, ct.Node("n1", 16), ct.Pod("p", 6))
-	var annotatedBeforeBinding map[string]string
-	f.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		if a.GetSubresource() != "binding" {
-			return false, nil, nil
-		}
-		obj, err := f.Client.Tracker().Get(podsGVR, "default", "p")
-		if err != nil {
-			return true, nil, err
-		}
-		annotatedBeforeBinding = ourAnnotations(obj.(*corev1.Pod))
-		return true, nil, errors.New("conflict")
-	})
-	res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"})
-	if res.Error == "" {
-		t.Fatal("bind succeeded despite a failing Binding")
-	}
-	if annotatedBeforeBinding[gpushare.AnnotationAllocation] != `{"0":{"0":6}}` {
-		t.Errorf("annotations at Binding time %v: want the allocation written first", annotatedBeforeBinding)
-	}
-	if got := ourAnnotations(f.pod(t, "p")); len(got) != 0 {
-		t.Errorf("annotations after rollback: %v", got)
-	}
-	// A retry on the same pod succeeds: nothing was left held.
-	f.Client.ReactionChain = f.Client.ReactionChain[1:]
 	if res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"}); res.Error != "" {
-		t.Errorf("retry: %s", res.Error)
+		t.Fatal(res.Error)
+	}
+	var writes []string
+	var binding *corev1.Binding
+	for _, a := range f.Client.Actions() {
+		switch a.GetVerb() {
+		case "create", "patch", "update":
+			writes = append(writes, a.GetVerb()+"/"+a.GetSubresource())
+			if a.GetSubresource() == "binding" {
+				binding = a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
+			}
+		}
+	}
+	if d := cmp.Diff([]string{"create/binding"}, writes); d != "" {
+		t.Errorf("API writes (-want,+got):\n%s", d)
+	}
+	if binding == nil || binding.UID != "uid-p" || binding.Annotations[gpushare.AnnotationAllocation] != `{"0":{"0":6}}` {
+		t.Errorf("binding = %+v, want UID precondition uid-p and the allocation annotation", binding)
+	}
+}
+
+// TestBindRemovesStaleAnnotations: a pod created with bind annotations it should not have
+// (copied from another pod) gets them deleted before the Binding adds the new ones.
+func TestBindRemovesStaleAnnotations(t *testing.T) {
+	p := ct.Pod("p", 6)
+	p.Annotations = map[string]string{
+		gpushare.AnnotationAllocated:      "app/0",
+		gpushare.AnnotationInitAllocation: `{"0":{"3":2}}`,
+		gpushare.AnnotationIndex:          "3",
+		"keep.example.com/note":           "mine",
+	}
+	f := newFixture(t, ct.Node("n1", 16), p)
+	if res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"}); res.Error != "" {
+		t.Fatal(res.Error)
+	}
+	got := f.pod(t, "p").Annotations
+	for _, k := range []string{gpushare.AnnotationAllocated, gpushare.AnnotationInitAllocation} {
+		if v, ok := got[k]; ok {
+			t.Errorf("stale %s=%q survived the bind", k, v)
+		}
+	}
+	if got[gpushare.AnnotationIndex] != "0" || got["keep.example.com/note"] != "mine" {
+		t.Errorf("annotations after bind: %v", got)
 	}
 }
 

@@ -58,6 +58,13 @@ func build(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture
 			return true, nil, err
 		}
 		pod := obj.(*corev1.Pod).DeepCopy()
+		// As the API server does: a Binding's annotations land on the pod with nodeName.
+		for k, v := range b.Annotations {
+			if pod.Annotations == nil {
+				pod.Annotations = map[string]string{}
+			}
+			pod.Annotations[k] = v
+		}
 		pod.Spec.NodeName = b.Target.Name
 		pod.Status.Phase = corev1.PodRunning
 		return true, b, env.Client.Tracker().Update(podsGVR, pod, b.Namespace)

@@ -27,6 +27,10 @@ const Prefix = "/gpushare-scheduler"
 // is tens of MiB.
 const DefaultMaxRequestBytes int64 = 64 << 20
 
+// DefaultBindTimeout bounds a bind's API writes. They run detached from the scheduler's
+// request (see bind), so this, not the scheduler's httpTimeout, ends a stuck write.
+const DefaultBindTimeout = 30 * time.Second
+
 // Config is what New needs.
 type Config struct {
 	Cache     *cache.Cache
@@ -45,6 +49,8 @@ type Config struct {
 	MaxRequestBytes int64
 	// Clock stamps the assume-time annotation; defaults to the real clock.
 	Clock clock.PassiveClock
+	// BindTimeout defaults to DefaultBindTimeout.
+	BindTimeout time.Duration
 	// Version is served at /version.
 	Version string
 }
@@ -59,6 +65,8 @@ func (c *Config) validate() error {
 		return errors.New("routes config: kubernetes client is nil")
 	case c.MaxRequestBytes < 0:
 		return fmt.Errorf("routes config: max request bytes %d is negative", c.MaxRequestBytes)
+	case c.BindTimeout < 0:
+		return fmt.Errorf("routes config: bind timeout %s is negative", c.BindTimeout)
 	}
 	if err := c.Resources.Validate(); err != nil {
 		return fmt.Errorf("routes config: %w", err)
@@ -74,6 +82,9 @@ func (c *Config) validate() error {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
+	}
+	if c.BindTimeout == 0 {
+		c.BindTimeout = DefaultBindTimeout
 	}
 	return nil
 }
