@@ -167,6 +167,7 @@ main() {
     --limit "$LIMIT" \
     --out "$OUT" \
     --policy-label "$POLICY" \
+    --mode-suffix "$([ "$REPLAY_ALL_PODS" = yes ] && echo allpods)" \
     --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" | tee "$OUT/summary.txt"
 }
 

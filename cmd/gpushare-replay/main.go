@@ -73,6 +73,7 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&f.PolicyLabel, "policy-label", "", "policy name recorded in the results (default: --policy)")
 	fs.StringVar(&f.Namespace, "namespace", "replay", "namespace of the replay pods")
 	fs.IntVar(&f.StepEvery, "step-every", 1, "write every N-th step to steps.csv")
+	fs.StringVar(&f.ModeSuffix, "mode-suffix", "", "appended to the recorded mode (cluster-<suffix>) to tell set-ups apart")
 	fs.StringVar(&f.MetricsURL, "metrics-url", "http://127.0.0.1:12345/metrics", "extender /metrics for latency percentiles (empty: skip)")
 	fs.DurationVar(&f.PodTimeout, "pod-timeout", 2*time.Minute, "fail the run when a pod is neither bound nor unschedulable after this")
 	fs.Float32Var(&f.qps, "qps", 1000, "client QPS to the API server")

@@ -35,6 +35,9 @@ type Options struct {
 	MetricsURL  string   // extender /metrics ("" skips latencies)
 	PodTimeout  time.Duration
 	Progress    io.Writer // progress bar; nil for none
+	// ModeSuffix is appended to the mode recorded in the results ("cluster-<suffix>"), to
+	// tell runs of different set-ups apart (hack/replay.sh: "allpods").
+	ModeSuffix string
 	// OfflineTies and OfflineCPUPods: see OfflineConfig (offline runs only).
 	OfflineTies    string
 	OfflineCPUPods string
@@ -93,6 +96,9 @@ func TraceName(path string) string {
 
 func (o Options) summary(pr Prepared, mode string, rec *Recorder, wall time.Duration) Summary {
 	s := NewSummary(rec, wall)
+	if o.ModeSuffix != "" {
+		mode += "-" + o.ModeSuffix
+	}
 	s.Policy, s.Trace, s.Mode, s.Seed, s.Tune, s.Unit = o.PolicyLabel, pr.Trace, mode, o.Seed, o.Tune, string(o.Unit)
 	s.Started = time.Now().Add(-wall).UTC().Truncate(time.Second)
 	return s
