@@ -132,7 +132,7 @@ start_replay_scheduler() {
   if [ "$REPLAY_ALL_PODS" = yes ]; then
     # managedResources is the extender entry's last field: cut it and its list.
     sed -i '/^  managedResources:/,$d' "$STATE/replay-config.yaml"
-    if grep -q 'ignoredByScheduler\|managedResources' "$STATE/replay-config.yaml"; then
+    if grep -v '^[[:space:]]*#' "$STATE/replay-config.yaml" | grep -q 'ignoredByScheduler\|managedResources'; then
       die "could not drop managedResources from $STATE/replay-config.yaml"
     fi
   fi
