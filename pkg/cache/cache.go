@@ -22,7 +22,7 @@ const DefaultReservationTTL = 2 * time.Minute
 
 // Config is what New needs. Nodes and Pods are informers from the one SharedInformerFactory
 // main builds (nodes already filtered by the node selector); neither may be started yet,
-// because New installs the pod transform (TrimPod).
+// because New installs the transforms (TrimPod, TrimNode).
 type Config struct {
 	Nodes     toolscache.SharedIndexInformer
 	Pods      toolscache.SharedIndexInformer
@@ -96,6 +96,9 @@ func New(cfg Config) (*Cache, error) {
 	}
 	if err := cfg.Pods.SetTransform(TrimPod(cfg.Resources)); err != nil {
 		return nil, fmt.Errorf("installing the pod transform: %w", err)
+	}
+	if err := cfg.Nodes.SetTransform(TrimNode(cfg.Resources)); err != nil {
+		return nil, fmt.Errorf("installing the node transform: %w", err)
 	}
 	nodeReg, err := cfg.Nodes.AddEventHandler(c.nodeHandler())
 	if err != nil {

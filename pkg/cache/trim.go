@@ -85,3 +85,33 @@ func keepResources(in corev1.ResourceList, res gpushare.Resources) corev1.Resour
 	}
 	return out
 }
+
+// TrimNode returns an informer transform that keeps only what the cache reads from a node:
+// identity, labels, the gpushare inventory annotation and allocatable gpu-mem, gpu-count, cpu
+// and memory. A real node also carries its image list, conditions and managedFields — tens of
+// KB each, megabytes over thousands of nodes. Objects that are not nodes pass through.
+func TrimNode(res gpushare.Resources) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		node, ok := obj.(*corev1.Node)
+		if !ok {
+			return obj, nil
+		}
+		var ann map[string]string
+		if v, has := node.Annotations[gpushare.AnnotationNodeInventory]; has {
+			ann = map[string]string{gpushare.AnnotationNodeInventory: v}
+		}
+		return &corev1.Node{
+			TypeMeta: node.TypeMeta,
+			ObjectMeta: metav1.ObjectMeta{
+				Name:              node.Name,
+				UID:               node.UID,
+				ResourceVersion:   node.ResourceVersion,
+				CreationTimestamp: node.CreationTimestamp,
+				DeletionTimestamp: node.DeletionTimestamp,
+				Labels:            node.Labels,
+				Annotations:       ann,
+			},
+			Status: corev1.NodeStatus{Allocatable: keepResources(node.Status.Allocatable, res)},
+		}, nil
+	}
+}
