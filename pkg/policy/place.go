@@ -69,6 +69,9 @@ func place(node Node, req gpushare.PodRequest, choose chooser) (Placement, error
 	if req.IsZero() {
 		return Placement{Usage: gpushare.CardUnits{}}, nil
 	}
+	if err := singleShortfall(node, req); err != nil {
+		return Placement{}, err
+	}
 	free := make([]int64, len(node.Cards))
 	for i, c := range node.Cards {
 		free[i] = c.Free()
@@ -159,6 +162,31 @@ func place(node Node, req gpushare.PodRequest, choose chooser) (Placement, error
 		}
 	}
 	return Placement{Allocation: alloc, Usage: usage}, nil
+}
+
+// singleShortfall answers a pod with one app container that cannot fit without allocating
+// the placement state: filter asks this of every failing node. The reason is the one place
+// would give (the container is the first placed, so the free units are the cards' own).
+func singleShortfall(node Node, req gpushare.PodRequest) *FitError {
+	if len(req.Containers) != 1 || req.Containers[0].Kind == gpushare.Init {
+		return nil
+	}
+	c := req.Containers[0]
+	fitting := 0
+	for _, card := range node.Cards {
+		if card.Free() >= c.PerCard() {
+			fitting++
+		}
+	}
+	if fitting >= c.Cards {
+		return nil
+	}
+	var buf [16]int64 // typical nodes have up to 8 or 16 cards: no heap allocation
+	free := buf[:0]
+	for _, card := range node.Cards {
+		free = append(free, card.Free())
+	}
+	return shortfall(node, free, c, false)
 }
 
 // shortfall builds the FitError for container c given the free units at the time it failed.
