@@ -15,10 +15,12 @@
 #   OUT      result folder (default: _output/replay/$TRACE/$POLICY/seed$SEED)
 #   TRACES_DIR  folder of the CSVs (default: ../shared/traces/openb next to the repo)
 #   REPLAY_KCM  yes: also run kube-controller-manager (default: no; see below)
-#   REPLAY_ALL_PODS yes: drop managedResources from the scheduler config so CPU-only pods
-#                go through the extender too and its prioritize ranks them (default: no;
-#                then kube-scheduler, with no score plugin for them, takes the first
-#                feasible node: first fit in node order)
+#   REPLAY_ALL_PODS yes (default): drop managedResources from the scheduler config so
+#                CPU-only pods go through the extender too and its prioritize ranks them,
+#                as the simulator's score plugin does (fgd keeps them off the CPU GPU pods
+#                need; the other policies score them 0, i.e. a random feasible node).
+#                no: kube-scheduler, with no score plugin for them, takes the first
+#                feasible node (first fit in node order)
 #   KEEP_CLUSTER yes: leave the cluster running (stop it with the same environment and
 #                hack/cluster-down.sh, GPUSHARE_STATE_DIR=_output/replay-cluster)
 #
@@ -47,7 +49,7 @@ LIMIT=${LIMIT:-0}
 OUT=${OUT:-$REPO/_output/replay/$TRACE/$POLICY/seed$SEED}
 TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
 REPLAY_KCM=${REPLAY_KCM:-no}
-REPLAY_ALL_PODS=${REPLAY_ALL_PODS:-no}
+REPLAY_ALL_PODS=${REPLAY_ALL_PODS:-yes}
 KEEP_CLUSTER=${KEEP_CLUSTER:-no}
 
 # A cluster of its own, beside a possibly running demo cluster, and binaries of its own:
