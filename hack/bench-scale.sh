@@ -77,29 +77,10 @@ mkdir -p "$OUT"
   git -C "$REPO" status --short cmd/extender pkg/cache pkg/routes pkg/policy pkg/gpushare pkg/metrics
 } >"$OUT/build.txt" 2>&1 || true
 
-K8S_BIN=$(k8s_bin_dir)
-[ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
-export GPUSHARE_K8S_BIN=$K8S_BIN
-
-teardown() {
-  local rc=$?
-  if [ "$KEEP_CLUSTER" = yes ]; then
-    log "cluster left running: export KUBECONFIG=$KUBECONFIG_FILE (stop: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh)"
-  else
-    "$REPO/hack/cluster-down.sh" || log "WARNING: cluster-down failed"
-  fi
-  exit "$rc"
-}
-
-if is_running kube-apiserver; then
-  die "a cluster already runs in $STATE; stop it first: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh"
-fi
-rm -rf "$STATE/etcd"
+prepare_bench_cluster
 find "$OUT" -maxdepth 1 -name '*.json' -delete
-mkdir -p "$STATE" "$PIDS" "$LOGS" "$OUT"
-echo "$K8S_BIN" >"$STATE/k8s-bin"
+mkdir -p "$OUT"
 echo kwok >"$STATE/node-mode"
-trap teardown EXIT
 
 # start_bench_scheduler CONFIG: kube-scheduler with deploy/scheduler/CONFIG, waiting until
 # it is ready (informers synced), so phase timing starts with a working scheduler.

@@ -86,28 +86,8 @@ mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
   CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-replay" ./cmd/gpushare-replay)
 
-K8S_BIN=$(k8s_bin_dir)
-[ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
-export GPUSHARE_K8S_BIN=$K8S_BIN
-
-teardown() {
-  local rc=$?
-  if [ "$KEEP_CLUSTER" = yes ]; then
-    log "cluster left running: export KUBECONFIG=$KUBECONFIG_FILE (stop: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh)"
-  else
-    "$REPO/hack/cluster-down.sh" || log "WARNING: cluster-down failed"
-  fi
-  exit "$rc"
-}
-
-if is_running kube-apiserver; then
-  die "a cluster already runs in $STATE; stop it first: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh"
-fi
-rm -rf "$STATE/etcd"
-mkdir -p "$STATE" "$PIDS" "$LOGS"
-echo "$K8S_BIN" >"$STATE/k8s-bin"
+prepare_bench_cluster
 echo kwok >"$STATE/node-mode"
-trap teardown EXIT
 
 # start_replay_kwok: kwok with the node-initialize stage only, and node leases only when
 # kube-controller-manager runs (its node lifecycle controller needs heartbeats).

@@ -202,3 +202,30 @@ wait_for() {
 
 # kubectl_ runs the pinned kubectl against this cluster.
 kubectl_() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+# prepare_bench_cluster: the common start of the benchmark scripts (replay, scale), which run
+# a fresh control plane of their own: finds the Kubernetes binaries, refuses to start over a
+# cluster already running in $STATE, resets its etcd, and installs an EXIT trap that stops
+# the cluster (or, with KEEP_CLUSTER=yes, says how to reach and stop it).
+prepare_bench_cluster() {
+  K8S_BIN=$(k8s_bin_dir)
+  [ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
+  export GPUSHARE_K8S_BIN=$K8S_BIN
+  if is_running kube-apiserver; then
+    die "a cluster already runs in $STATE; stop it first: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh"
+  fi
+  rm -rf "$STATE/etcd"
+  mkdir -p "$STATE" "$PIDS" "$LOGS"
+  echo "$K8S_BIN" >"$STATE/k8s-bin"
+  trap bench_teardown EXIT
+}
+
+bench_teardown() {
+  local rc=$?
+  if [ "${KEEP_CLUSTER:-no}" = yes ]; then
+    log "cluster left running: export KUBECONFIG=$KUBECONFIG_FILE (stop: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh)"
+  else
+    "$REPO/hack/cluster-down.sh" || log "WARNING: cluster-down failed"
+  fi
+  exit "$rc"
+}
