@@ -75,25 +75,3 @@ func (n *nodeState) fitsOneContainer(req gpushare.PodRequest) bool {
 	}
 	return false
 }
-
-// Score places req on the named node with pol and rates the result 0..policy.MaxScore.
-// Errors as for Fits.
-func (c *Cache) Score(nodeName string, req gpushare.PodRequest, pol policy.Policy) (int64, error) {
-	n := c.node(nodeName)
-	if n == nil {
-		return 0, ErrUnknownNode
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if !n.known {
-		return 0, ErrUnknownNode
-	}
-	if len(n.devices) == 0 {
-		return 0, ErrNoCards
-	}
-	p, err := pol.Place(n.view(), req)
-	if err != nil {
-		return 0, err
-	}
-	return pol.Score(n.view(), p), nil
-}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/gpushare/gpushare/pkg/policy"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -111,8 +112,9 @@ func BenchmarkCacheFits(b *testing.B) {
 	}
 }
 
-// BenchmarkCacheScore is the cache work of one prioritize call: Score on each node.
-func BenchmarkCacheScore(b *testing.B) {
+// BenchmarkCacheViews is the work of one prioritize call besides HTTP: the node views and
+// placements (cache.Views), then the ranking (policy.Scores).
+func BenchmarkCacheViews(b *testing.B) {
 	c := getCluster(b)
 	for _, s := range shapes {
 		b.Run(s.name, func(b *testing.B) {
@@ -120,9 +122,15 @@ func BenchmarkCacheScore(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				for _, n := range c.names {
-					_, _ = c.cache.Score(n, req, c.policy)
+				nodes, placements, ok := c.cache.Views(c.names, req, c.policy, policy.Host{})
+				var fitN []policy.Node
+				var fitP []policy.Placement
+				for i := range ok {
+					if ok[i] {
+						fitN, fitP = append(fitN, nodes[i]), append(fitP, placements[i])
+					}
 				}
+				_ = policy.Scores(c.policy, fitN, fitP)
 			}
 		})
 	}
