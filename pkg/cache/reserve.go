@@ -64,7 +64,7 @@ func (c *Cache) Reserve(nodeName string, pod *corev1.Pod, req gpushare.PodReques
 	return Reservation{Placement: p, CardUnits: sizes}, nil
 }
 
-// Release drops the pod's reservation (a bind rolling back). A pod the informer already saw
+// Release drops the pod's reservation (a bind that failed). A pod the informer already saw
 // placed is left alone. It reports whether a reservation was dropped.
 func (c *Cache) Release(uid types.UID) bool {
 	c.podsMu.Lock()

@@ -194,7 +194,8 @@ func BindAnnotations(a PodAllocation, podUnits int64, cardUnits CardUnits, now t
 	return out
 }
 
-// BindAnnotationKeys lists every key BindAnnotations may write, for rolling a bind back.
+// BindAnnotationKeys lists every bind annotation key (those BindAnnotations writes, and the
+// device plugin's progress), so a bind can clear stale ones and the informer keeps them all.
 func BindAnnotationKeys() []string {
 	return []string{AnnotationAllocation, AnnotationInitAllocation, AnnotationPodUnits,
 		AnnotationAssigned, AnnotationAssumeTime, AnnotationIndex, AnnotationDevUnits, AnnotationAllocated}

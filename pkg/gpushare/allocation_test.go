@@ -137,7 +137,7 @@ func TestBindAnnotations(t *testing.T) {
 			found = found || key == k
 		}
 		if !found {
-			t.Errorf("BindAnnotationKeys misses %q (rollback would leave it)", k)
+			t.Errorf("BindAnnotationKeys misses %q (a stale copy would survive a bind)", k)
 		}
 	}
 	if at := AssumeTime(pod(got, nil)); !at.Equal(now) {

@@ -25,8 +25,7 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // sets spec.nodeName, as the API server does.
 type fixture struct {
 	*ct.Env
-	h       http.Handler
-	maxBody int64
+	h http.Handler
 }
 
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
