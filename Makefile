@@ -75,5 +75,5 @@ bench-scale: ## Scale benchmark (issue 7): N=5000 nodes, PODS=2000; scheduler al
 	N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench-scale.sh
 
 .PHONY: bench-replay
-bench-replay: ## Trace replay (issue 6): TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
+bench-replay: ## Trace replay (issue 6): TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
 	TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/replay.sh

@@ -12,6 +12,9 @@
 #   POLICY   extender policy (default: binpack)       SEED  shuffle seed (default: 42)
 #   TUNE     workload tuning ratio (default: 1.3)     UNIT  milli | gib (default: milli)
 #   LIMIT    replay only the first N pods (default: 0 = all)
+#   STOP_AT  end the workload once the submitted GPU request reaches this % of capacity
+#            (default: 0 = the whole tuned workload; 100 gives unallocated@100% in about
+#            half the time, since past 100 % most pods fail and failures are the slow part)
 #   OUT      result folder (default: _output/replay/$TRACE/$POLICY/seed$SEED)
 #   TRACES_DIR  folder of the CSVs (default: ../shared/traces/openb next to the repo)
 #   REPLAY_KCM  yes: also run kube-controller-manager (default: no; see below)
@@ -46,6 +49,7 @@ SEED=${SEED:-42}
 TUNE=${TUNE:-1.3}
 UNIT=${UNIT:-milli}
 LIMIT=${LIMIT:-0}
+STOP_AT=${STOP_AT:-0}
 OUT=${OUT:-$REPO/_output/replay/$TRACE/$POLICY/seed$SEED}
 TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
 REPLAY_KCM=${REPLAY_KCM:-no}
@@ -147,6 +151,7 @@ main() {
     --tune "$TUNE" \
     --unit "$UNIT" \
     --limit "$LIMIT" \
+    --stop-at "$STOP_AT" \
     --out "$OUT" \
     --policy-label "$POLICY" \
     --mode-suffix "$([ "$REPLAY_ALL_PODS" = yes ] && echo allpods)" \

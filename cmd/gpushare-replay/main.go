@@ -69,6 +69,7 @@ func newCommand() *cobra.Command {
 	fs.Float64Var(&f.Tune, "tune", 1.3, "append clones until the GPU request reaches this multiple of capacity (0: no tuning)")
 	fs.StringVar(&f.unit, "unit", string(replay.UnitMilli), "gpu-mem unit: milli (1000 per card, exact) or gib (model memory, approximate)")
 	fs.IntVar(&f.Limit, "limit", 0, "replay only the first N pods of the workload (0: all)")
+	fs.Float64Var(&f.StopAtPct, "stop-at", 0, "end the workload once the submitted GPU request reaches this percent of capacity (100: the paper's figure, without the failing tail; 0: all)")
 	fs.StringVar(&f.OutDir, "out", "", "result folder (summary.json, steps.csv)")
 	fs.StringVar(&f.PolicyLabel, "policy-label", "", "policy name recorded in the results (default: --policy)")
 	fs.StringVar(&f.Namespace, "namespace", "replay", "namespace of the replay pods")

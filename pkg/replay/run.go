@@ -28,6 +28,11 @@ type Options struct {
 	Tune        float64  // tune the GPU request to this multiple of capacity (<= 0: as is)
 	Unit        UnitMode // milli or gib
 	Limit       int      // replay only the first Limit pods of the workload (0: all)
+	// StopAtPct ends the workload with the pod whose arrival brings the submitted GPU
+	// request to this percent of capacity (0: no cut). Arrival only, no departures: the
+	// state at 100 % does not depend on later pods, so 100 gives the paper's figure without
+	// the slow tail of failing clones.
+	StopAtPct float64
 	OutDir      string   // where summary.json and steps.csv go
 	PolicyLabel string   // the policy's name in the results
 	Namespace   string   // namespace of the replay pods
@@ -78,6 +83,9 @@ func Prepare(o Options) (Prepared, error) {
 	if err != nil {
 		return pr, err
 	}
+	if o.StopAtPct > 0 {
+		pr.Pods = CutAtArrived(pr.Pods, TotalGPUMilli(pr.Nodes), o.StopAtPct)
+	}
 	if o.Limit > 0 && o.Limit < len(pr.Pods) {
 		pr.Pods = pr.Pods[:o.Limit]
 	}
@@ -98,6 +106,10 @@ func (o Options) summary(pr Prepared, mode string, rec *Recorder, wall time.Dura
 	s := NewSummary(rec, wall)
 	if o.ModeSuffix != "" {
 		mode += "-" + o.ModeSuffix
+	}
+	if o.StopAtPct > 0 {
+		// A cut workload has no failing tail, so its pods/s must not mix with full runs'.
+		mode += fmt.Sprintf("-to%g", o.StopAtPct)
 	}
 	s.Policy, s.Trace, s.Mode, s.Seed, s.Tune, s.Unit = o.PolicyLabel, pr.Trace, mode, o.Seed, o.Tune, string(o.Unit)
 	s.Started = time.Now().Add(-wall).UTC().Truncate(time.Second)

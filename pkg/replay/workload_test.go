@@ -197,3 +197,31 @@ func TestWorkloadDefaultTrace(t *testing.T) {
 		t.Errorf("seed-42 workload (-want,+got):\n%s", diff)
 	}
 }
+
+func TestCutAtArrived(t *testing.T) {
+	pods := []PodSpec{
+		{Name: "a", NumGPU: 1, GPUMilli: 500},
+		{Name: "b", NumGPU: 2, GPUMilli: 1000},
+		{Name: "c", NumGPU: 0, GPUMilli: 0},
+		{Name: "d", NumGPU: 1, GPUMilli: 1000},
+	}
+	for _, tc := range []struct {
+		name     string
+		capacity int64
+		pct      float64
+		want     int
+	}{
+		{"reached exactly at b", 2500, 100, 2},
+		{"crossed at b", 2000, 100, 2},
+		{"first pod", 1000, 50, 1},
+		{"never reached", 10000, 100, 4},
+		{"130 percent reached at d", 2000, 130, 4},
+		{"cpu pod does not end it", 3000, 85, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := CutAtArrived(pods, tc.capacity, tc.pct); len(got) != tc.want {
+				t.Errorf("CutAtArrived(cap %d, %.0f%%) kept %d pods, want %d", tc.capacity, tc.pct, len(got), tc.want)
+			}
+		})
+	}
+}

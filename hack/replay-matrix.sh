@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Runs hack/replay.sh over policies × traces × seeds (the docs/benchmarks.md table), one
+# replay after another, then writes the markdown table and the chart of the results.
+# A cell whose summary.json exists is skipped, so an interrupted matrix resumes.
+#
+#   hack/replay-matrix.sh                        # 4 policies × 4 traces × seeds 42 43 44
+#   POLICIES="fgd" SEEDS="42 43 44 45 46" hack/replay-matrix.sh
+#
+# Settings (environment):
+#   POLICIES  (default: binpack spread bestfit fgd)
+#   TRACES    (default: default gpushare40 gpuspec10 multigpu20)
+#   SEEDS     (default: 42 43 44)
+#   STOP_AT   passed to hack/replay.sh (default: 100: the table's figure is unallocated %
+#             at 100 % arrival, which later pods cannot change)
+#   ROOT      result root (default: _output/replay-matrix); a run goes to
+#             $ROOT/$TRACE/$POLICY/seed$SEED; table.md and chart-$TRACE.svg to $ROOT
+# Any other hack/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
+set -o errexit -o nounset -o pipefail
+{
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+POLICIES=${POLICIES:-binpack spread bestfit fgd}
+TRACES=${TRACES:-default gpushare40 gpuspec10 multigpu20}
+SEEDS=${SEEDS:-42 43 44}
+export STOP_AT=${STOP_AT:-100}
+ROOT=${ROOT:-$REPO/_output/replay-matrix}
+
+mkdir -p "$ROOT"
+failed=0
+# Seed-major order: after the first pass every cell has one run.
+for seed in $SEEDS; do
+  for trace in $TRACES; do
+    for policy in $POLICIES; do
+      out=$ROOT/$trace/$policy/seed$seed
+      if [ -f "$out/summary.json" ]; then
+        echo "[matrix] $trace $policy seed $seed: done before, skipped"
+        continue
+      fi
+      echo "[matrix] $(date -u +%H:%M:%S) $trace $policy seed $seed"
+      if ! TRACE=$trace POLICY=$policy SEED=$seed OUT=$out "$REPO/hack/replay.sh" >"$ROOT/run.log" 2>&1; then
+        echo "[matrix] $trace $policy seed $seed FAILED; log: $out.log"
+        mkdir -p "$(dirname "$out")" && cp "$ROOT/run.log" "$out.log"
+        rm -f "$out/summary.json" # a partial run must not count as a cell
+        failed=$((failed + 1))
+      else
+        grep '^policy=' "$ROOT/run.log" || true
+      fi
+    done
+  done
+done
+
+bin=$REPO/_output/replay-bin/gpushare-replay
+"$bin" table "$ROOT" | tee "$ROOT/table.md"
+for trace in $TRACES; do
+  [ -d "$ROOT/$trace" ] || continue
+  "$bin" chart --title "$trace trace, allocated vs arrived (real kube-scheduler + extender)" \
+    --out "$ROOT/chart-$trace.svg" "$ROOT/$trace"
+done
+[ "$failed" = 0 ] || { echo "[matrix] $failed runs failed"; exit 1; }
+exit
+}
