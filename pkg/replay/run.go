@@ -22,22 +22,22 @@ import (
 
 // Options configure one replay (the gpushare-replay flags).
 type Options struct {
-	NodesPath   string   // node CSV; rows without GPUs are skipped
-	PodsPath    string   // pod CSV
-	Seed        int64    // shuffle and tuning seed (the paper uses 42..51)
-	Tune        float64  // tune the GPU request to this multiple of capacity (<= 0: as is)
-	Unit        UnitMode // milli or gib
-	Limit       int      // replay only the first Limit pods of the workload (0: all)
+	NodesPath string   // node CSV; rows without GPUs are skipped
+	PodsPath  string   // pod CSV
+	Seed      int64    // shuffle and tuning seed (the paper uses 42..51)
+	Tune      float64  // tune the GPU request to this multiple of capacity (<= 0: as is)
+	Unit      UnitMode // milli or gib
+	Limit     int      // replay only the first Limit pods of the workload (0: all)
 	// StopAtPct ends the workload with the pod whose arrival brings the submitted GPU
 	// request to this percent of capacity (0: no cut). Arrival only, no departures: the
 	// state at 100 % does not depend on later pods, so 100 gives the paper's figure without
 	// the slow tail of failing clones.
-	StopAtPct float64
-	OutDir      string   // where summary.json and steps.csv go
-	PolicyLabel string   // the policy's name in the results
-	Namespace   string   // namespace of the replay pods
-	StepEvery   int      // write every n-th step to steps.csv
-	MetricsURL  string   // extender /metrics ("" skips latencies)
+	StopAtPct   float64
+	OutDir      string // where summary.json and steps.csv go
+	PolicyLabel string // the policy's name in the results
+	Namespace   string // namespace of the replay pods
+	StepEvery   int    // write every n-th step to steps.csv
+	MetricsURL  string // extender /metrics ("" skips latencies)
 	PodTimeout  time.Duration
 	Progress    io.Writer // progress bar; nil for none
 	// ModeSuffix is appended to the mode recorded in the results ("cluster-<suffix>"), to
