@@ -14,6 +14,12 @@
 #             at 100 % arrival, which later pods cannot change)
 #   ROOT      result root (default: _output/replay-matrix); a run goes to
 #             $ROOT/$TRACE/$POLICY/seed$SEED; table.md and chart-$TRACE.svg to $ROOT
+#   RUNNER    name of this runner (default: 1). Two runners may share a ROOT, each with
+#             its own cluster: give the second RUNNER=2 and its own GPUSHARE_STATE_DIR,
+#             GPUSHARE_REPLAY_BIN and GPUSHARE_*_PORT values (see hack/replay.sh); each
+#             claims a cell before running it. On 2 cores two runners give about 1.25×
+#             the cells per hour of one, at lower pods/s each. A killed runner leaves
+#             its cell's .claim folder behind: remove it to have the cell run again.
 # Any other hack/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
 set -o errexit -o nounset -o pipefail
 {
@@ -23,6 +29,7 @@ TRACES=${TRACES:-default gpushare40 gpuspec10 multigpu20}
 SEEDS=${SEEDS:-42 43 44}
 export STOP_AT=${STOP_AT:-100}
 ROOT=${ROOT:-$REPO/_output/replay-matrix}
+RUNNER=${RUNNER:-1} # names this runner's log, $ROOT/run-$RUNNER.log
 
 mkdir -p "$ROOT"
 failed=0
@@ -35,20 +42,25 @@ for seed in $SEEDS; do
         echo "[matrix] $trace $policy seed $seed: done before, skipped"
         continue
       fi
+      # Claim the cell: runners started with other ports (GPUSHARE_*_PORT,
+      # GPUSHARE_STATE_DIR, GPUSHARE_REPLAY_BIN) share one matrix, each cell run once.
+      mkdir -p "$(dirname "$out")"
+      mkdir "$out.claim" 2>/dev/null || { echo "[matrix] $trace $policy seed $seed: another runner has it"; continue; }
       echo "[matrix] $(date -u +%H:%M:%S) $trace $policy seed $seed"
-      if ! TRACE=$trace POLICY=$policy SEED=$seed OUT=$out "$REPO/hack/replay.sh" >"$ROOT/run.log" 2>&1; then
+      if ! TRACE=$trace POLICY=$policy SEED=$seed OUT=$out "$REPO/hack/replay.sh" >"$ROOT/run-$RUNNER.log" 2>&1; then
         echo "[matrix] $trace $policy seed $seed FAILED; log: $out.log"
-        mkdir -p "$(dirname "$out")" && cp "$ROOT/run.log" "$out.log"
+        mkdir -p "$(dirname "$out")" && cp "$ROOT/run-$RUNNER.log" "$out.log"
         rm -f "$out/summary.json" # a partial run must not count as a cell
         failed=$((failed + 1))
       else
-        grep '^policy=' "$ROOT/run.log" || true
+        grep '^policy=' "$ROOT/run-$RUNNER.log" || true
       fi
+      rmdir "$out.claim"
     done
   done
 done
 
-bin=$REPO/_output/replay-bin/gpushare-replay
+bin=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin}/gpushare-replay
 "$bin" table "$ROOT" | tee "$ROOT/table.md"
 for trace in $TRACES; do
   [ -d "$ROOT/$trace" ] || continue
