@@ -20,6 +20,9 @@
 #             claims a cell before running it. On 2 cores two runners give about 1.25×
 #             the cells per hour of one, at lower pods/s each. A killed runner leaves
 #             its cell's .claim folder behind: remove it to have the cell run again.
+#   OFFLINE   yes: no cluster; each cell is gpushare-replay --offline (the in-memory
+#             emulation of the cluster path: random ties, --offline-cpu-pods extender),
+#             about 30 s a cell; ROOT defaults to _output/replay-matrix-offline
 # Any other hack/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
 set -o errexit -o nounset -o pipefail
 {
@@ -28,8 +31,29 @@ POLICIES=${POLICIES:-binpack spread bestfit fgd}
 TRACES=${TRACES:-default gpushare40 gpuspec10 multigpu20}
 SEEDS=${SEEDS:-42 43 44}
 export STOP_AT=${STOP_AT:-100}
+OFFLINE=${OFFLINE:-no}
+if [ "$OFFLINE" = yes ]; then
+  ROOT=${ROOT:-$REPO/_output/replay-matrix-offline}
+  export GPUSHARE_REPLAY_BIN=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin-offline}
+  mkdir -p "$GPUSHARE_REPLAY_BIN"
+  (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_REPLAY_BIN/gpushare-replay" ./cmd/gpushare-replay)
+fi
 ROOT=${ROOT:-$REPO/_output/replay-matrix}
+TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
 RUNNER=${RUNNER:-1} # names this runner's log, $ROOT/run-$RUNNER.log
+
+# run_cell TRACE POLICY SEED OUT: one replay, on a cluster of its own or offline.
+run_cell() {
+  if [ "$OFFLINE" = yes ]; then
+    "$GPUSHARE_REPLAY_BIN/gpushare-replay" --offline --policy "$2" --seed "$3" \
+      --offline-ties random --offline-cpu-pods extender \
+      --tune "${TUNE:-1.3}" --unit "${UNIT:-milli}" --stop-at "$STOP_AT" --no-progress \
+      --nodes "$TRACES_DIR/openb_node_list_gpu_node.csv" \
+      --pods "$TRACES_DIR/openb_pod_list_$1.csv" --out "$4"
+  else
+    TRACE=$1 POLICY=$2 SEED=$3 OUT=$4 "$REPO/hack/replay.sh"
+  fi
+}
 
 mkdir -p "$ROOT"
 failed=0
@@ -47,7 +71,7 @@ for seed in $SEEDS; do
       mkdir -p "$(dirname "$out")"
       mkdir "$out.claim" 2>/dev/null || { echo "[matrix] $trace $policy seed $seed: another runner has it"; continue; }
       echo "[matrix] $(date -u +%H:%M:%S) $trace $policy seed $seed"
-      if ! TRACE=$trace POLICY=$policy SEED=$seed OUT=$out "$REPO/hack/replay.sh" >"$ROOT/run-$RUNNER.log" 2>&1; then
+      if ! run_cell "$trace" "$policy" "$seed" "$out" >"$ROOT/run-$RUNNER.log" 2>&1; then
         echo "[matrix] $trace $policy seed $seed FAILED; log: $out.log"
         mkdir -p "$(dirname "$out")" && cp "$ROOT/run-$RUNNER.log" "$out.log"
         rm -f "$out/summary.json" # a partial run must not count as a cell

@@ -57,6 +57,10 @@ const (
 	CPURandom = "random"
 	// CPURanked: the extender ranks them like GPU pods (policy.Scores).
 	CPURanked = "ranked"
+	// CPUExtender: what the extender's prioritize does with them (REPLAY_ALL_PODS=yes):
+	// CPURanked for a policy.WorkloadAware policy, CPURandom for the others, which score
+	// pods without gpu-mem 0 everywhere.
+	CPUExtender = "extender"
 )
 
 // Workload learning of WorkloadAware policies (fgd) in offline mode: the typical shapes
@@ -79,8 +83,13 @@ func Offline(ctx context.Context, cfg OfflineConfig, nodes []NodeSpec, pods []Po
 	case "":
 		cfg.CPUPods = CPUFirstFit
 	case CPUFirstFit, CPURandom, CPURanked:
+	case CPUExtender:
+		cfg.CPUPods = CPURandom
+		if _, ok := cfg.Policy.(policy.WorkloadAware); ok {
+			cfg.CPUPods = CPURanked
+		}
 	default:
-		return 0, fmt.Errorf("offline CPU-only pods %q: want %q, %q or %q", cfg.CPUPods, CPUFirstFit, CPURandom, CPURanked)
+		return 0, fmt.Errorf("offline CPU-only pods %q: want %q, %q, %q or %q", cfg.CPUPods, CPUFirstFit, CPURandom, CPURanked, CPUExtender)
 	}
 	switch cfg.Ties {
 	case "":

@@ -172,3 +172,39 @@ func TestOfflineNeverOvercommits(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineCPUExtender checks that "extender" is "random" for a policy that scores pods
+// without gpu-mem alike and "ranked" for a workload-aware one, seed for seed.
+func TestOfflineCPUExtender(t *testing.T) {
+	nodes := []NodeSpec{
+		{Name: "n0", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+		{Name: "n1", MilliCPU: 8000, MemoryMiB: 65536, GPUs: 2, Model: "T4"},
+		{Name: "n2", MilliCPU: 96000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+	}
+	pods := []PodSpec{gpuPod("g0", 1, 500), {Name: "c0", MilliCPU: 2000, MemoryMiB: 1}, gpuPod("g1", 1, 1000),
+		{Name: "c1", MilliCPU: 4000, MemoryMiB: 1}, {Name: "c2", MilliCPU: 1000, MemoryMiB: 1}}
+	units, _ := NewUnits(UnitMilli, nodes)
+	run := func(name, cpuPods string, seed int64) []string {
+		pol, err := policy.New(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := NewRecorder(TotalGPUMilli(nodes))
+		cfg := OfflineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: cpuPods}
+		if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range rec.Steps() {
+			out = append(out, s.Node)
+		}
+		return out
+	}
+	for seed := int64(0); seed < 10; seed++ {
+		for _, tc := range []struct{ policy, same string }{{"binpack", CPURandom}, {"fgd", CPURanked}} {
+			if got, want := run(tc.policy, CPUExtender, seed), run(tc.policy, tc.same, seed); !cmp.Equal(got, want) {
+				t.Errorf("%s seed %d: extender placed %v, %s placed %v", tc.policy, seed, got, tc.same, want)
+			}
+		}
+	}
+}
