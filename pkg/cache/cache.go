@@ -32,7 +32,7 @@ type Config struct {
 	// Clock defaults to the real clock; tests inject k8s.io/utils/clock/testing.FakeClock.
 	Clock clock.WithTicker
 	// TrackWorkload adds what a workload-aware policy (fgd) needs: free CPU and memory per
-	// node from every bound pod, and the typical pod shapes seen so far (ForPod, Views).
+	// node from every bound pod, and the typical pod shapes seen so far (ForPod, ViewEach).
 	TrackWorkload bool
 }
 

@@ -7,7 +7,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
@@ -84,46 +83,5 @@ func (c *Cache) ForPod(pol policy.Policy) policy.Policy {
 	return wa.WithWorkload(w)
 }
 
-// Views returns, for each named node, a copy of the node as policy sees it (with its free CPU
-// and memory when Config.TrackWorkload is on) and req placed there by pol, with host as the
-// placement's host request; ok[i] is false where the node is unknown or req does not fit.
-// A pod without gpu-mem fits every node, known or not (the scheduler judges CPU and memory).
-// This is the prioritize path: pass the views to policy.Scores.
-func (c *Cache) Views(names []string, req gpushare.PodRequest, pol policy.Policy, host policy.Host) (nodes []policy.Node, placements []policy.Placement, ok []bool) {
-	nodes = make([]policy.Node, len(names))
-	placements = make([]policy.Placement, len(names))
-	ok = make([]bool, len(names))
-	for i, name := range names {
-		nodes[i].Name = name
-		if c.hosts != nil {
-			if h, known := c.hosts.free(name); known {
-				nodes[i].Host = &h
-			}
-		}
-		n := c.node(name)
-		if n != nil {
-			n.mu.Lock()
-			if n.known {
-				nodes[i].Cards = append([]policy.Card(nil), n.cards...)
-			}
-			n.mu.Unlock()
-		}
-		if req.IsZero() {
-			placements[i], ok[i] = policy.Placement{Usage: gpushare.CardUnits{}, Host: host}, true
-			continue
-		}
-		if len(nodes[i].Cards) == 0 {
-			continue
-		}
-		p, err := pol.Place(nodes[i], req)
-		if err != nil {
-			continue
-		}
-		p.Host = host
-		placements[i], ok[i] = p, true
-	}
-	return nodes, placements, ok
-}
-
-// HostRequest is the pod's effective CPU and memory request, as Views and the policies want it.
+// HostRequest is the pod's effective CPU and memory request, as policy.Scorer wants it.
 func HostRequest(pod *corev1.Pod) policy.Host { return hostRequest(pod) }

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpushare/gpushare/pkg/cache"
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
@@ -44,7 +45,21 @@ func fgd(t *testing.T) policy.Policy {
 	return p
 }
 
-func TestViewsHostAccounting(t *testing.T) {
+// views copies what ViewEach shows of each named node (its cards and host are the cache's
+// own, valid only during the visit).
+func views(c *cache.Cache, names ...string) []policy.Node {
+	out := make([]policy.Node, len(names))
+	c.ViewEach(names, func(i int, n policy.Node) {
+		out[i] = policy.Node{Name: n.Name, Cards: append([]policy.Card(nil), n.Cards...)}
+		if n.Host != nil {
+			h := *n.Host
+			out[i].Host = &h
+		}
+	})
+	return out
+}
+
+func TestViewEachHostAccounting(t *testing.T) {
 	// n1: 16 cores, 64 GiB. Bound there: a gpu pod (2 cores, 1 GiB) and a pod without gpu-mem
 	// (4 cores, 2 GiB) → free 10 cores, 61 GiB. A Succeeded pod and an unbound pod count
 	// nothing.
@@ -57,22 +72,16 @@ func TestViewsHostAccounting(t *testing.T) {
 		done,
 		requesting(ct.Pod("pending", 0), 1000, 1024),
 	)
-	pol := e.Cache.ForPod(fgd(t))
-	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 8, Cards: 1}}}
-	host := policy.Host{CPUMilli: 500, MemoryMiB: 256}
-	nodes, placements, ok := e.Cache.Views([]string{"n1", "missing"}, req, pol, host)
-	if diff := cmp.Diff([]bool{true, false}, ok); diff != "" {
-		t.Fatalf("ok (-want,+got):\n%s", diff)
+	want := []policy.Node{
+		{
+			Name:  "n1",
+			Cards: []policy.Card{{Index: 0, Total: 16, Used: 4, Healthy: true}, {Index: 1, Total: 16, Healthy: true}},
+			Host:  &policy.Host{CPUMilli: 10000, MemoryMiB: 61 * 1024},
+		},
+		{Name: "missing"}, // neither cards nor host known
 	}
-	wantHost := &policy.Host{CPUMilli: 10000, MemoryMiB: 61 * 1024}
-	if diff := cmp.Diff(wantHost, nodes[0].Host); diff != "" {
-		t.Errorf("n1 free host (-want,+got):\n%s", diff)
-	}
-	if diff := cmp.Diff([]policy.Card{{Index: 0, Total: 16, Used: 4, Healthy: true}, {Index: 1, Total: 16, Healthy: true}}, nodes[0].Cards); diff != "" {
-		t.Errorf("n1 cards (-want,+got):\n%s", diff)
-	}
-	if placements[0].Host != host || len(placements[0].Usage) != 1 {
-		t.Errorf("placement = %+v, want 8 units on one card with host %+v", placements[0], host)
+	if diff := cmp.Diff(want, views(e.Cache, "n1", "missing")); diff != "" {
+		t.Errorf("views (-want,+got):\n%s", diff)
 	}
 
 	// Deleting the pod without gpu-mem gives its CPU back.
@@ -80,19 +89,20 @@ func TestViewsHostAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	ct.Eventually(t, "cpu pod's CPU returned", func() bool {
-		nodes, _, _ := e.Cache.Views([]string{"n1"}, req, pol, host)
-		return nodes[0].Host != nil && nodes[0].Host.CPUMilli == 14000
+		n := views(e.Cache, "n1")[0]
+		return n.Host != nil && n.Host.CPUMilli == 14000
 	})
 }
 
-func TestViewsPodWithoutGPUFitsEverywhere(t *testing.T) {
+// TestPodWithoutGPUFitsEveryNode: on the prioritize path (ViewEach and a Scorer), a pod
+// without gpu-mem fits GPU nodes and nodes the cache does not know alike.
+func TestPodWithoutGPUFitsEveryNode(t *testing.T) {
 	e := ct.StartTracking(t, ct.Node("n1", 16))
-	_, placements, ok := e.Cache.Views([]string{"n1", "not-a-gpu-node"}, gpushare.PodRequest{}, fgd(t), policy.Host{CPUMilli: 100})
-	if diff := cmp.Diff([]bool{true, true}, ok); diff != "" {
-		t.Errorf("ok (-want,+got):\n%s", diff)
-	}
-	if placements[1].Host.CPUMilli != 100 || len(placements[1].Usage) != 0 {
-		t.Errorf("placement = %+v", placements[1])
+	sc := policy.NewScorer(e.Cache.ForPod(fgd(t)), gpushare.PodRequest{}, policy.Host{CPUMilli: 100})
+	fits := make([]bool, 2)
+	e.Cache.ViewEach([]string{"n1", "not-a-gpu-node"}, func(i int, n policy.Node) { _, fits[i] = sc.Rate(n) })
+	if diff := cmp.Diff([]bool{true, true}, fits); diff != "" {
+		t.Errorf("fits (-want,+got):\n%s", diff)
 	}
 }
 

@@ -10,26 +10,34 @@ import "github.com/gpushare/gpushare/pkg/gpushare"
 type bestfit struct{}
 
 var (
-	_ Policy = bestfit{}
-	_ Rater  = bestfit{}
+	_ Policy     = bestfit{}
+	_ usageRater = bestfit{}
 )
 
 func (bestfit) Name() string { return "bestfit" }
 
-func (bestfit) Place(node Node, req gpushare.PodRequest) (Placement, error) {
-	return placeWithFallback(node, req, byPreference(bestFit))
+func (b bestfit) Place(node Node, req gpushare.PodRequest) (Placement, error) {
+	return place(node, req, b.chooser())
 }
 
+func (bestfit) chooser() chooser { return chooseBestFit }
+
 func (bestfit) Score(node Node, p Placement) int64 {
-	_, whole := fullness(node, p)
+	var buf [16]int64
+	_, whole := fullness(node, usageOf(node, p, buf[:0]))
 	return scale(whole)
 }
 
 // Rate is minus the free units left on the node after the placement.
 func (bestfit) Rate(node Node, p Placement) float64 {
+	var buf [16]int64
+	return bestfit{}.rateUsage(node, usageOf(node, p, buf[:0]), nil)
+}
+
+func (bestfit) rateUsage(node Node, u usage, _ *scratch) float64 {
 	var free int64
-	for _, c := range node.Cards {
-		if f := c.Free() - p.Usage[c.Index]; f > 0 {
+	for i, c := range node.Cards {
+		if f := c.Free() - u.units[i]; f > 0 {
 			free += f
 		}
 	}

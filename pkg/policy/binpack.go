@@ -8,23 +8,30 @@ import "github.com/gpushare/gpushare/pkg/gpushare"
 type binpack struct{}
 
 var (
-	_ Policy = binpack{}
-	_ Rater  = binpack{}
+	_ Policy     = binpack{}
+	_ usageRater = binpack{}
 )
 
 func (binpack) Name() string { return "binpack" }
 
-func (binpack) Place(node Node, req gpushare.PodRequest) (Placement, error) {
-	return placeWithFallback(node, req, byPreference(bestFit))
+func (b binpack) Place(node Node, req gpushare.PodRequest) (Placement, error) {
+	return place(node, req, b.chooser())
 }
 
+func (binpack) chooser() chooser { return chooseBestFit }
+
 func (binpack) Score(node Node, p Placement) int64 {
-	cards, whole := fullness(node, p)
-	return scale(0.75*cards + 0.25*whole)
+	var buf [16]int64
+	return scale(binpack{}.rateUsage(node, usageOf(node, p, buf[:0]), nil))
 }
 
 // Rate is the unrounded Score.
 func (binpack) Rate(node Node, p Placement) float64 {
-	cards, whole := fullness(node, p)
+	var buf [16]int64
+	return binpack{}.rateUsage(node, usageOf(node, p, buf[:0]), nil)
+}
+
+func (binpack) rateUsage(node Node, u usage, _ *scratch) float64 {
+	cards, whole := fullness(node, u)
 	return 0.75*cards + 0.25*whole
 }

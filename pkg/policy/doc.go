@@ -5,5 +5,7 @@
 // Every policy shares one fit algorithm (Place) and differs only in the order it prefers
 // cards and in how it scores a placement, so filter, prioritize and bind agree: a node passes
 // filter exactly when Place finds cards for the pod there, and bind takes the cards Place
-// chose.
+// chose. Prioritize rates through a Scorer, which runs that algorithm on per-card buffers it
+// reuses from node to node and rates from them without building the Placement; a golden
+// digest and a property test hold it to Place and Rate bit for bit.
 package policy

@@ -1,6 +1,10 @@
 package policy
 
-import "github.com/gpushare/gpushare/pkg/gpushare"
+import (
+	"slices"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
 
 // fgd is a fragmentation-aware policy after "Beware of Fragmentation" (Weng et al., USENIX
 // ATC'23). The fragmentation of a node for a workload is the expected number of free units
@@ -25,7 +29,7 @@ type fgd struct {
 
 var (
 	_ Policy        = fgd{}
-	_ Rater         = fgd{}
+	_ usageRater    = fgd{}
 	_ WorkloadAware = fgd{}
 )
 
@@ -45,37 +49,44 @@ func (f fgd) WithWorkload(w Workload) Policy { return fgd{w: w} }
 const tieWeight = 1e-3
 
 func (f fgd) Place(node Node, req gpushare.PodRequest) (Placement, error) {
+	return place(node, req, f.chooser())
+}
+
+// chooser is best fit while the workload is unknown, else fgd's own choice.
+func (f fgd) chooser() chooser {
 	if len(f.w) == 0 {
-		return placeWithFallback(node, req, byPreference(bestFit))
+		return chooseBestFit
 	}
-	return placeWithFallback(node, req, f.choose)
+	return f.choose
 }
 
 // choose picks k cards one at a time, each the candidate whose use leaves the least
 // fragmentation, best fit on ties. Host resources are the same whichever card is taken.
-func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int) []int {
-	work := append([]int64(nil), free...)
-	picked := make([]int, 0, k)
-	used := make(map[int]bool, k)
-	for len(picked) < k {
+// Candidates are tried in cand's order every round: with the tolerance below the
+// comparison is not transitive, so that order is part of the result.
+func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int, s *scratch) []int {
+	s.work = resize(s.work, len(free))
+	work := s.work
+	copy(work, free)
+	s.picked = s.picked[:0]
+	for len(s.picked) < k {
 		best, bestF := -1, 0.0
 		for _, i := range cand {
-			if used[i] {
+			if slices.Contains(s.picked, i) {
 				continue
 			}
 			work[i] -= need
 			fr := f.frag(work, node.Host)
 			work[i] += need
 			if best < 0 || fr < bestF-1e-9 ||
-				(fr <= bestF+1e-9 && bestFit(node.Cards[i], node.Cards[best], work[i], work[best], need)) {
+				(fr <= bestF+1e-9 && bestFit(node.Cards[i], node.Cards[best], work[i], work[best])) {
 				best, bestF = i, fr
 			}
 		}
-		used[best] = true
 		work[best] -= need
-		picked = append(picked, best)
+		s.picked = append(s.picked, best)
 	}
-	return picked
+	return s.picked
 }
 
 // frag is F for a node whose cards have the given free units and whose host has `host` free
@@ -117,12 +128,18 @@ func (f fgd) Score(node Node, p Placement) int64 {
 
 // Rate is -ΔF plus a tie-breaker scaled below one unit.
 func (f fgd) Rate(node Node, p Placement) float64 {
-	before := make([]int64, len(node.Cards))
-	after := make([]int64, len(node.Cards))
+	var buf [16]int64
+	var s scratch
+	return f.rateUsage(node, usageOf(node, p, buf[:0]), &s)
+}
+
+func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
+	s.before, s.after = resize(s.before, len(node.Cards)), resize(s.after, len(node.Cards))
+	before, after := s.before, s.after
 	var freeUnits, totalUnits int64
 	for i, c := range node.Cards {
 		before[i] = c.Free()
-		after[i] = before[i] - p.Usage[c.Index]
+		after[i] = before[i] - u.units[i]
 		if after[i] < 0 {
 			after[i] = 0
 		}
@@ -133,8 +150,8 @@ func (f fgd) Rate(node Node, p Placement) float64 {
 	}
 	var tie float64
 	switch {
-	case len(p.Usage) > 0:
-		tie = binpack{}.Rate(node, p)
+	case u.holds:
+		tie = binpack{}.rateUsage(node, u, s)
 	case totalUnits > 0:
 		tie = 1 - float64(freeUnits)/float64(totalUnits)
 	default:
@@ -145,7 +162,7 @@ func (f fgd) Rate(node Node, p Placement) float64 {
 	}
 	var hostAfter *Host
 	if node.Host != nil {
-		hostAfter = &Host{CPUMilli: node.Host.CPUMilli - p.Host.CPUMilli, MemoryMiB: node.Host.MemoryMiB - p.Host.MemoryMiB}
+		hostAfter = &Host{CPUMilli: node.Host.CPUMilli - u.host.CPUMilli, MemoryMiB: node.Host.MemoryMiB - u.host.MemoryMiB}
 	}
 	return -(f.frag(after, hostAfter) - f.frag(before, node.Host)) + tieWeight*tie
 }

@@ -1,20 +1,20 @@
 package policy
 
-// fullness returns, after placement p, the used share of the cards p touches and of the
+// fullness returns, after the placement u, the used share of the cards u touches and of the
 // whole node (healthy cards), each in [0,1].
-func fullness(node Node, p Placement) (cards, whole float64) {
+func fullness(node Node, u usage) (cards, whole float64) {
 	var cUsed, cTotal, nUsed, nTotal int64
-	for _, c := range node.Cards {
+	for i, c := range node.Cards {
 		if !c.Healthy || c.Total <= 0 {
 			continue
 		}
-		used := c.Used + p.Usage[c.Index]
+		used := c.Used + u.units[i]
 		if used > c.Total {
 			used = c.Total
 		}
 		nUsed += used
 		nTotal += c.Total
-		if p.Usage[c.Index] > 0 {
+		if u.units[i] > 0 {
 			cUsed += used
 			cTotal += c.Total
 		}

@@ -9,28 +9,30 @@ import "github.com/gpushare/gpushare/pkg/gpushare"
 type spread struct{}
 
 var (
-	_ Policy = spread{}
-	_ Rater  = spread{}
+	_ Policy     = spread{}
+	_ usageRater = spread{}
 )
 
 func (spread) Name() string { return "spread" }
 
-func (spread) Place(node Node, req gpushare.PodRequest) (Placement, error) {
-	return placeWithFallback(node, req, byPreference(func(a, b Card, fa, fb, _ int64) bool {
-		if fa != fb {
-			return fa > fb
-		}
-		return a.Index < b.Index
-	}))
+func (s spread) Place(node Node, req gpushare.PodRequest) (Placement, error) {
+	return place(node, req, s.chooser())
 }
 
+func (spread) chooser() chooser { return chooseMostFree }
+
 func (spread) Score(node Node, p Placement) int64 {
-	cards, whole := fullness(node, p)
-	return scale(0.75*(1-cards) + 0.25*(1-whole))
+	var buf [16]int64
+	return scale(spread{}.rateUsage(node, usageOf(node, p, buf[:0]), nil))
 }
 
 // Rate is the unrounded Score.
 func (spread) Rate(node Node, p Placement) float64 {
-	cards, whole := fullness(node, p)
+	var buf [16]int64
+	return spread{}.rateUsage(node, usageOf(node, p, buf[:0]), nil)
+}
+
+func (spread) rateUsage(node Node, u usage, _ *scratch) float64 {
+	cards, whole := fullness(node, u)
 	return 0.75*(1-cards) + 0.25*(1-whole)
 }

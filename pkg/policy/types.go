@@ -29,7 +29,8 @@ type Host struct {
 	MemoryMiB int64 // MiB
 }
 
-// Node is one node's cards, in index order, and optionally its free host resources.
+// Node is one node's cards, in index order (each NVML index once), and optionally its free
+// host resources.
 type Node struct {
 	Name  string
 	Cards []Card

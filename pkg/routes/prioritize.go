@@ -15,9 +15,9 @@ func (s *server) installPrioritize(r *httprouter.Router) {
 	r.POST(Prefix+"/prioritize", s.prioritize)
 }
 
-// prioritize scores the candidate nodes 0..10 with policy.Scores over the placements the
-// policy's Place would choose: the policy's best node gets 10, the others less by their
-// rate. Nodes where the pod does not fit, and every node for a pod with an invalid gpu-mem
+// prioritize scores the candidate nodes 0..10 with policy.Rank over the rates of the
+// placements the policy's Place would choose (policy.Scorer rates them without building
+// them): the policy's best node gets 10, the others less by their rate. Nodes where the pod does not fit, and every node for a pod with an invalid gpu-mem
 // request, score 0. Pods without gpu-mem (sent only when the scheduler configuration gives
 // the extender all pods) score 0 everywhere, except under a workload-aware policy (fgd),
 // which rates them too, to keep them off the CPU that gpu pods will need.
@@ -42,20 +42,14 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 	_, workloadAware := s.Policy.(policy.WorkloadAware)
 	if reqErr == nil && (!req.IsZero() || workloadAware) {
 		pol := s.Cache.ForPod(s.Policy)
-		nodes, placements, fits := s.Cache.Views(names, req, pol, cache.HostRequest(args.Pod))
-		fit := make([]int, 0, len(names))
-		for i := range fits {
-			if fits[i] {
-				fit = append(fit, i)
-			}
-		}
-		fitNodes := make([]policy.Node, len(fit))
-		fitPlacements := make([]policy.Placement, len(fit))
-		for j, i := range fit {
-			fitNodes[j], fitPlacements[j] = nodes[i], placements[i]
-		}
-		for j, score := range policy.Scores(pol, fitNodes, fitPlacements) {
-			out[fit[j]].Score = score
+		// One Scorer per call: requests are served concurrently, and it is not.
+		scorer := policy.NewScorer(pol, req, cache.HostRequest(args.Pod))
+		rates, fits := make([]float64, len(names)), make([]bool, len(names))
+		s.Cache.ViewEach(names, func(i int, node policy.Node) {
+			rates[i], fits[i] = scorer.Rate(node)
+		})
+		for i, score := range policy.Rank(pol, rates, fits) {
+			out[i].Score = score
 		}
 	}
 	writeJSON(w, http.StatusOK, &out)

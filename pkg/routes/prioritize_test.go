@@ -1,7 +1,9 @@
 package routes_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -50,4 +52,33 @@ func TestPrioritizeFGDKeepsCPUForGPUPods(t *testing.T) {
 		decodeInto(t, rec, &got)
 		return cmp.Equal(extenderv1.HostPriorityList{{Host: "tight", Score: 0}, {Host: "roomy", Score: 10}}, got)
 	})
+}
+
+// Concurrent prioritize calls of different pods each get their own answer: every call rates
+// with its own policy.Scorer (run with -race).
+func TestPrioritizeConcurrent(t *testing.T) {
+	f := filterFixture(t)
+	names := []string{"half", "empty", "nogpu", "unknown"}
+	want := map[int64]extenderv1.HostPriorityList{ // per pod size, as in TestPrioritize
+		4:  {{Host: "half", Score: 10}, {Host: "empty", Score: 0}, {Host: "nogpu"}, {Host: "unknown"}},
+		10: {{Host: "half"}, {Host: "empty", Score: 10}, {Host: "nogpu"}, {Host: "unknown"}},
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < 16; i++ {
+		size := []int64{4, 10}[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/prioritize", extenderv1.ExtenderArgs{Pod: ct.Pod("p", size), NodeNames: &names})
+			var got extenderv1.HostPriorityList
+			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil { // not decodeInto: no Fatal off the test goroutine
+				t.Errorf("decoding %q: %v", rec.Body.String(), err)
+				return
+			}
+			if d := cmp.Diff(want[size], got); d != "" {
+				t.Errorf("%d GiB (-want,+got):\n%s", size, d)
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/gpushare/gpushare/pkg/policy"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/routes"
 	"github.com/gpushare/gpushare/pkg/scalebench"
 )
@@ -87,9 +87,11 @@ func BenchmarkPrioritizeHandler(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := startCPU(b)
 			for b.Loop() {
 				c.serve(b, "prioritize", body)
 			}
+			cpu.report(b)
 		})
 	}
 }
@@ -112,26 +114,24 @@ func BenchmarkCacheFits(b *testing.B) {
 	}
 }
 
-// BenchmarkCacheViews is the work of one prioritize call besides HTTP: the node views and
-// placements (cache.Views), then the ranking (policy.Scores).
-func BenchmarkCacheViews(b *testing.B) {
+// BenchmarkCacheRates is the work of one prioritize call besides HTTP: each node's
+// placement rated under its lock (cache.ViewEach with a policy.Scorer), then the ranking
+// (policy.Rank). It replaced BenchmarkCacheViews (a copy and a Place per node).
+func BenchmarkCacheRates(b *testing.B) {
 	c := getCluster(b)
 	for _, s := range shapes {
 		b.Run(s.name, func(b *testing.B) {
 			req := c.request(b, s.shape)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := startCPU(b)
 			for b.Loop() {
-				nodes, placements, ok := c.cache.Views(c.names, req, c.policy, policy.Host{})
-				var fitN []policy.Node
-				var fitP []policy.Placement
-				for i := range ok {
-					if ok[i] {
-						fitN, fitP = append(fitN, nodes[i]), append(fitP, placements[i])
-					}
-				}
-				_ = policy.Scores(c.policy, fitN, fitP)
+				sc := policy.NewScorer(c.policy, req, policy.Host{})
+				rates, fits := make([]float64, len(c.names)), make([]bool, len(c.names))
+				c.cache.ViewEach(c.names, func(i int, n policy.Node) { rates[i], fits[i] = sc.Rate(n) })
+				_ = policy.Rank(c.policy, rates, fits)
 			}
+			cpu.report(b)
 		})
 	}
 }

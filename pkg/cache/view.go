@@ -1,0 +1,39 @@
+package cache
+
+import "github.com/gpushare/gpushare/pkg/policy"
+
+// ViewEach calls visit(i, node) for every names[i] with the node as policy sees it: its
+// cards (none for a node the cache does not know) and, with Config.TrackWorkload, its free
+// CPU and memory (Host nil when unknown). This is the prioritize path, thousands of nodes
+// per call: nodes are looked up under one read lock of the node map, and each is visited
+// under its own lock without copying. node, its Cards and its Host are the cache's, valid
+// only during visit: visit must only read them, must not keep them, and must not call the
+// cache.
+func (c *Cache) ViewEach(names []string, visit func(i int, node policy.Node)) {
+	var host policy.Host // one per call: every node.Host points here
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i, name := range names {
+		node := policy.Node{Name: name}
+		if c.hosts != nil {
+			if h, known := c.hosts.free(name); known {
+				host, node.Host = h, &host
+			}
+		}
+		if n := c.nodes[name]; n != nil {
+			n.visitCards(i, node, visit)
+			continue
+		}
+		visit(i, node)
+	}
+}
+
+// visitCards calls visit with node's cards set to n's, under n.mu.
+func (n *nodeState) visitCards(i int, node policy.Node, visit func(i int, node policy.Node)) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.known {
+		node.Cards = n.cards
+	}
+	visit(i, node)
+}

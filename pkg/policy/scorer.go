@@ -1,0 +1,71 @@
+package policy
+
+import "github.com/gpushare/gpushare/pkg/gpushare"
+
+// usageRater is what the registered policies implement besides Policy and Rater, so that a
+// Scorer can place and rate without building a Placement: the card order their Place uses,
+// and their Rate over a usage (Rate(node, p) is rateUsage of p's usage). s provides buffers.
+type usageRater interface {
+	Rater
+	chooser() chooser
+	rateUsage(node Node, u usage, s *scratch) float64
+}
+
+// Scorer rates one pod's placement on node after node, as one prioritize call does. Rate
+// gives the same fit answer as the policy's Place and, bit for bit, the same value as its
+// Rate of that placement (its Score for a policy that is not a Rater), but for the
+// registered policies it builds no Placement: once its buffers have grown to the largest
+// node, it allocates nothing. Not safe for concurrent use; make one per call.
+type Scorer struct {
+	pol    Policy
+	fast   usageRater // nil for a policy defined elsewhere: Rate then calls Place
+	choose chooser    // fast's card order, built once
+	req    gpushare.PodRequest
+	host   Host // the pod's CPU and memory request
+	s      scratch
+}
+
+// NewScorer returns a Scorer of req placed by pol; host is the pod's CPU and memory request
+// (what Placement.Host carries).
+func NewScorer(pol Policy, req gpushare.PodRequest, host Host) *Scorer {
+	sc := &Scorer{pol: pol, req: req, host: host}
+	if f, ok := pol.(usageRater); ok {
+		sc.fast, sc.choose = f, f.chooser()
+	}
+	return sc
+}
+
+// Rate places the pod on node and rates the placement; ok is false where it does not fit.
+// A pod without gpu-mem fits every node, with cards or without (the scheduler judges its
+// CPU and memory), and takes nothing on them. node is only read, and not kept.
+func (sc *Scorer) Rate(node Node) (rate float64, ok bool) {
+	if sc.fast == nil {
+		return sc.rateByPlace(node)
+	}
+	s := &sc.s
+	switch {
+	case sc.req.IsZero():
+		s.held = resize(s.held, len(node.Cards))
+		clear(s.held)
+	case len(node.Cards) == 0 || !s.fillWithFallback(node, sc.req, sc.choose):
+		return 0, false
+	}
+	u := usage{units: s.held, holds: holdsAny(s.held), host: sc.host}
+	return sc.fast.rateUsage(node, u, s), true
+}
+
+// rateByPlace is Rate through the public API, for policies without rateUsage.
+func (sc *Scorer) rateByPlace(node Node) (float64, bool) {
+	p := Placement{Usage: gpushare.CardUnits{}}
+	if !sc.req.IsZero() {
+		var err error
+		if p, err = sc.pol.Place(node, sc.req); err != nil {
+			return 0, false
+		}
+	}
+	p.Host = sc.host
+	if r, ok := sc.pol.(Rater); ok {
+		return r.Rate(node, p), true
+	}
+	return float64(sc.pol.Score(node, p)), true
+}

@@ -1,0 +1,212 @@
+package policy
+
+import (
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// placeAndRate is what prioritize computed before the Scorer: Place, then Rate (Score for
+// a policy that is not a Rater) of the placement with the pod's host request.
+func placeAndRate(pol Policy, node Node, req gpushare.PodRequest, host Host) (Placement, float64, bool) {
+	p := Placement{Usage: gpushare.CardUnits{}}
+	if !req.IsZero() {
+		var err error
+		if p, err = pol.Place(node, req); err != nil {
+			return Placement{}, 0, false
+		}
+	}
+	p.Host = host
+	if r, ok := pol.(Rater); ok {
+		return p, r.Rate(node, p), true
+	}
+	return p, float64(pol.Score(node, p)), true
+}
+
+// sameRate is exact equality of the bits, stricter than == (it tells -0 from +0).
+func sameRate(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+
+func TestScorerMatchesPlaceAndRate(t *testing.T) {
+	// fgd's workload: one card of 6 units and 8 cores.
+	w := Workload{{Cards: 1, PerCard: 6, Host: Host{CPUMilli: 8000}, Weight: 1}}
+	host := &Host{CPUMilli: 10000, MemoryMiB: 1 << 16}
+	sick := cards(16, 0, 16, 4)
+	sick[0].Healthy = false
+	tests := []struct {
+		name   string
+		node   Node
+		req    gpushare.PodRequest
+		host   Host
+		wantOK bool
+	}{
+		{name: "one card", node: Node{Cards: cards(16, 6, 16, 12, 16, 10)}, req: req(app(0, 4, 1)), wantOK: true},
+		{name: "no card has 10", node: Node{Cards: cards(16, 8, 16, 8)}, req: req(app(0, 10, 1))},
+		{name: "two cards", node: Node{Cards: cards(16, 6, 16, 12, 16, 8)}, req: req(app(0, 16, 2)), wantOK: true},
+		{name: "containers share a card", node: Node{Cards: cards(16, 6, 16, 0)}, req: req(app(0, 4, 1), app(1, 6, 1)), wantOK: true},
+		{
+			name: "init reuses what the pod holds", node: Node{Cards: cards(16, 0, 16, 0)},
+			req: req(initC(0, 10, gpushare.Init), app(0, 4, 1)), wantOK: true,
+		},
+		{
+			name: "sidecar beside inits and apps", node: Node{Cards: cards(16, 0), Host: host},
+			req: req(initC(0, 2, gpushare.Sidecar), initC(1, 8, gpushare.Init), app(0, 3, 1)), host: Host{CPUMilli: 4000}, wantOK: true,
+		},
+		{name: "unhealthy card", node: Node{Cards: sick}, req: req(app(0, 8, 2))},
+		{name: "over-committed card", node: Node{Cards: cards(8, 12, 16, 0)}, req: req(app(0, 4, 1)), wantOK: true},
+		{name: "no cards", node: Node{}, req: req(app(0, 1, 1))},
+		{name: "pod without gpu-mem on a node without cards", node: Node{Host: host}, host: Host{CPUMilli: 4000}, wantOK: true},
+		{name: "pod without gpu-mem", node: Node{Cards: cards(16, 6), Host: host}, host: Host{CPUMilli: 4000}, wantOK: true},
+	}
+	for _, tc := range tests {
+		for _, name := range Names() {
+			pol, _ := New(name)
+			pols := []Policy{pol}
+			if wa, ok := pol.(WorkloadAware); ok {
+				pols = append(pols, wa.WithWorkload(w))
+			}
+			for _, pol := range pols {
+				t.Run(tc.name+"/"+name, func(t *testing.T) {
+					_, want, wantOK := placeAndRate(pol, tc.node, tc.req, tc.host)
+					got, ok := NewScorer(pol, tc.req, tc.host).Rate(tc.node)
+					if ok != tc.wantOK || wantOK != tc.wantOK {
+						t.Fatalf("fits: Scorer %v, Place %v, want %v", ok, wantOK, tc.wantOK)
+					}
+					if !sameRate(got, want) {
+						t.Errorf("rate: Scorer %v, Place+Rate %v", got, want)
+					}
+				})
+			}
+		}
+	}
+}
+
+// foreignRater and foreign stand for policies defined outside this package: the Scorer
+// knows no rateUsage for them and goes through Place, Rate or Score.
+type (
+	foreignRater struct {
+		Policy
+		Rater
+	}
+	foreign struct{ Policy }
+)
+
+// TestScorerMatchesPlaceAndRateRandom holds the Scorer to Place+Rate on 2000 random nodes
+// (0..16 cards, mixed sizes, unhealthy and over-committed cards, half with host resources)
+// for random pods (several containers of every kind, multi-card containers, no gpu-mem),
+// for every registered policy, fgd with and without a workload, and for policies it does
+// not know. One Scorer serves each pod's ten nodes of varying sizes, as in a prioritize
+// call, so its reused buffers are exercised. Rank must equal Scores over the fitting nodes.
+func TestScorerMatchesPlaceAndRateRandom(t *testing.T) {
+	var fits, misses, multi, inits, fellBack int
+	for gi, g := range corpus(11, 200, 10) {
+		names, pols := policiesFor(g)
+		for pi, pol := range pols {
+			rater, _ := pol.(Rater)
+			names = append(names, names[pi]+"/foreign", names[pi]+"/foreign-rater")
+			pols = append(pols, foreign{pol}, foreignRater{pol, rater})
+		}
+		for pi, pol := range pols {
+			sc := NewScorer(pol, g.req, g.host)
+			rates, ok := make([]float64, len(g.nodes)), make([]bool, len(g.nodes))
+			var fitNodes []Node
+			var fitPlacements []Placement
+			for ni, node := range g.nodes {
+				p, want, wantOK := placeAndRate(pol, node, g.req, g.host)
+				rates[ni], ok[ni] = sc.Rate(node)
+				if ok[ni] != wantOK {
+					t.Fatalf("%s group %d node %d: Scorer fits %v, Place %v\nnode %+v\nreq %+v", names[pi], gi, ni, ok[ni], wantOK, node, g.req)
+				}
+				if !sameRate(rates[ni], want) {
+					t.Fatalf("%s group %d node %d: Scorer rate %v, Place+Rate %v\nnode %+v\nreq %+v", names[pi], gi, ni, rates[ni], want, node, g.req)
+				}
+				if wantOK {
+					fitNodes, fitPlacements = append(fitNodes, node), append(fitPlacements, p)
+				}
+				if pi == 0 { // the fit answer is every policy's
+					fits, misses, multi, inits, fellBack = count(node, g.req, wantOK, fits, misses, multi, inits, fellBack)
+				}
+			}
+			want := make([]int64, len(g.nodes))
+			scores := Scores(pol, fitNodes, fitPlacements)
+			for ni := range g.nodes {
+				if ok[ni] {
+					want[ni], scores = scores[0], scores[1:]
+				}
+			}
+			if diff := cmp.Diff(want, Rank(pol, rates, ok)); diff != "" {
+				t.Fatalf("%s group %d: Rank (-Scores,+Rank):\n%s", names[pi], gi, diff)
+			}
+		}
+	}
+	t.Logf("%d fit, %d do not; %d fit with several containers, %d with init containers; spread fell back to best fit %d times",
+		fits, misses, multi, inits, fellBack)
+	if fits == 0 || misses == 0 || multi == 0 || inits == 0 || fellBack == 0 {
+		t.Error("the corpus no longer covers every path")
+	}
+}
+
+// count tallies which paths the corpus takes, so the property test notices when a change of
+// the generators stops covering one.
+func count(node Node, req gpushare.PodRequest, ok bool, fits, misses, multi, inits, fellBack int) (int, int, int, int, int) {
+	if !ok {
+		return fits, misses + 1, multi, inits, fellBack
+	}
+	fits++
+	if len(req.Containers) > 1 {
+		multi++
+	}
+	for _, c := range req.Containers {
+		if c.Kind == gpushare.Init {
+			inits++
+			break
+		}
+	}
+	if len(node.Cards) > 0 && !req.IsZero() {
+		var s scratch
+		if !s.fill(node, req, chooseMostFree) {
+			fellBack++
+		}
+	}
+	return fits, misses, multi, inits, fellBack
+}
+
+// TestScorerAllocatesNothing: after the first node, rating more nodes allocates nothing,
+// whatever the pod's shape, for every registered policy.
+func TestScorerAllocatesNothing(t *testing.T) {
+	w := Workload{{Cards: 1, PerCard: 6, Host: Host{CPUMilli: 8000}, Weight: 0.5}, {Cards: 2, PerCard: 4, Weight: 0.5}}
+	host := &Host{CPUMilli: 64000, MemoryMiB: 1 << 18}
+	nodes := []Node{
+		{Cards: cards(16, 6, 16, 12, 16, 0, 16, 3, 16, 9, 16, 1, 16, 0, 16, 15), Host: host},
+		{Cards: cards(80, 20, 80, 0)},
+		{Cards: cards(14, 0, 14, 2, 14, 4, 14, 6, 14, 8, 14, 10, 14, 12, 14, 14, 14, 0, 14, 1, 14, 3, 14, 5, 14, 7, 14, 9, 14, 11, 14, 13), Host: host},
+	}
+	reqs := map[string]gpushare.PodRequest{
+		"one card":  req(app(0, 4, 1)),
+		"two cards": req(app(0, 8, 2)),
+		"mixed":     req(initC(0, 2, gpushare.Sidecar), initC(1, 8, gpushare.Init), app(0, 6, 2), app(1, 3, 1)),
+		"no gpu":    {},
+	}
+	for _, name := range Names() {
+		pol, _ := New(name)
+		if wa, ok := pol.(WorkloadAware); ok {
+			pol = wa.WithWorkload(w)
+		}
+		for rname, r := range reqs {
+			sc := NewScorer(pol, r, Host{CPUMilli: 1000})
+			for _, n := range nodes {
+				sc.Rate(n) // grows the buffers
+			}
+			allocs := testing.AllocsPerRun(20, func() {
+				for _, n := range nodes {
+					sc.Rate(n)
+				}
+			})
+			if allocs != 0 {
+				t.Errorf("%s, %s: %v allocations per %d nodes, want 0", name, rname, allocs, len(nodes))
+			}
+		}
+	}
+}
