@@ -9,12 +9,6 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// Workload learning: the typical pods (FGD's 95 % of pods, at most maxShapes shapes).
-const (
-	workloadCoverage = 0.95
-	maxShapes        = 128
-)
-
 // shapeBook learns the workload from every pod the cache sees, each counted once per uid.
 type shapeBook struct {
 	mu      sync.Mutex
@@ -51,7 +45,7 @@ func (s *shapeBook) workload() policy.Workload {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dirty {
-		s.cached = s.counter.Workload(workloadCoverage, maxShapes)
+		s.cached = s.counter.Workload(policy.WorkloadCoverage, policy.WorkloadMaxShapes)
 		s.dirty = false
 	}
 	return s.cached

@@ -148,3 +148,58 @@ func TestFitAgreesWithEveryPolicy(t *testing.T) {
 		}
 	}
 }
+
+func TestFGDHostCap(t *testing.T) {
+	// One typical shape: a whole card and 10 cores. Four free cards.
+	w := Workload{{Cards: 1, PerCard: 1000, Host: Host{CPUMilli: 10000}, Weight: 1}}
+	f := fgd{w: w}
+	free := []int64{1000, 1000, 1000, 1000}
+	for _, tc := range []struct {
+		name string
+		host *Host
+		want float64 // F: free units the shape cannot use
+	}{
+		{"host unknown: cards alone", nil, 0},
+		{"CPU for all four", &Host{CPUMilli: 40000, MemoryMiB: 1}, 0},
+		{"CPU for two: two cards stranded", &Host{CPUMilli: 25000, MemoryMiB: 1}, 2000},
+		{"CPU for none: all stranded", &Host{CPUMilli: 9000, MemoryMiB: 1}, 4000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := f.frag(free, tc.host); got != tc.want {
+				t.Errorf("frag = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name  string
+		shape Shape
+		host  Host
+		want  int64
+	}{
+		{"cpu bound", Shape{Cards: 2, PerCard: 500, Host: Host{CPUMilli: 4000, MemoryMiB: 100}}, Host{CPUMilli: 9000, MemoryMiB: 1000}, 2 * 2 * 500},
+		{"memory bound", Shape{Cards: 1, PerCard: 300, Host: Host{CPUMilli: 1000, MemoryMiB: 400}}, Host{CPUMilli: 9000, MemoryMiB: 1000}, 2 * 300},
+		{"no host request: unlimited", Shape{Cards: 1, PerCard: 300}, Host{}, 1 << 40},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := hostFeeds(tc.host, tc.shape); got != tc.want {
+				t.Errorf("hostFeeds = %d, want %d", got, tc.want)
+			}
+		})
+	}
+
+	// A pod without gpu-mem taking 6 cores: on a (25 → 19 cores) the shape's pods the host
+	// can feed drop from 2 to 1 and on b (45 → 39) from 4 to 3, each stranding one more card;
+	// on c (51 → 45) four are still fed. Without the cap all three would tie.
+	cards := func() []Card {
+		return []Card{{Index: 0, Total: 1000, Healthy: true}, {Index: 1, Total: 1000, Healthy: true},
+			{Index: 2, Total: 1000, Healthy: true}, {Index: 3, Total: 1000, Healthy: true}}
+	}
+	a := Node{Name: "a", Cards: cards(), Host: &Host{CPUMilli: 25000, MemoryMiB: 1 << 20}}
+	b := Node{Name: "b", Cards: cards(), Host: &Host{CPUMilli: 45000, MemoryMiB: 1 << 20}}
+	cpuPod := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 6000}}
+	c := Node{Name: "c", Cards: cards(), Host: &Host{CPUMilli: 51000, MemoryMiB: 1 << 20}}
+	got := Scores(f, []Node{a, b, c}, []Placement{cpuPod, cpuPod, cpuPod})
+	if got[2] != MaxScore || got[0] == MaxScore || got[1] == MaxScore {
+		t.Errorf("scores a, b, c = %v: want c (CPU to spare beyond its cards) best", got)
+	}
+}

@@ -19,6 +19,16 @@ type Shape struct {
 // Workload is the popularity of typical shapes, most popular first.
 type Workload []Shape
 
+// The workload fgd rates against, as the extender and the offline replay learn it: every
+// shape seen (coverage 1; the paper keeps the shapes covering 95 % of pods, but the rare
+// ones it drops are the large multi-card pods that most need whole cards and nodes kept
+// free), at most WorkloadMaxShapes of them (the default trace has 151 distinct shapes with
+// CPU and memory), which bounds the cost of a rating.
+const (
+	WorkloadCoverage  = 1.0
+	WorkloadMaxShapes = 256
+)
+
 type shapeKey struct {
 	cards   int
 	perCard int64
@@ -56,7 +66,8 @@ func (s *ShapeCounter) Total() int64 { return s.total }
 
 // Workload returns the most popular shapes that together cover at least `coverage` (0..1] of
 // the containers counted, at most max of them, with weights renormalised to sum to 1. This
-// mirrors the "typical pods" of the FGD paper (95 % coverage), learned online.
+// is the "typical pods" of the FGD paper (which uses coverage 0.95), learned online; fgd
+// uses WorkloadCoverage and WorkloadMaxShapes.
 func (s *ShapeCounter) Workload(coverage float64, max int) Workload {
 	if s.total == 0 || max <= 0 {
 		return nil

@@ -63,14 +63,6 @@ const (
 	CPUExtender = "extender"
 )
 
-// Workload learning of WorkloadAware policies (fgd) in offline mode: the typical shapes
-// covering this share of the pods seen so far, at most this many. They should match the
-// extender's.
-const (
-	offlineShapeCoverage = 0.95
-	offlineMaxShapes     = 64
-)
-
 // Offline replays pods with a policy directly, without a cluster: for each pod in order,
 // the candidate nodes are those whose model the pod allows, with enough free cpu, memory
 // and pod slots, where Place succeeds; the pod goes to the best candidate (see TiesFirst,
@@ -122,7 +114,7 @@ func Offline(ctx context.Context, cfg OfflineConfig, nodes []NodeSpec, pods []Po
 		pol := cfg.Policy
 		if learns {
 			shapes.Add(podRequest(cfg.Units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB})
-			pol = wa.WithWorkload(shapes.Workload(offlineShapeCoverage, offlineMaxShapes))
+			pol = wa.WithWorkload(shapes.Workload(policy.WorkloadCoverage, policy.WorkloadMaxShapes))
 		}
 		bar.Update(rec.Record(pod, o.place(pol, pod)), rec)
 	}
