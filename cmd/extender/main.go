@@ -158,15 +158,16 @@ func run(ctx context.Context, o *options) error {
 			lo.LabelSelector = sel.String()
 		})
 	})
-	pods := factory.Core().V1().Pods()
+	// The cache turns both informers' stores into slim objects: no lister of them works.
+	pods := factory.Core().V1().Pods().Informer()
 	// A workload-aware policy (fgd) needs free CPU/memory per node and the pod shapes seen.
 	_, track := pol.(policy.WorkloadAware)
-	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods.Informer(), Resources: res, ReservationTTL: o.reservationTTL, TrackWorkload: track})
+	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, Resources: res, ReservationTTL: o.reservationTTL, TrackWorkload: track})
 	if err != nil {
 		return err
 	}
 	handler, err := routes.New(routes.Config{
-		Cache: c, Policy: pol, Resources: res, Client: client, Pods: pods.Lister(),
+		Cache: c, Policy: pol, Resources: res, Client: client,
 		Metrics: metrics.New(c), NodeSelector: sel.String(), MaxRequestBytes: o.maxRequestBytes,
 		Version: version.Version,
 	})

@@ -22,7 +22,9 @@ const DefaultReservationTTL = 2 * time.Minute
 
 // Config is what New needs. Nodes and Pods are informers from the one SharedInformerFactory
 // main builds (nodes already filtered by the node selector); neither may be started yet,
-// because New installs the transforms (TrimPod, TrimNode).
+// because New installs the transforms that make their stores hold slim objects (*Pod and an
+// unexported node type) instead of corev1 ones: listers of these informers do not work, use
+// Cache.Pod.
 type Config struct {
 	Nodes     toolscache.SharedIndexInformer
 	Pods      toolscache.SharedIndexInformer
@@ -66,8 +68,8 @@ type Cache struct {
 	// podsMu serialises every change of a pod's accounting (informer events, Reserve,
 	// Release, expiry, node removal) so a uid is held on at most one node.
 	podsMu   sync.Mutex
-	where    map[types.UID]string // node holding the uid (placed or reserved); podsMu
-	reserved map[types.UID]string // the subset of where that is a reservation; podsMu
+	where    map[types.UID]string      // node holding the uid (placed or reserved); podsMu
+	reserved map[types.UID]reservation // the subset of where that is a reservation; podsMu
 
 	mu    sync.RWMutex
 	nodes map[string]*nodeState
@@ -76,12 +78,14 @@ type Cache struct {
 	hosts  *hostBook
 	shapes *shapeBook
 
-	synced []toolscache.InformerSynced
-	ready  atomic.Bool
+	podStore toolscache.Store // the pod informer's, holding *Pod
+	synced   []toolscache.InformerSynced
+	ready    atomic.Bool
 }
 
-// New registers the cache's handlers on the informers and the pod transform. It starts no
-// goroutine; call Run. Errors: invalid config, or an informer that has already started.
+// New installs the slim transforms and registers the cache's handlers on the informers. It
+// starts no goroutine; call Run. Errors: invalid config, or an informer that has already
+// started.
 func New(cfg Config) (*Cache, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -91,13 +95,15 @@ func New(cfg Config) (*Cache, error) {
 		ttl:      cfg.ReservationTTL,
 		clock:    cfg.Clock,
 		where:    map[types.UID]string{},
-		reserved: map[types.UID]string{},
+		reserved: map[types.UID]reservation{},
 		nodes:    map[string]*nodeState{},
+		podStore: cfg.Pods.GetStore(),
 	}
-	if err := cfg.Pods.SetTransform(TrimPod(cfg.Resources)); err != nil {
+	// The CPU/memory request costs a resource computation per pod event: only fgd reads it.
+	if err := cfg.Pods.SetTransform(podTransform(cfg.Resources, cfg.TrackWorkload)); err != nil {
 		return nil, fmt.Errorf("installing the pod transform: %w", err)
 	}
-	if err := cfg.Nodes.SetTransform(TrimNode(cfg.Resources)); err != nil {
+	if err := cfg.Nodes.SetTransform(nodeTransform(cfg.Resources)); err != nil {
 		return nil, fmt.Errorf("installing the node transform: %w", err)
 	}
 	nodeReg, err := cfg.Nodes.AddEventHandler(c.nodeHandler())

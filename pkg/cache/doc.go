@@ -1,6 +1,7 @@
 // Package cache keeps the extender's view of GPU-sharing nodes: for every node its cards
 // (from gpushare.Resources.NodeInventory) and the gpu-mem units that placed pods and bind-time
-// reservations hold on each card. It is fed by client-go shared informers handed in by main
+// reservations hold on each card. It is fed by client-go shared informers handed in by main,
+// whose stores it turns into slim objects (Pod, and a node type of its own) with transforms,
 // and answers the filter, prioritize, bind and inspect handlers.
 //
 // All quantities are gpu-mem units (GiB by default; the cache never interprets the unit).

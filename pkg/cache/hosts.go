@@ -37,11 +37,10 @@ func hostRequest(pod *corev1.Pod) policy.Host {
 	return policy.Host{CPUMilli: r.Cpu().MilliValue(), MemoryMiB: (r.Memory().Value() + 1<<20 - 1) >> 20}
 }
 
-// setNode records a node's allocatable CPU and memory (MiB, rounded down).
-func (h *hostBook) setNode(node *corev1.Node) {
-	a := node.Status.Allocatable
+// setNode records a node's allocatable CPU (millicores) and memory (MiB, rounded down).
+func (h *hostBook) setNode(name string, alloc policy.Host) {
 	h.mu.Lock()
-	h.alloc[node.Name] = policy.Host{CPUMilli: a.Cpu().MilliValue(), MemoryMiB: a.Memory().Value() >> 20}
+	h.alloc[name] = alloc
 	h.mu.Unlock()
 }
 
@@ -51,16 +50,18 @@ func (h *hostBook) deleteNode(name string) {
 	h.mu.Unlock()
 }
 
-// setPod accounts a bound, non-terminal pod on its node, and forgets any other pod.
-func (h *hostBook) setPod(pod *corev1.Pod) {
+// setPod accounts a bound, non-terminal pod on its node with its CPU and memory request
+// (Pod.host, which the transform computes when the cache tracks the workload), and forgets
+// any other pod.
+func (h *hostBook) setPod(pod *Pod) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.removeLocked(pod.UID)
-	if pod.Spec.NodeName == "" || terminal(pod) {
+	h.removeLocked(pod.uid)
+	if pod.nodeName == "" || pod.terminal {
 		return
 	}
-	p := hostPod{node: pod.Spec.NodeName, req: hostRequest(pod)}
-	h.pods[pod.UID] = p
+	p := hostPod{node: pod.nodeName, req: pod.host}
+	h.pods[pod.uid] = p
 	u := h.used[p.node]
 	u.CPUMilli += p.req.CPUMilli
 	u.MemoryMiB += p.req.MemoryMiB

@@ -92,7 +92,7 @@ func (n *nodeState) info() NodeInfo {
 			ci.UUID, ci.Model = d.UUID, d.Model
 		}
 		for uid, p := range n.pods {
-			if u := p.usage[c.Index]; u > 0 {
+			if u := p.usage.on(c.Index); u > 0 {
 				ci.Pods = append(ci.Pods, PodInfo{Name: p.name, Namespace: p.namespace, UID: uid, Units: u, Reserved: p.reserved})
 			}
 		}

@@ -1,23 +1,15 @@
 package cache
 
 import (
+	"slices"
 	"sort"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
-
-// podEntry is what one pod holds on a node.
-type podEntry struct {
-	name, namespace string
-	usage           gpushare.CardUnits // units per card index
-	reserved        bool               // made at bind; not yet seen bound by the informer
-	expires         time.Time          // reservations only
-}
 
 // nodeState is one node's cards and pods, guarded by mu.
 type nodeState struct {
@@ -39,11 +31,14 @@ type nodeState struct {
 	// cards is devices plus, for pods holding units on an index the inventory no longer
 	// has, an unhealthy zero-size card (shown over-committed). Used sums pods' usage.
 	cards []policy.Card
-	pods  map[types.UID]*podEntry
+	// pods holds units here: the Pods the pod informer stores for pods placed on this node
+	// (shared, not copied: nobody modifies them) and the reservations Reserve made
+	// (Pod.reserved). Their usage gives the units per card.
+	pods map[types.UID]*Pod
 }
 
 func newNodeState(name string) *nodeState {
-	return &nodeState{name: name, pods: map[types.UID]*podEntry{}}
+	return &nodeState{name: name, pods: map[types.UID]*Pod{}}
 }
 
 // view is the node as policy sees it. It shares n.cards: valid only while n.mu is held,
@@ -52,10 +47,15 @@ func (n *nodeState) view() policy.Node {
 	return policy.Node{Name: n.name, Cards: n.cards}
 }
 
-// setInventory replaces the node's cards. Caller holds n.mu.
+// setInventory replaces the node's cards. The devices are kept, not copied, when already
+// sorted by index (the stored slim node's, which nobody modifies). Caller holds n.mu.
 func (n *nodeState) setInventory(inv gpushare.Inventory, src gpushare.InventorySource) {
-	devs := append([]gpushare.Device(nil), inv.Devices...)
-	sort.Slice(devs, func(i, j int) bool { return devs[i].Index < devs[j].Index })
+	devs := inv.Devices
+	byIndex := func(a, b gpushare.Device) int { return a.Index - b.Index }
+	if !slices.IsSortedFunc(devs, byIndex) {
+		devs = slices.Clone(devs)
+		slices.SortFunc(devs, byIndex)
+	}
 	n.devices, n.source = devs, src
 	n.recompute()
 }
@@ -65,8 +65,8 @@ func (n *nodeState) recompute() {
 	n.lastMiss = missMemo{}
 	used := map[int]int64{}
 	for _, p := range n.pods {
-		for idx, u := range p.usage {
-			used[idx] += u
+		for _, u := range p.usage {
+			used[u.card] += u.units
 		}
 	}
 	cards := make([]policy.Card, 0, len(n.devices))

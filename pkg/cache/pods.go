@@ -2,9 +2,8 @@ package cache
 
 import (
 	"fmt"
-	"maps"
+	"slices"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -16,20 +15,22 @@ var emptyInventory gpushare.Inventory
 
 func typeName(obj any) string { return fmt.Sprintf("%T", obj) }
 
-// podHandler only lets through pods that request gpu-mem (or whose request is invalid, so
-// that their annotations, if any, still count). Tombstones are unwrapped.
+// untomb returns the last known object a DeletedFinalStateUnknown carries (nil when the
+// informer had none), else obj.
+func untomb(obj any) any {
+	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		return t.Obj
+	}
+	return obj
+}
+
+// podHandler only lets through pods that share a GPU (Pod.sharesGPU). Tombstones are
+// unwrapped.
 func (c *Cache) podHandler() toolscache.ResourceEventHandler {
 	return toolscache.FilteringResourceEventHandler{
 		FilterFunc: func(obj any) bool {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			pod, ok := obj.(*corev1.Pod)
-			if !ok {
-				return false
-			}
-			req, err := c.res.PodRequest(pod)
-			return err != nil || !req.IsZero()
+			pod, ok := untomb(obj).(*Pod)
+			return ok && pod.sharesGPU()
 		},
 		Handler: toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    c.onPod,
@@ -39,50 +40,53 @@ func (c *Cache) podHandler() toolscache.ResourceEventHandler {
 	}
 }
 
-func terminal(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
-}
-
 // onPod brings the pod's accounting in line with the object: bound with an allocation
 // annotation → placed (a reservation of the same uid becomes the placed pod, never counted
 // twice); Succeeded/Failed → gone; not yet bound → a reservation stays as it is.
 func (c *Cache) onPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(*Pod)
 	if !ok {
 		klog.ErrorS(nil, "pod handler got an unexpected object", "type", typeName(obj))
 		return
 	}
-	if terminal(pod) {
-		c.forget(pod.UID, false)
+	if pod.terminal {
+		c.forget(pod.uid, false)
 		return
 	}
-	alloc, placed, err := c.res.ReadAllocation(pod)
-	if err != nil {
+	if err := pod.allocErr(); err != nil {
 		klog.ErrorS(err, "reading pod GPU allocation; pod not counted", "pod", klog.KObj(pod))
 	}
-	if !placed || pod.Spec.NodeName == "" {
+	if !pod.placed || pod.nodeName == "" {
 		// A reservation waits for the bound pod (or expires); anything else is dropped.
-		c.forget(pod.UID, true)
+		c.forget(pod.uid, true)
 		return
 	}
-	entry := &podEntry{name: pod.Name, namespace: pod.Namespace, usage: alloc.CardUsage(pod)}
-	c.place(pod.UID, pod.Spec.NodeName, entry)
+	c.place(pod)
 }
 
 func (c *Cache) onPodDelete(obj any) {
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := untomb(obj).(*Pod)
 	if !ok {
 		klog.ErrorS(nil, "pod delete handler got an unexpected object", "type", typeName(obj))
 		return
 	}
-	c.forget(pod.UID, false)
+	c.forget(pod.uid, false)
 }
 
-// place records uid on nodeName with entry, moving it from any other node.
-func (c *Cache) place(uid types.UID, nodeName string, entry *podEntry) {
+// Pod returns the pod namespace/name as the pod informer holds it; false when the informer
+// holds no such pod (not seen yet, or deleted).
+func (c *Cache) Pod(namespace, name string) (*Pod, bool) {
+	obj, ok, err := c.podStore.GetByKey(toolscache.NewObjectName(namespace, name).String())
+	if err != nil || !ok { // the informer's store never errors
+		return nil, false
+	}
+	pod, ok := obj.(*Pod)
+	return pod, ok
+}
+
+// place records a bound pod's usage on its node, moving it from any other node.
+func (c *Cache) place(pod *Pod) {
+	uid, nodeName := pod.uid, pod.nodeName
 	c.podsMu.Lock()
 	defer c.podsMu.Unlock()
 	if cur, ok := c.where[uid]; ok && cur != nodeName {
@@ -90,11 +94,12 @@ func (c *Cache) place(uid types.UID, nodeName string, entry *podEntry) {
 	}
 	n := c.nodeOrCreate(nodeName)
 	n.mu.Lock()
-	if old, ok := n.pods[uid]; ok && !old.reserved && maps.Equal(old.usage, entry.usage) {
-		n.mu.Unlock() // status-only update: nothing to recompute
+	if old, ok := n.pods[uid]; ok && !old.reserved && slices.Equal(old.usage, pod.usage) {
+		n.pods[uid] = pod // same usage: nothing to recompute; hold the newer object only
+		n.mu.Unlock()
 		return
 	}
-	n.pods[uid] = entry
+	n.pods[uid] = pod
 	n.recompute()
 	var over []int
 	if n.known { // pods may arrive before their node: nothing to warn about yet
@@ -105,7 +110,7 @@ func (c *Cache) place(uid types.UID, nodeName string, entry *podEntry) {
 	delete(c.reserved, uid)
 	if len(over) > 0 {
 		klog.InfoS("pod placed on over-committed cards (another scheduler or a stale view?)",
-			"pod", klog.KRef(entry.namespace, entry.name), "node", nodeName, "cards", over)
+			"pod", klog.KObj(pod), "node", nodeName, "cards", over)
 	}
 }
 

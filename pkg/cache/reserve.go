@@ -1,8 +1,10 @@
 package cache
 
 import (
+	"time"
+
 	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -23,15 +25,17 @@ type Reservation struct {
 // becomes the placed pod), Release is called, or the reservation TTL passes. Choice and
 // record happen under the node lock, so concurrent binds never over-commit a card. A
 // previous reservation of the same pod is replaced. Errors: ErrUnknownNode, ErrNoCards,
-// *policy.FitError, *AlreadyPlacedError.
-func (c *Cache) Reserve(nodeName string, pod *corev1.Pod, req gpushare.PodRequest, pol policy.Policy) (Reservation, error) {
+// *policy.FitError, *AlreadyPlacedError. pod is only read for its UID, namespace and name
+// (a *Pod from the informer or a *corev1.Pod).
+func (c *Cache) Reserve(nodeName string, pod metav1.Object, req gpushare.PodRequest, pol policy.Policy) (Reservation, error) {
+	uid := pod.GetUID()
 	c.podsMu.Lock()
 	defer c.podsMu.Unlock()
-	if cur, ok := c.where[pod.UID]; ok {
-		if _, res := c.reserved[pod.UID]; !res {
+	if cur, ok := c.where[uid]; ok {
+		if _, res := c.reserved[uid]; !res {
 			return Reservation{}, &AlreadyPlacedError{Node: cur}
 		}
-		c.removeLocked(pod.UID, false)
+		c.removeLocked(uid, false)
 	}
 	n := c.node(nodeName)
 	if n == nil {
@@ -49,19 +53,25 @@ func (c *Cache) Reserve(nodeName string, pod *corev1.Pod, req gpushare.PodReques
 	if err != nil {
 		return Reservation{}, err
 	}
-	n.pods[pod.UID] = &podEntry{
-		name: pod.Name, namespace: pod.Namespace, usage: p.Usage,
-		reserved: true, expires: c.clock.Now().Add(c.ttl),
+	n.pods[uid] = &Pod{
+		objectMeta: objectMeta{name: pod.GetName(), namespace: pod.GetNamespace(), uid: uid},
+		nodeName:   nodeName, reserved: true, usage: usageOf(p.Usage),
 	}
 	n.recompute()
-	c.where[pod.UID] = nodeName
-	c.reserved[pod.UID] = nodeName
+	c.where[uid] = nodeName
+	c.reserved[uid] = reservation{node: nodeName, expires: c.clock.Now().Add(c.ttl)}
 	sizes := gpushare.CardUnits{}
 	for _, idx := range p.Allocation.Cards() {
 		d, _ := n.device(idx) // Place only picks inventory cards
 		sizes[idx] = d.Units
 	}
 	return Reservation{Placement: p, CardUnits: sizes}, nil
+}
+
+// reservation is when the cards Reserve chose for a pod lapse, and where.
+type reservation struct {
+	node    string
+	expires time.Time
 }
 
 // Release drops the pod's reservation (a bind that failed). A pod the informer already saw
@@ -80,18 +90,20 @@ func (c *Cache) expire(logger logr.Logger) {
 	now := c.clock.Now()
 	c.podsMu.Lock()
 	defer c.podsMu.Unlock()
-	for uid, nodeName := range c.reserved {
-		n := c.node(nodeName)
+	for uid, r := range c.reserved {
+		if !now.After(r.expires) {
+			continue
+		}
+		n := c.node(r.node)
 		if n == nil {
 			continue
 		}
 		n.mu.Lock()
-		e := n.pods[uid]
-		stale := e != nil && e.reserved && now.After(e.expires)
+		p, ok := n.pods[uid]
 		n.mu.Unlock()
-		if stale {
+		if ok && p.reserved {
 			c.removeLocked(uid, false)
-			logger.Info("reservation expired: pod never showed up bound", "pod", klog.KRef(e.namespace, e.name), "node", nodeName)
+			logger.Info("reservation expired: pod never showed up bound", "pod", klog.KObj(p), "node", r.node)
 		}
 	}
 }

@@ -16,16 +16,9 @@ import (
 func (c *Cache) trackWorkload(nodes, pods toolscache.SharedIndexInformer) ([]toolscache.InformerSynced, error) {
 	c.hosts, c.shapes = newHostBook(), newShapeBook()
 	nodeReg, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.onHostNode(obj) },
+		AddFunc:    c.onHostNode,
 		UpdateFunc: func(_, obj any) { c.onHostNode(obj) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if n, ok := obj.(*corev1.Node); ok {
-				c.hosts.deleteNode(n.Name)
-			}
-		},
+		DeleteFunc: c.onHostNodeDelete,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("adding the host node handler: %w", err)
@@ -33,15 +26,7 @@ func (c *Cache) trackWorkload(nodes, pods toolscache.SharedIndexInformer) ([]too
 	podReg, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onHostPod,
 		UpdateFunc: func(_, obj any) { c.onHostPod(obj) },
-		DeleteFunc: func(obj any) {
-			if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-				obj = t.Obj
-			}
-			if p, ok := obj.(*corev1.Pod); ok {
-				c.hosts.deletePod(p.UID)
-				c.shapes.forget(p.UID)
-			}
-		},
+		DeleteFunc: c.onHostPodDelete,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("adding the host pod handler: %w", err)
@@ -50,23 +35,35 @@ func (c *Cache) trackWorkload(nodes, pods toolscache.SharedIndexInformer) ([]too
 }
 
 func (c *Cache) onHostNode(obj any) {
-	if n, ok := obj.(*corev1.Node); ok {
-		c.hosts.setNode(n)
+	if n, ok := obj.(*slimNode); ok {
+		c.hosts.setNode(n.name, n.alloc)
+	}
+}
+
+func (c *Cache) onHostNodeDelete(obj any) {
+	if n, ok := untomb(obj).(*slimNode); ok {
+		c.hosts.deleteNode(n.name)
 	}
 }
 
 func (c *Cache) onHostPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := obj.(*Pod)
 	if !ok {
 		klog.ErrorS(nil, "host pod handler got an unexpected object", "type", typeName(obj))
 		return
 	}
 	c.hosts.setPod(pod)
-	req, err := c.res.PodRequest(pod)
-	if err != nil {
+	if pod.requestErr() != nil {
 		return // an invalid request never schedules: not part of the workload
 	}
-	c.shapes.observe(pod.UID, req, hostRequest(pod))
+	c.shapes.observe(pod.uid, pod.request, pod.host)
+}
+
+func (c *Cache) onHostPodDelete(obj any) {
+	if p, ok := untomb(obj).(*Pod); ok {
+		c.hosts.deletePod(p.uid)
+		c.shapes.forget(p.uid)
+	}
 }
 
 // ForPod returns pol ready for one decision: a WorkloadAware policy gets the workload learned

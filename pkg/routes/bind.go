@@ -10,12 +10,12 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
@@ -74,17 +74,18 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 	if err != nil {
 		return failBind(metrics.BindPodLookup, "looking up pod %s/%s: %w", args.PodNamespace, args.PodName, err)
 	}
-	if args.PodUID != "" && pod.UID != args.PodUID {
+	ns, name, uid := pod.GetNamespace(), pod.GetName(), pod.GetUID()
+	if args.PodUID != "" && uid != args.PodUID {
 		return failBind(metrics.BindUIDMismatch, "pod %s/%s has UID %s, bind asked for %s (pod was re-created)",
-			args.PodNamespace, args.PodName, pod.UID, args.PodUID)
+			args.PodNamespace, args.PodName, uid, args.PodUID)
 	}
-	req, err := s.Resources.PodRequest(pod)
+	req, err := pod.Request()
 	if err != nil {
-		return failBind(metrics.BindInvalid, "pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return failBind(metrics.BindInvalid, "pod %s/%s: %w", ns, name, err)
 	}
 	if req.IsZero() { // not a gpushare pod: bind it plainly
 		if err := s.createBinding(ctx, pod, args.Node, nil); err != nil {
-			return failBind(metrics.BindBinding, "binding pod %s/%s to %s: %w", pod.Namespace, pod.Name, args.Node, err)
+			return failBind(metrics.BindBinding, "binding pod %s/%s to %s: %w", ns, name, args.Node, err)
 		}
 		return nil
 	}
@@ -95,7 +96,7 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 		if errors.As(err, &fit) {
 			err = errors.New(s.memName + ": " + fit.Reason)
 		}
-		return failBind(metrics.BindNoFit, "choosing cards for pod %s/%s on %s: %w", pod.Namespace, pod.Name, args.Node, err)
+		return failBind(metrics.BindNoFit, "choosing cards for pod %s/%s on %s: %w", ns, name, args.Node, err)
 	}
 	// The API writes run on their own deadline, detached from the scheduler's request: when a
 	// slow API server makes the scheduler give up, a Binding already on its way must finish
@@ -106,27 +107,24 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 	if stale := staleAnnotations(pod, ann); stale != nil {
 		// Rare: the pod was created carrying bind annotations (e.g. copied from another pod).
 		// They must not outlive this bind, and a Binding can only add annotations.
-		if err := s.patchAnnotations(ctx, pod, annotationPatch(pod.UID, stale)); err != nil {
-			s.Cache.Release(pod.UID)
-			return failBind(metrics.BindPatch, "removing stale allocation annotations from pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		if err := s.patchAnnotations(ctx, pod, annotationPatch(uid, stale)); err != nil {
+			s.Cache.Release(uid)
+			return failBind(metrics.BindPatch, "removing stale allocation annotations from pod %s/%s: %w", ns, name, err)
 		}
 	}
 	if err := s.createBinding(ctx, pod, args.Node, ann); err != nil {
-		s.Cache.Release(pod.UID)
+		s.Cache.Release(uid)
 		return failBind(metrics.BindBinding, "binding pod %s/%s to %s (reservation released): %w",
-			pod.Namespace, pod.Name, args.Node, err)
+			ns, name, args.Node, err)
 	}
 	return nil
 }
 
 // staleAnnotations returns a merge-patch value deleting the bind annotation keys the pod
 // carries but ann does not set, or nil when there are none.
-func staleAnnotations(pod *corev1.Pod, ann map[string]string) map[string]*string {
+func staleAnnotations(pod *cache.Pod, ann map[string]string) map[string]*string {
 	var del map[string]*string
-	for _, k := range gpushare.BindAnnotationKeys() {
-		if _, has := pod.Annotations[k]; !has {
-			continue
-		}
+	for _, k := range pod.BindAnnotationKeys() {
 		if _, writing := ann[k]; writing {
 			continue
 		}
@@ -138,19 +136,18 @@ func staleAnnotations(pod *corev1.Pod, ann map[string]string) map[string]*string
 	return del
 }
 
-// getPod reads the pod from the informer, else from the API server (a pod created moments
-// ago may not have reached the informer yet).
-func (s *server) getPod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
-	if s.Pods != nil {
-		pod, err := s.Pods.Pods(ns).Get(name)
-		if err == nil {
-			return pod, nil
-		}
-		if !apierrors.IsNotFound(err) {
-			return nil, err
-		}
+// getPod reads the pod from the cache's informer, else from the API server (a pod created
+// moments ago may not have reached the informer yet), in the slim form either way: bind
+// reads no more of a pod than the informer keeps.
+func (s *server) getPod(ctx context.Context, ns, name string) (*cache.Pod, error) {
+	if pod, ok := s.Cache.Pod(ns, name); ok {
+		return pod, nil
 	}
-	return s.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	pod, err := s.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return cache.NewPod(pod, s.Resources), nil
 }
 
 // annotationPatch is a JSON merge patch setting ann (nil values delete). The uid makes it
@@ -161,8 +158,8 @@ func annotationPatch(uid types.UID, ann any) []byte {
 	return b
 }
 
-func (s *server) patchAnnotations(ctx context.Context, pod *corev1.Pod, patch []byte) error {
-	_, err := s.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+func (s *server) patchAnnotations(ctx context.Context, pod *cache.Pod, patch []byte) error {
+	_, err := s.Client.CoreV1().Pods(pod.GetNamespace()).Patch(ctx, pod.GetName(), types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
 
@@ -170,9 +167,9 @@ func (s *server) patchAnnotations(ctx context.Context, pod *corev1.Pod, patch []
 // Binding's annotations onto the pod together with spec.nodeName, under the pod UID
 // precondition. So the device plugin never sees a bound pod without its cards, and a failed
 // Binding leaves nothing to roll back.
-func (s *server) createBinding(ctx context.Context, pod *corev1.Pod, node string, ann map[string]string) error {
-	return s.Client.CoreV1().Pods(pod.Namespace).Bind(ctx, &corev1.Binding{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, Annotations: ann},
+func (s *server) createBinding(ctx context.Context, pod *cache.Pod, node string, ann map[string]string) error {
+	return s.Client.CoreV1().Pods(pod.GetNamespace()).Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.GetName(), Namespace: pod.GetNamespace(), UID: pod.GetUID(), Annotations: ann},
 		Target:     corev1.ObjectReference{Kind: "Node", Name: node},
 	}, metav1.CreateOptions{})
 }

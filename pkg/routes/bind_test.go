@@ -248,6 +248,68 @@ func TestBindIsOneWrite(t *testing.T) {
 	}
 }
 
+// TestBindPodLookup: bind reads a pod the cache's informer holds from there (no API read),
+// and one it does not hold yet from the API server.
+func TestBindPodLookup(t *testing.T) {
+	gets := func(f *fixture) int {
+		n := 0
+		for _, a := range f.Client.Actions() {
+			if a.GetVerb() == "get" && a.GetResource().Resource == "pods" {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("from the informer", func(t *testing.T) {
+		f := newFixture(t, ct.Node("n1", 16), ct.Pod("p", 6))
+		if res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"}); res.Error != "" {
+			t.Fatal(res.Error)
+		}
+		if n := gets(f); n != 0 {
+			t.Errorf("%d API reads of pods, want 0", n)
+		}
+	})
+	t.Run("from the API server", func(t *testing.T) {
+		f := newFixture(t, ct.Node("n1", 16))
+		// Only GET knows this pod: the informer never sees it, as for a pod created a moment
+		// before its bind.
+		late := ct.Pod("late", 6)
+		late.Annotations = map[string]string{gpushare.AnnotationAllocated: "app/0"} // stale
+		f.Client.PrependReactor("get", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			return a.(k8stesting.GetAction).GetName() == "late", late.DeepCopy(), nil
+		})
+		var binding *corev1.Binding
+		f.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+			if a.GetSubresource() != "binding" {
+				return false, nil, nil
+			}
+			binding = a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
+			return true, binding, nil
+		})
+		f.Client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			return true, late.DeepCopy(), nil
+		})
+		if res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: "late", PodNamespace: "default", PodUID: "uid-late", Node: "n1"}); res.Error != "" {
+			t.Fatal(res.Error)
+		}
+		if binding == nil || binding.UID != "uid-late" || binding.Annotations[gpushare.AnnotationAllocation] != `{"0":{"0":6}}` {
+			t.Errorf("binding = %+v, want UID precondition uid-late and the allocation annotation", binding)
+		}
+		var patch string
+		for _, a := range f.Client.Actions() {
+			if a.GetVerb() == "patch" {
+				patch = string(a.(k8stesting.PatchAction).GetPatch())
+			}
+		}
+		if !strings.Contains(patch, `"`+gpushare.AnnotationAllocated+`":null`) {
+			t.Errorf("patch %q does not delete the stale %s", patch, gpushare.AnnotationAllocated)
+		}
+		if got := summary(f, "n1"); got != "0:6/16" {
+			t.Errorf("cards after bind %q, want 0:6/16 (reserved)", got)
+		}
+	})
+}
+
 // TestBindRemovesStaleAnnotations: a pod created with bind annotations it should not have
 // (copied from another pod) gets them deleted before the Binding adds the new ones.
 func TestBindRemovesStaleAnnotations(t *testing.T) {

@@ -74,7 +74,7 @@ func build(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture
 	}
 	h, err := routes.New(routes.Config{
 		Cache: env.Cache, Policy: pol, Resources: gpushare.DefaultResources(), Client: env.Client,
-		Pods: env.Pods, MaxRequestBytes: maxBody, Clock: env.Clock, Version: "test-version",
+		MaxRequestBytes: maxBody, Clock: env.Clock, Version: "test-version",
 	})
 	if err != nil {
 		t.Fatal(err)

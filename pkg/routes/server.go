@@ -10,7 +10,6 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	"k8s.io/client-go/kubernetes"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -36,10 +35,9 @@ type Config struct {
 	Cache     *cache.Cache
 	Policy    policy.Policy
 	Resources gpushare.Resources
-	// Client writes the bind annotations and the Binding.
+	// Client writes the bind annotations and the Binding, and reads a pod to bind that the
+	// cache's informer does not hold yet.
 	Client kubernetes.Interface
-	// Pods, when set, is tried before an API GET to find the pod to bind.
-	Pods corelisters.PodLister
 	// Metrics defaults to a fresh metrics.New(Cache).
 	Metrics *metrics.Metrics
 	// NodeSelector is only used in the reason given for nodes the cache does not know

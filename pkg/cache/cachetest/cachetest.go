@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/cache"
@@ -106,11 +105,11 @@ func Placed(pod *corev1.Pod, node string, cards gpushare.CardUnits) *corev1.Pod 
 	return pod
 }
 
-// Env is a running cache on a fake clientset.
+// Env is a running cache on a fake clientset. Its informers store the cache's slim objects:
+// look pods up with Cache.Pod, or read them from Client.
 type Env struct {
 	Client *fake.Clientset
 	Cache  *cache.Cache
-	Pods   corelisters.PodLister
 	Clock  *testingclock.FakeClock
 }
 
@@ -145,7 +144,6 @@ func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) 
 	if err != nil {
 		tb.Fatalf("cache.New: %v", err)
 	}
-	lister := factory.Core().V1().Pods().Lister()
 	factory.Start(ctx.Done())
 	done := make(chan struct{})
 	go func() {
@@ -164,7 +162,7 @@ func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) 
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return &Env{Client: client, Cache: c, Pods: lister, Clock: clk}
+	return &Env{Client: client, Cache: c, Clock: clk}
 }
 
 // Eventually polls cond every millisecond for up to 10 s and fails the test with msg if it
