@@ -77,3 +77,7 @@ bench-scale: ## Scale benchmark (issue 7): N=5000 nodes, PODS=2000; scheduler al
 .PHONY: bench-replay
 bench-replay: ## Trace replay (issue 6): TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
 	TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/replay.sh
+
+.PHONY: bench-replay-matrix
+bench-replay-matrix: ## Policies × traces × seeds (issue 6 table): [POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
+	hack/replay-matrix.sh
