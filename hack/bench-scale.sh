@@ -12,10 +12,12 @@
 #   hack/bench-scale.sh                      # N=5000 PODS=2000
 #   N=500 PODS=300 PLACED=4000 hack/bench-scale.sh
 #
-# Settings (environment): N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
+# Settings (environment): PHASES (ab burst memory: the steps to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
 # WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
 # caps binds at 50/s: two writes each), OUT (_output/scale-results), KEEP_CLUSTER (no),
-# SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive).
+# SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
+# EXTENDER_GOMEMLIMIT (96MiB: the Go runtime's soft memory limit for the extender, as the
+# Deployment sets it from the container's memory limit; empty: none).
 # The state dir and every port are apart from the demo, e2e and replay clusters:
 # GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
 # extender 32345.
@@ -25,6 +27,10 @@
 # unreachable; kube-scheduler looks only at allocatable, labels and taints). On 2 shared
 # cores this leaves the CPU to what is measured.
 set -o errexit -o nounset -o pipefail
+
+# One brace group: bash parses all of it before running any, so editing this file while a
+# benchmark runs cannot derail it.
+{
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 N=${N:-5000}
@@ -39,7 +45,11 @@ OUT=${OUT:-$REPO/_output/scale-results}
 # targets are set for); 0 is kube-scheduler's adaptive default (10% of 5000 nodes).
 PCT=${PCT:-100}
 KEEP_CLUSTER=${KEEP_CLUSTER:-no}
+EXTENDER_GOMEMLIMIT=${EXTENDER_GOMEMLIMIT-96MiB}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
+PHASES=${PHASES:-ab burst memory}
+if [ "$SKIP_MEMORY" = yes ]; then PHASES=${PHASES//memory/}; fi
+want() { [[ " $PHASES " == *" $1 "* ]]; }
 
 export GPUSHARE_STATE_DIR=${GPUSHARE_STATE_DIR:-$REPO/_output/scale}
 export GPUSHARE_BIN=${GPUSHARE_BIN:-$GPUSHARE_STATE_DIR/bin}
@@ -112,38 +122,46 @@ start_apiserver
 note_load "cluster up"
 sb --nodes "$N" setup
 
-log "phase a: kube-scheduler alone, $PODS pods on $N nodes"
-start_bench_scheduler scale-plain.yaml
-note_load "phase a start"
-sb --set plain --pods "$PODS" phase
-note_load "phase a end"
+if want ab; then
+  log "phase a: kube-scheduler alone, $PODS pods on $N nodes"
+  start_bench_scheduler scale-plain.yaml
+  note_load "phase a start"
+  sb --set plain --pods "$PODS" phase
+  note_load "phase a end"
+  stop_proc kube-scheduler
+  sb --set plain delete
+
+  log "phase b: kube-scheduler + gpushare extender, the same $PODS pods (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset})"
+  echo "extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}" >>"$OUT/load.txt"
+  GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender
+  start_bench_scheduler scale-extender.yaml
+  note_load "phase b start"
+  # shellcheck disable=SC2046
+  sb --set extender --pods "$PODS" $(ext_probe) phase
+  note_load "phase b end"
+  sb --set extender delete
+fi
+
+if want burst; then
+  if ! is_running extender; then GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender; fi
+  if ! is_running kube-scheduler; then start_bench_scheduler scale-extender.yaml; fi
+  log "burst: $BURST_PODS pods of $BURST_UNITS units at once on one node"
+  note_load "burst start"
+  # shellcheck disable=SC2046
+  sb --burst-pods "$BURST_PODS" --burst-units "$BURST_UNITS" $(ext_probe) burst
+  sb --set burst delete
+fi
 stop_proc kube-scheduler
-sb --set plain delete
 
-log "phase b: kube-scheduler + gpushare extender, the same $PODS pods"
-start_extender
-start_bench_scheduler scale-extender.yaml
-note_load "phase b start"
-# shellcheck disable=SC2046
-sb --set extender --pods "$PODS" $(ext_probe) phase
-note_load "phase b end"
-sb --set extender delete
-
-log "burst: $BURST_PODS pods of $BURST_UNITS units at once on one node"
-note_load "burst start"
-# shellcheck disable=SC2046
-sb --burst-pods "$BURST_PODS" --burst-units "$BURST_UNITS" $(ext_probe) burst
-sb --set burst delete
-stop_proc kube-scheduler
-
-if [ "$SKIP_MEMORY" != yes ]; then
+if want memory; then
+  if ! is_running extender; then GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender; fi
   log "memory: $PLACED placed pods on $N nodes"
   note_load "memory start"
   # shellcheck disable=SC2046
   sb --nodes "$N" --placed "$PLACED" $(ext_probe) memory
   log "memory: extender restart with the placed pods already there"
   stop_proc extender
-  start_extender
+  GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender
   sleep 20
   # shellcheck disable=SC2046
   sb --nodes "$N" --placed "$PLACED" $(ext_probe) footprint
@@ -152,3 +170,5 @@ fi
 
 sb report
 log "results in $OUT (report.md, *.json, load.txt)"
+exit
+}
