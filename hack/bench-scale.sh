@@ -17,7 +17,8 @@
 # caps binds at 50/s: two writes each), OUT (_output/scale-results), KEEP_CLUSTER (no),
 # SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
 # EXTENDER_GOMEMLIMIT (96MiB: the Go runtime's soft memory limit for the extender, as the
-# Deployment sets it from the container's memory limit; empty: none).
+# Deployment sets it from the container's memory limit; empty: none), MEMORY_SETTLE (20s:
+# memory step, idle time before RSS is read; the Go runtime forces a GC every 2 minutes).
 # The state dir and every port are apart from the demo, e2e and replay clusters:
 # GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
 # extender 32345.
@@ -46,6 +47,7 @@ OUT=${OUT:-$REPO/_output/scale-results}
 PCT=${PCT:-100}
 KEEP_CLUSTER=${KEEP_CLUSTER:-no}
 EXTENDER_GOMEMLIMIT=${EXTENDER_GOMEMLIMIT-96MiB}
+MEMORY_SETTLE=${MEMORY_SETTLE:-20s}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
 PHASES=${PHASES:-ab burst memory}
 if [ "$SKIP_MEMORY" = yes ]; then PHASES=${PHASES//memory/}; fi
@@ -155,14 +157,14 @@ stop_proc kube-scheduler
 
 if want memory; then
   if ! is_running extender; then GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender; fi
-  log "memory: $PLACED placed pods on $N nodes"
+  log "memory: $PLACED placed pods on $N nodes (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}, RSS read after $MEMORY_SETTLE idle)"
   note_load "memory start"
   # shellcheck disable=SC2046
-  sb --nodes "$N" --placed "$PLACED" $(ext_probe) memory
+  sb --nodes "$N" --placed "$PLACED" --settle "$MEMORY_SETTLE" $(ext_probe) memory
   log "memory: extender restart with the placed pods already there"
   stop_proc extender
   GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender
-  sleep 20
+  sleep "$MEMORY_SETTLE"
   # shellcheck disable=SC2046
   sb --nodes "$N" --placed "$PLACED" $(ext_probe) footprint
   note_load "memory end"

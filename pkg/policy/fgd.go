@@ -33,6 +33,31 @@ import (
 // without one fgd behaves as binpack. Node.Host nil: cards alone.
 type fgd struct {
 	w Workload
+	// groups are the distinct (Cards, PerCard) of w and groupOf[i] the group of w[i]: many
+	// shapes differ only in CPU or memory (151 shapes, 25 groups on the default trace), and
+	// the card side of frag depends on the group alone, so frag counts cards once per group.
+	groups  []cardShape
+	groupOf []int
+}
+
+type cardShape struct {
+	cards   int
+	perCard int64
+}
+
+// newFGD indexes w's card shapes.
+func newFGD(w Workload) fgd {
+	f := fgd{w: w, groupOf: make([]int, len(w))}
+	for i, s := range w {
+		k := cardShape{s.Cards, s.PerCard}
+		g := slices.Index(f.groups, k)
+		if g < 0 {
+			g = len(f.groups)
+			f.groups = append(f.groups, k)
+		}
+		f.groupOf[i] = g
+	}
+	return f
 }
 
 var (
@@ -47,11 +72,11 @@ type WorkloadAware interface {
 }
 
 // NewFGD returns the fragmentation-aware policy for workload w (nil: not known yet).
-func NewFGD(w Workload) Policy { return fgd{w: w} }
+func NewFGD(w Workload) Policy { return newFGD(w) }
 
 func (fgd) Name() string { return "fgd" }
 
-func (f fgd) WithWorkload(w Workload) Policy { return fgd{w: w} }
+func (f fgd) WithWorkload(w Workload) Policy { return newFGD(w) }
 
 // tieWeight scales a tie-breaker in 0..1 below any ΔF worth distinguishing.
 const tieWeight = 1e-3
@@ -98,14 +123,33 @@ func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int, s *s
 }
 
 // frag is F for a node whose cards have the given free units and whose host has `host` free
-// (nil: unknown, cards alone).
+// (nil: unknown, cards alone). The sum runs over w in order, so the result does not depend
+// on the grouping.
 func (f fgd) frag(free []int64, host *Host) float64 {
 	var total int64
 	for _, v := range free {
 		total += v
 	}
+	// Per card shape: how many cards fit it and the free units of those that do not.
+	type cardStat struct {
+		fits     int
+		unusable int64
+	}
+	var buf [32]cardStat
+	stats := buf[:0]
+	for _, g := range f.groups {
+		var st cardStat
+		for _, v := range free {
+			if v >= g.perCard {
+				st.fits++
+			} else {
+				st.unusable += v
+			}
+		}
+		stats = append(stats, st)
+	}
 	var out float64
-	for _, s := range f.w {
+	for i, s := range f.w {
 		if s.Cards == 0 {
 			continue // a pod without gpu-mem cannot use free cards in any case
 		}
@@ -113,15 +157,9 @@ func (f fgd) frag(free []int64, host *Host) float64 {
 		if host != nil && (host.CPUMilli < s.Host.CPUMilli || host.MemoryMiB < s.Host.MemoryMiB) {
 			unusable = total
 		} else {
-			fits := 0
-			for _, v := range free {
-				if v >= s.PerCard {
-					fits++
-				} else {
-					unusable += v
-				}
-			}
-			if fits < s.Cards {
+			st := stats[f.groupOf[i]]
+			unusable = st.unusable
+			if st.fits < s.Cards {
 				unusable = total
 			} else if host != nil {
 				if feed := hostFeeds(*host, s); total-unusable > feed {

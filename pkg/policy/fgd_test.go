@@ -152,7 +152,7 @@ func TestFitAgreesWithEveryPolicy(t *testing.T) {
 func TestFGDHostCap(t *testing.T) {
 	// One typical shape: a whole card and 10 cores. Four free cards.
 	w := Workload{{Cards: 1, PerCard: 1000, Host: Host{CPUMilli: 10000}, Weight: 1}}
-	f := fgd{w: w}
+	f := newFGD(w)
 	free := []int64{1000, 1000, 1000, 1000}
 	for _, tc := range []struct {
 		name string
