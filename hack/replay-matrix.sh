@@ -87,9 +87,14 @@ done
 bin=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin}/gpushare-replay
 "$bin" table "$ROOT" | tee "$ROOT/table.md"
 for trace in $TRACES; do
-  [ -d "$ROOT/$trace" ] || continue
-  "$bin" chart --title "$trace trace, allocated vs arrived (real kube-scheduler + extender)" \
-    --out "$ROOT/chart-$trace.svg" "$ROOT/$trace"
+  runs=()
+  for d in "$ROOT/$trace"/*/seed*; do
+    [ -f "$d/summary.json" ] && runs+=("$d")
+  done
+  [ "${#runs[@]}" -gt 0 ] || continue
+  # One line per policy, averaged over its seeds.
+  "$bin" chart --title "$trace trace: allocated vs arrived GPU ($([ "$OFFLINE" = yes ] && echo offline emulation || echo real kube-scheduler + extender))" \
+    --out "$ROOT/chart-$trace.svg" "${runs[@]}"
 done
 [ "$failed" = 0 ] || { echo "[matrix] $failed runs failed"; exit 1; }
 exit
