@@ -16,7 +16,7 @@
 # WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
 # caps binds at 50/s: two writes each), OUT (_output/scale-results), KEEP_CLUSTER (no),
 # SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
-# EXTENDER_GOMEMLIMIT (96MiB: the Go runtime's soft memory limit for the extender, as the
+# EXTENDER_GOMEMLIMIT (64MiB: the Go runtime's soft memory limit for the extender, as the
 # Deployment sets it from the container's memory limit; empty: none), MEMORY_SETTLE (20s:
 # memory step, idle time before RSS is read; the Go runtime forces a GC every 2 minutes).
 # The state dir and every port are apart from the demo, e2e and replay clusters:
@@ -46,7 +46,7 @@ OUT=${OUT:-$REPO/_output/scale-results}
 # targets are set for); 0 is kube-scheduler's adaptive default (10% of 5000 nodes).
 PCT=${PCT:-100}
 KEEP_CLUSTER=${KEEP_CLUSTER:-no}
-EXTENDER_GOMEMLIMIT=${EXTENDER_GOMEMLIMIT-96MiB}
+EXTENDER_GOMEMLIMIT=${EXTENDER_GOMEMLIMIT-64MiB}
 MEMORY_SETTLE=${MEMORY_SETTLE:-20s}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
 PHASES=${PHASES:-ab burst memory}
