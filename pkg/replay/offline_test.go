@@ -73,16 +73,7 @@ func TestOfflineRandomTies(t *testing.T) {
 	pol, _ := policy.New("binpack")
 	units, _ := NewUnits(UnitMilli, nodes)
 	first := func(ties string, seed int64, pods []PodSpec) []string {
-		rec := NewRecorder(TotalGPUMilli(nodes))
-		cfg := OfflineConfig{Policy: pol, Units: units, Ties: ties, Seed: seed}
-		if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, s := range rec.Steps() {
-			out = append(out, s.Node)
-		}
-		return out
+		return offlineNodes(t, OfflineConfig{Policy: pol, Units: units, Ties: ties, Seed: seed}, nodes, pods)
 	}
 	seen, seenCPU := map[string]bool{}, map[string]bool{}
 	for seed := int64(0); seed < 20; seed++ {
@@ -189,16 +180,7 @@ func TestOfflineCPUExtender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rec := NewRecorder(TotalGPUMilli(nodes))
-		cfg := OfflineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: cpuPods}
-		if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, s := range rec.Steps() {
-			out = append(out, s.Node)
-		}
-		return out
+		return offlineNodes(t, OfflineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: cpuPods}, nodes, pods)
 	}
 	for seed := int64(0); seed < 10; seed++ {
 		for _, tc := range []struct{ policy, same string }{{"binpack", CPURandom}, {"fgd", CPURanked}} {
@@ -207,4 +189,18 @@ func TestOfflineCPUExtender(t *testing.T) {
 			}
 		}
 	}
+}
+
+// offlineNodes replays pods offline with cfg and returns where each went ("" = failed).
+func offlineNodes(t *testing.T, cfg OfflineConfig, nodes []NodeSpec, pods []PodSpec) []string {
+	t.Helper()
+	rec := NewRecorder(TotalGPUMilli(nodes))
+	if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(pods))
+	for _, s := range rec.Steps() {
+		out = append(out, s.Node)
+	}
+	return out
 }
