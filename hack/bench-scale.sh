@@ -18,7 +18,10 @@
 # SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
 # EXTENDER_GOMEMLIMIT (64MiB: the Go runtime's soft memory limit for the extender, as the
 # Deployment sets it from the container's memory limit; empty: none), MEMORY_SETTLE (20s:
-# memory step, idle time before RSS is read; the Go runtime forces a GC every 2 minutes).
+# memory step, idle time before RSS is read; the Go runtime forces a GC every 2 minutes),
+# PROFILE (seconds; empty: none): CPU profiles of kube-scheduler in phases a and b and of the
+# extender (run with --profiling) in phase b, PROFILE seconds from each phase's start, into
+# $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE).
 # The state dir and every port are apart from the demo, e2e and replay clusters:
 # GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
 # extender 32345.
@@ -49,6 +52,7 @@ KEEP_CLUSTER=${KEEP_CLUSTER:-no}
 EXTENDER_GOMEMLIMIT=${EXTENDER_GOMEMLIMIT-64MiB}
 MEMORY_SETTLE=${MEMORY_SETTLE:-20s}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
+PROFILE=${PROFILE:-}
 PHASES=${PHASES:-ab burst memory}
 if [ "$SKIP_MEMORY" = yes ]; then PHASES=${PHASES//memory/}; fi
 want() { [[ " $PHASES " == *" $1 "* ]]; }
@@ -90,7 +94,7 @@ mkdir -p "$OUT"
 } >"$OUT/build.txt" 2>&1 || true
 
 prepare_bench_cluster
-find "$OUT" -maxdepth 1 -name '*.json' -delete
+find "$OUT" -maxdepth 1 \( -name '*.json' -o -name '*.pprof' \) -delete
 mkdir -p "$OUT"
 echo kwok >"$STATE/node-mode"
 
@@ -116,6 +120,13 @@ sb() {
 }
 note_load() { echo "$(date -u +%FT%TZ) $1: $(uptime)" | tee -a "$OUT/load.txt" >&2; }
 : >"$OUT/load.txt"
+# profile NAME URL: in the background, PROFILE seconds of CPU profile from URL (a pprof
+# endpoint; kube-scheduler's needs the admin token) into $OUT/profile-NAME.pprof.
+profile() {
+  [ -n "$PROFILE" ] || return 0
+  curl -ksf -H "Authorization: Bearer $(cat "$STATE/pki/token")" -o "$OUT/profile-$1.pprof" \
+    "$2/debug/pprof/profile?seconds=$PROFILE" || log "WARNING: no $1 profile" &
+}
 ext_probe() { echo --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" --extender-pid "$(cat "$PIDS/extender")"; }
 
 ensure_credentials
@@ -128,6 +139,7 @@ if want ab; then
   log "phase a: kube-scheduler alone, $PODS pods on $N nodes"
   start_bench_scheduler scale-plain.yaml
   note_load "phase a start"
+  profile a-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
   sb --set plain --pods "$PODS" phase
   note_load "phase a end"
   stop_proc kube-scheduler
@@ -135,9 +147,11 @@ if want ab; then
 
   log "phase b: kube-scheduler + gpushare extender, the same $PODS pods (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset})"
   echo "extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}" >>"$OUT/load.txt"
-  GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender
+  GOMEMLIMIT=$EXTENDER_GOMEMLIMIT GPUSHARE_PROFILING=$([ -n "$PROFILE" ] && echo true || echo false) start_extender
   start_bench_scheduler scale-extender.yaml
   note_load "phase b start"
+  profile b-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
+  profile b-extender "http://127.0.0.1:$EXTENDER_PORT"
   # shellcheck disable=SC2046
   sb --set extender --pods "$PODS" $(ext_probe) phase
   note_load "phase b end"

@@ -51,6 +51,7 @@ type options struct {
 	qps             float32
 	burst           int
 	shutdownTimeout time.Duration
+	profiling       bool
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -67,6 +68,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.qps, "kube-api-qps", 100, "API client queries per second (binds must not be throttled)")
 	fs.IntVar(&o.burst, "kube-api-burst", 200, "API client burst")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight requests")
+	fs.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the same port, without authentication (benchmarks, debugging)")
 }
 
 // applyEnv sets every flag not given on the command line from GPUSHARE_<NAME> (dashes
@@ -173,6 +175,10 @@ func run(ctx context.Context, o *options) error {
 	})
 	if err != nil {
 		return err
+	}
+
+	if o.profiling {
+		handler = withProfiling(handler)
 	}
 
 	factory.Start(ctx.Done())

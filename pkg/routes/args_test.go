@@ -84,6 +84,37 @@ func TestEncodeFilterResultMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestEncodePrioritiesMatchesEncodingJSON: the hand-written encoder produces the bytes
+// encoding/json gives for the HostPriorityList of the nodes scored above 0, in the order of
+// the names.
+func TestEncodePrioritiesMatchesEncodingJSON(t *testing.T) {
+	names := []string{"a", "n-1", `we"ird`, "<tag>", "näde", "tab\there"}
+	tests := []struct {
+		name   string
+		scores []int64
+		want   extenderv1.HostPriorityList
+	}{
+		{"nil scores", nil, extenderv1.HostPriorityList{}},
+		{"all zero", make([]int64, len(names)), extenderv1.HostPriorityList{}},
+		{"some", []int64{10, 0, 3, 0, 1, 9}, extenderv1.HostPriorityList{
+			{Host: "a", Score: 10}, {Host: `we"ird`, Score: 3}, {Host: "näde", Score: 1}, {Host: "tab\there", Score: 9}}},
+		{"all", []int64{1, 2, 3, 4, 5, 10}, extenderv1.HostPriorityList{
+			{Host: "a", Score: 1}, {Host: "n-1", Score: 2}, {Host: `we"ird`, Score: 3},
+			{Host: "<tag>", Score: 4}, {Host: "näde", Score: 5}, {Host: "tab\there", Score: 10}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var want bytes.Buffer
+			if err := json.NewEncoder(&want).Encode(tc.want); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(want.String(), string(encodePriorities(names, tc.scores))); d != "" {
+				t.Errorf("(-encoding/json,+ours):\n%s", d)
+			}
+		})
+	}
+}
+
 // FuzzDecodeArgs: the fast ExtenderArgs decoder agrees with encoding/json on every input:
 // both fail, or both give the same arguments.
 func FuzzDecodeArgs(f *testing.F) {

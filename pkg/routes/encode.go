@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -92,6 +93,45 @@ func writeFilterResult(w http.ResponseWriter, res *extenderv1.ExtenderFilterResu
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	if _, err := w.Write(b); err != nil {
+		klog.V(2).InfoS("writing response", "err", err)
+	}
+}
+
+// encodePriorities writes the extenderv1.HostPriorityList of the nodes whose score is above 0,
+// in the order of names, as encoding/json would ([{"Host":…,"Score":…},…] and a newline).
+// scores[i] is the score of names[i]; nil scores every node 0, which encodes as [].
+func encodePriorities(names []string, scores []int64) []byte {
+	n := 0
+	for _, v := range scores {
+		if v > 0 {
+			n++
+		}
+	}
+	b := make([]byte, 0, 4+n*(len(`{"Host":"","Score":10},`)+24))
+	b = append(b, '[')
+	first := true
+	for i, v := range scores {
+		if v <= 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = append(b, `{"Host":`...)
+		b = appendString(b, names[i])
+		b = append(b, `,"Score":`...)
+		b = strconv.AppendInt(b, v, 10)
+		b = append(b, '}')
+	}
+	return append(b, ']', '\n')
+}
+
+// writePriorities answers 200 with encodePriorities(names, scores).
+func writePriorities(w http.ResponseWriter, names []string, scores []int64) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	if _, err := w.Write(encodePriorities(names, scores)); err != nil {
 		klog.V(2).InfoS("writing response", "err", err)
 	}
 }

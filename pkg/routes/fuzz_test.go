@@ -51,14 +51,24 @@ func FuzzFilter(f *testing.F) {
 					n = len(args.Nodes.Items)
 				}
 				if verb == "prioritize" {
+					// Only nodes scored 1..10, each a node asked about, in the order asked.
 					var got extenderv1.HostPriorityList
-					if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || len(got) != n {
+					if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || len(got) > n {
 						t.Fatalf("prioritize: %d scores for %d nodes (%v)", len(got), n, err)
 					}
+					names := requestNames(&args)
+					j := 0
 					for _, h := range got {
-						if h.Score < 0 || h.Score > extenderv1.MaxExtenderPriority {
-							t.Fatalf("score %d out of range", h.Score)
+						if h.Score < 1 || h.Score > extenderv1.MaxExtenderPriority {
+							t.Fatalf("score %d out of range 1..10", h.Score)
 						}
+						for j < len(names) && names[j] != h.Host {
+							j++
+						}
+						if j == len(names) {
+							t.Fatalf("prioritize: host %q not asked about, or out of order", h.Host)
+						}
+						j++
 					}
 					continue
 				}
@@ -123,4 +133,18 @@ func FuzzBind(f *testing.F) {
 			}
 		}
 	})
+}
+
+// requestNames lists the node names of a filter or prioritize request, from NodeNames or Nodes.
+func requestNames(args *extenderv1.ExtenderArgs) []string {
+	if args.NodeNames != nil {
+		return *args.NodeNames
+	}
+	var names []string
+	if args.Nodes != nil {
+		for i := range args.Nodes.Items {
+			names = append(names, args.Nodes.Items[i].Name)
+		}
+	}
+	return names
 }

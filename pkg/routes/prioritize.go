@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
-	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/policy"
@@ -17,10 +16,18 @@ func (s *server) installPrioritize(r *httprouter.Router) {
 
 // prioritize scores the candidate nodes 0..10 with policy.Rank over the rates of the
 // placements the policy's Place would choose (policy.Scorer rates them without building
-// them): the policy's best node gets 10, the others less by their rate. Nodes where the pod does not fit, and every node for a pod with an invalid gpu-mem
-// request, score 0. Pods without gpu-mem (sent only when the scheduler configuration gives
-// the extender all pods) score 0 everywhere, except under a workload-aware policy (fgd),
-// which rates them too, to keep them off the CPU that gpu pods will need.
+// them): the policy's best node gets 10, the others less by their rate. Nodes where the pod
+// does not fit, and every node for a pod with an invalid gpu-mem request, score 0. Pods
+// without gpu-mem (sent only when the scheduler configuration gives the extender all pods)
+// score 0 everywhere, except under a workload-aware policy (fgd), which rates them too, to
+// keep them off the CPU that gpu pods will need.
+//
+// The answer lists only the nodes that score above 0, in the order asked. kube-scheduler
+// adds an extender's weighted score to each node the answer names and nothing to the others
+// (prioritizeNodes in pkg/scheduler/schedule_one.go, v1.35), so leaving a 0 out ranks every
+// node exactly as listing it would, while the scheduler decodes, maps and sums one entry per
+// listed node: with binpack or fgd most candidates of a large cluster are empty nodes that
+// rank last, and the answer for 5000 names shrinks to the partly used ones.
 func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	start := time.Now()
 	defer func() { s.Metrics.PrioritizeDuration.Observe(since(start)) }()
@@ -34,10 +41,7 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	out := make(extenderv1.HostPriorityList, len(names))
-	for i, n := range names {
-		out[i].Host = n
-	}
+	var scores []int64 // nil: 0 everywhere
 	req, reqErr := s.Resources.PodRequest(args.Pod)
 	_, workloadAware := s.Policy.(policy.WorkloadAware)
 	if reqErr == nil && (!req.IsZero() || workloadAware) {
@@ -48,9 +52,7 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 		s.Cache.ViewEach(names, func(i int, node policy.Node) {
 			rates[i], fits[i] = scorer.Rate(node)
 		})
-		for i, score := range policy.Rank(pol, rates, fits) {
-			out[i].Score = score
-		}
+		scores = policy.Rank(pol, rates, fits)
 	}
-	writeJSON(w, http.StatusOK, &out)
+	writePriorities(w, names, scores)
 }

@@ -50,7 +50,7 @@ func TestPrioritizeFGDKeepsCPUForGPUPods(t *testing.T) {
 		}
 		got = nil
 		decodeInto(t, rec, &got)
-		return cmp.Equal(extenderv1.HostPriorityList{{Host: "tight", Score: 0}, {Host: "roomy", Score: 10}}, got)
+		return cmp.Equal(extenderv1.HostPriorityList{{Host: "roomy", Score: 10}}, got) // tight: 0, left out
 	})
 }
 
@@ -60,8 +60,8 @@ func TestPrioritizeConcurrent(t *testing.T) {
 	f := filterFixture(t)
 	names := []string{"half", "empty", "nogpu", "unknown"}
 	want := map[int64]extenderv1.HostPriorityList{ // per pod size, as in TestPrioritize
-		4:  {{Host: "half", Score: 10}, {Host: "empty", Score: 0}, {Host: "nogpu"}, {Host: "unknown"}},
-		10: {{Host: "half"}, {Host: "empty", Score: 10}, {Host: "nogpu"}, {Host: "unknown"}},
+		4:  {{Host: "half", Score: 10}},
+		10: {{Host: "empty", Score: 10}},
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < 16; i++ {
