@@ -86,7 +86,7 @@ func TestEncodeFilterResultMatchesEncodingJSON(t *testing.T) {
 
 // TestEncodePrioritiesMatchesEncodingJSON: the hand-written encoder produces the bytes
 // encoding/json gives for the HostPriorityList of the nodes scored above 0, in the order of
-// the names.
+// the names, or of every node when none scores above 0.
 func TestEncodePrioritiesMatchesEncodingJSON(t *testing.T) {
 	names := []string{"a", "n-1", `we"ird`, "<tag>", "näde", "tab\there"}
 	tests := []struct {
@@ -94,8 +94,10 @@ func TestEncodePrioritiesMatchesEncodingJSON(t *testing.T) {
 		scores []int64
 		want   extenderv1.HostPriorityList
 	}{
-		{"nil scores", nil, extenderv1.HostPriorityList{}},
-		{"all zero", make([]int64, len(names)), extenderv1.HostPriorityList{}},
+		{"nil scores", nil, extenderv1.HostPriorityList{
+			{Host: "a"}, {Host: "n-1"}, {Host: `we"ird`}, {Host: "<tag>"}, {Host: "näde"}, {Host: "tab\there"}}},
+		{"all zero", make([]int64, len(names)), extenderv1.HostPriorityList{
+			{Host: "a"}, {Host: "n-1"}, {Host: `we"ird`}, {Host: "<tag>"}, {Host: "näde"}, {Host: "tab\there"}}},
 		{"some", []int64{10, 0, 3, 0, 1, 9}, extenderv1.HostPriorityList{
 			{Host: "a", Score: 10}, {Host: `we"ird`, Score: 3}, {Host: "näde", Score: 1}, {Host: "tab\there", Score: 9}}},
 		{"all", []int64{1, 2, 3, 4, 5, 10}, extenderv1.HostPriorityList{

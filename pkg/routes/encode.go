@@ -97,9 +97,10 @@ func writeFilterResult(w http.ResponseWriter, res *extenderv1.ExtenderFilterResu
 	}
 }
 
-// encodePriorities writes the extenderv1.HostPriorityList of the nodes whose score is above 0,
-// in the order of names, as encoding/json would ([{"Host":…,"Score":…},…] and a newline).
-// scores[i] is the score of names[i]; nil scores every node 0, which encodes as [].
+// encodePriorities writes an extenderv1.HostPriorityList as encoding/json would
+// ([{"Host":…,"Score":…},…] and a newline), in the order of names; scores[i] is the score of
+// names[i], nil scores every node 0. When some node scores above 0 the list holds only those
+// nodes; when none does, it holds every node with 0 (see prioritize for why).
 func encodePriorities(names []string, scores []int64) []byte {
 	n := 0
 	for _, v := range scores {
@@ -107,11 +108,19 @@ func encodePriorities(names []string, scores []int64) []byte {
 			n++
 		}
 	}
+	all := n == 0
+	if all {
+		n = len(names)
+	}
 	b := make([]byte, 0, 4+n*(len(`{"Host":"","Score":10},`)+24))
 	b = append(b, '[')
 	first := true
-	for i, v := range scores {
-		if v <= 0 {
+	for i, name := range names {
+		var v int64
+		if scores != nil {
+			v = scores[i]
+		}
+		if v <= 0 && !all {
 			continue
 		}
 		if !first {
@@ -119,7 +128,7 @@ func encodePriorities(names []string, scores []int64) []byte {
 		}
 		first = false
 		b = append(b, `{"Host":`...)
-		b = appendString(b, names[i])
+		b = appendString(b, name)
 		b = append(b, `,"Score":`...)
 		b = strconv.AppendInt(b, v, 10)
 		b = append(b, '}')

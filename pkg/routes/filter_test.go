@@ -142,7 +142,8 @@ func TestPrioritize(t *testing.T) {
 		},
 		{
 			name: "no gpu-mem scores 0 everywhere", pod: ct.Pod("p", 0),
-			want: extenderv1.HostPriorityList{},
+			// (no node above 0: every node listed, for the scheduler's random tie-break)
+			want: extenderv1.HostPriorityList{{Host: "half"}, {Host: "empty"}, {Host: "nogpu"}, {Host: "unknown"}},
 		},
 	}
 	for _, tc := range tests {

@@ -22,12 +22,17 @@ func (s *server) installPrioritize(r *httprouter.Router) {
 // score 0 everywhere, except under a workload-aware policy (fgd), which rates them too, to
 // keep them off the CPU that gpu pods will need.
 //
-// The answer lists only the nodes that score above 0, in the order asked. kube-scheduler
-// adds an extender's weighted score to each node the answer names and nothing to the others
-// (prioritizeNodes in pkg/scheduler/schedule_one.go, v1.35), so leaving a 0 out ranks every
-// node exactly as listing it would, while the scheduler decodes, maps and sums one entry per
+// When some node scores above 0, the answer lists only those nodes, in the order asked.
+// kube-scheduler adds an extender's weighted score to the nodes the answer names and nothing
+// to the others (prioritizeNodes in pkg/scheduler/schedule_one.go, v1.35), so a node left
+// out totals what a listed 0 would, while the scheduler decodes, maps and sums one entry per
 // listed node: with binpack or fgd most candidates of a large cluster are empty nodes that
-// rank last, and the answer for 5000 names shrinks to the partly used ones.
+// rank last, and the answer for 5000 names shrinks to the partly used ones. The same code
+// gives a random tie-breaker only to the nodes an extender names, so (1) on an exact tie of
+// total scores a listed node now beats one left out, which only matters when the scheduler's
+// own score plugins make such a tie, and (2) when every node scores 0 the answer lists them
+// all: left out, they would tie with no tie-breaker and the scheduler would pick the same
+// nodes pod after pod (in the trace replay, every CPU-only pod on the first nodes).
 func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	start := time.Now()
 	defer func() { s.Metrics.PrioritizeDuration.Observe(since(start)) }()
