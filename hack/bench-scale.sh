@@ -6,7 +6,8 @@
 #   burst: BURST_PODS pods of BURST_UNITS units created at once on one node,
 #   memory: PLACED pods created already bound; the extender's RSS once its cache holds them,
 #           and again after an extender restart (cold LIST of everything).
-# Prints the result table and leaves the JSON results in $OUT. Every process it starts is
+# Prints the result table and leaves the JSON results in $OUT (load.txt: load average and
+# kube-apiserver + etcd CPU per pod of each phase). Every process it starts is
 # stopped by PID at the end (KEEP_CLUSTER=yes leaves the cluster running).
 #
 #   hack/bench-scale.sh                      # N=5000 PODS=2000
@@ -127,6 +128,20 @@ profile() {
   curl -ksf -H "Authorization: Bearer $(cat "$STATE/pki/token")" -o "$OUT/profile-$1.pprof" \
     "$2/debug/pprof/profile?seconds=$PROFILE" || log "WARNING: no $1 profile" &
 }
+# cp_ticks: CPU time (utime + stime, in 10 ms clock ticks) of kube-apiserver and etcd so far.
+cp_ticks() {
+  local t=0 p
+  for p in kube-apiserver etcd; do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$(cat "$PIDS/$p")/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+# cp_note PHASE TICKS_BEFORE: the control plane's CPU per pod during PHASE, into load.txt
+# (both phases pay it; the table's CPU figures are the scheduler's and the extender's).
+cp_note() {
+  local ms=$((($(cp_ticks) - $2) * 10 * 100 / PODS))
+  echo "phase $1: kube-apiserver + etcd CPU $((ms / 100)).$(printf %02d $((ms % 100))) ms per pod" | tee -a "$OUT/load.txt" >&2
+}
 ext_probe() { echo --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" --extender-pid "$(cat "$PIDS/extender")"; }
 
 ensure_credentials
@@ -140,8 +155,10 @@ if want ab; then
   start_bench_scheduler scale-plain.yaml
   note_load "phase a start"
   profile a-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
+  cp0=$(cp_ticks)
   sb --set plain --pods "$PODS" phase
   note_load "phase a end"
+  cp_note a "$cp0"
   stop_proc kube-scheduler
   sb --set plain delete
 
@@ -152,9 +169,11 @@ if want ab; then
   note_load "phase b start"
   profile b-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
   profile b-extender "http://127.0.0.1:$EXTENDER_PORT"
+  cp0=$(cp_ticks)
   # shellcheck disable=SC2046
   sb --set extender --pods "$PODS" $(ext_probe) phase
   note_load "phase b end"
+  cp_note b "$cp0"
   sb --set extender delete
 fi
 
