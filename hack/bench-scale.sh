@@ -15,11 +15,12 @@
 #
 # Settings (environment): PHASES (ab burst memory: the steps to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
 # WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
-# caps binds at 50/s: two writes each), OUT (_output/scale-results), KEEP_CLUSTER (no),
+# caps binds at 100/s, one write each), OUT (_output/scale-results), KEEP_CLUSTER (no),
 # SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
 # EXTENDER_GOMEMLIMIT (64MiB: the Go runtime's soft memory limit for the extender, as the
-# Deployment sets it from the container's memory limit; empty: none), MEMORY_SETTLE (20s:
-# memory step, idle time before RSS is read; the Go runtime forces a GC every 2 minutes),
+# Deployment sets it; empty: none), MEMORY_SETTLE (150s: memory step, idle time before RSS
+# is read: the Go runtime forces a GC every 2 minutes, so this reads the steady state, not
+# the garbage of the last 40,000 watch events, which no GC collects while nothing allocates),
 # PROFILE (seconds; empty: none): CPU profiles of kube-scheduler in phases a and b and of the
 # extender (run with --profiling) in phase b, PROFILE seconds from each phase's start, into
 # $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE).
@@ -51,7 +52,7 @@ OUT=${OUT:-$REPO/_output/scale-results}
 PCT=${PCT:-100}
 KEEP_CLUSTER=${KEEP_CLUSTER:-no}
 EXTENDER_GOMEMLIMIT=${EXTENDER_GOMEMLIMIT-64MiB}
-MEMORY_SETTLE=${MEMORY_SETTLE:-20s}
+MEMORY_SETTLE=${MEMORY_SETTLE:-150s}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
 PROFILE=${PROFILE:-}
 PHASES=${PHASES:-ab burst memory}
