@@ -90,11 +90,7 @@ func writeFilterResult(w http.ResponseWriter, res *extenderv1.ExtenderFilterResu
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(b); err != nil {
-		klog.V(2).InfoS("writing response", "err", err)
-	}
+	writeBody(w, b)
 }
 
 // encodePriorities writes an extenderv1.HostPriorityList as encoding/json would
@@ -138,9 +134,14 @@ func encodePriorities(names []string, scores []int64) []byte {
 
 // writePriorities answers 200 with encodePriorities(names, scores).
 func writePriorities(w http.ResponseWriter, names []string, scores []int64) {
+	writeBody(w, encodePriorities(names, scores))
+}
+
+// writeBody answers 200 with b, an encoded JSON document.
+func writeBody(w http.ResponseWriter, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	if _, err := w.Write(encodePriorities(names, scores)); err != nil {
+	if _, err := w.Write(b); err != nil {
 		klog.V(2).InfoS("writing response", "err", err)
 	}
 }
