@@ -7,7 +7,9 @@
 # paths), so a throw-away wrapper module pins every staging module to the matching v0.x tag.
 set -o errexit -o nounset -o pipefail
 
-K8S_VERSION=${K8S_VERSION:-v1.35.4}
+K8S_VERSION=${K8S_VERSION:-v1.37.2}
+# K8S_VERSION=1.35.4 works as well as v1.35.4.
+[[ $K8S_VERSION == v* ]] || K8S_VERSION=v$K8S_VERSION
 ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 CACHE=${GPUSHARE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpushare}
@@ -27,11 +29,14 @@ if [ ${#missing[@]} -eq 0 ]; then
 fi
 log "missing: ${missing[*]} (cold build takes ~15 min on 2 cores)"
 
-staging=(api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
-  cluster-bootstrap code-generator component-base component-helpers controller-manager cri-api
-  cri-client csi-translation-lib dynamic-resource-allocation endpointslice externaljwt kms
-  kube-aggregator kube-controller-manager kube-proxy kube-scheduler kubectl kubelet metrics
-  mount-utils pod-security-admission sample-apiserver)
+# The staging modules (k8s.io/api, client-go, …) are the ones k8s.io/kubernetes replaces with
+# ./staging paths in its own go.mod; the list changes between minor versions.
+staging_modules() {
+  local mod
+  mod=$(cd "$CACHE" && GOFLAGS= go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  [ -f "$mod" ] || { log "cannot download k8s.io/kubernetes@$K8S_VERSION"; exit 1; }
+  sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#\1#p' "$mod"
+}
 
 export GOFLAGS=-mod=mod GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=${K8S_VERSION#v1.}"
@@ -58,18 +63,21 @@ import (
 )
 GO
 )
-  # Re-tidy when the command list changed (an older cache may predate kubectl).
-  if [ ! -f "$W/go.sum" ] || [ "$(cat "$W/tools.go" 2>/dev/null)" != "$tools" ]; then
+  gomod=$(
+    echo "module gpushare.local/k8swrap"
+    echo
+    echo "go 1.25"
+    echo
+    echo "require k8s.io/kubernetes $K8S_VERSION"
+    echo
+    for m in $(staging_modules); do echo "replace $m => $m $STAGING_VERSION"; done
+  )
+  # Re-tidy when the command list or the staging list changed.
+  if [ ! -f "$W/go.sum" ] || [ "$(cat "$W/tools.go" 2>/dev/null)" != "$tools" ] ||
+    [ "$(cat "$W/go.mod.in" 2>/dev/null)" != "$gomod" ]; then
     log "preparing wrapper module in $W"
-    {
-      echo "module gpushare.local/k8swrap"
-      echo
-      echo "go 1.25"
-      echo
-      echo "require k8s.io/kubernetes $K8S_VERSION"
-      echo
-      for m in "${staging[@]}"; do echo "replace k8s.io/$m => k8s.io/$m $STAGING_VERSION"; done
-    } >"$W/go.mod"
+    printf '%s\n' "$gomod" >"$W/go.mod"
+    printf '%s\n' "$gomod" >"$W/go.mod.in"
     printf '%s\n' "$tools" >"$W/tools.go"
     rm -f "$W/go.sum"
     (cd "$W" && go mod tidy -e >&2)
