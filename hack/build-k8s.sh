@@ -27,7 +27,7 @@ if [ ${#missing[@]} -eq 0 ]; then
   echo "$BIN"
   exit 0
 fi
-log "missing: ${missing[*]} (cold build takes ~15 min on 2 cores)"
+log "missing: ${missing[*]} (a cold build takes about 20 min on 2 cores)"
 
 # The staging modules (k8s.io/api, client-go, …) are the ones k8s.io/kubernetes replaces with
 # ./staging paths in its own go.mod; the list changes between minor versions.

@@ -7,6 +7,7 @@ import "testing"
 // The reference scenario runs first: it reads the cluster-wide occupancy of the real node.
 
 func TestReferenceScenario(t *testing.T)       { CaseReferenceScenario(t, env) }
+func TestControlPlaneVersion(t *testing.T)     { CaseControlPlaneVersion(t, env) }
 func TestPerCardFit(t *testing.T)              { CasePerCardFit(t, env) }
 func TestDeleteFreesMemory(t *testing.T)       { CaseDeleteFreesMemory(t, env) }
 func TestExtenderRestart(t *testing.T)         { CaseExtenderRestart(t, env) }
