@@ -52,7 +52,7 @@ type options struct {
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.nodeName, "node-name", "", "name of this node (required; a DaemonSet sets GPUSHARE_NODE_NAME from spec.nodeName)")
+	fs.StringVar(&o.nodeName, "node-name", "", "name of this node (required; a DaemonSet sets its variable from spec.nodeName)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster config")
 	fs.StringVar(&o.simulate, "simulate", "", "simulate GPUs instead of using NVML: comma list of <model>[:<count>], e.g. t4, a100-80gb:8, t4,a100-80gb (models: "+strings.Join(gpunvml.SimModels(), ", ")+")")
 	fs.StringVar(&o.simulateFile, "simulate-file", "", "simulate the GPUs listed in this YAML file (list of model, memoryMiB, optional uuid)")
