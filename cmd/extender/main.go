@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -30,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/internal/flagenv"
 	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/metrics"
@@ -38,7 +38,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/version"
 )
 
-// options are the command-line flags; each has an environment mirror GPUSHARE_<FLAG>.
+// options are the command-line flags; each also reads GPUSHARE_<FLAG> (see flagSet).
 type options struct {
 	kubeconfig      string
 	bindAddress     string
@@ -72,22 +72,16 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the same port, without authentication (benchmarks, debugging)")
 }
 
-// applyEnv sets every flag not given on the command line from GPUSHARE_<NAME> (dashes
-// become underscores, upper case), e.g. GPUSHARE_PORT=8080.
-func applyEnv(fs *pflag.FlagSet) error {
-	var errs []error
-	fs.VisitAll(func(f *pflag.Flag) {
-		if f.Changed {
-			return
-		}
-		env := "GPUSHARE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
+// flagSet holds the options' flags, each bound to its environment variable GPUSHARE_<FLAG>
+// (internal/flagenv), then klog's, which read no environment variable.
+func flagSet(o *options, h pflag.ErrorHandling) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("extender", h)
+	o.addFlags(fs)
+	flagenv.Bind(fs)
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	return fs
 }
 
 func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector, error) {
@@ -116,14 +110,10 @@ func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector
 
 func main() {
 	var o options
-	fs := pflag.NewFlagSet("extender", pflag.ExitOnError)
-	o.addFlags(fs)
-	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
-	klog.InitFlags(klogFlags)
-	fs.AddGoFlagSet(klogFlags)
+	fs := flagSet(&o, pflag.ExitOnError)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
-	if err := applyEnv(fs); err != nil {
-		klog.ErrorS(err, "reading flags from the environment")
+	if err := flagenv.Apply(fs); err != nil {
+		fmt.Fprintf(os.Stderr, "extender: %v\n", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -24,14 +24,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/internal/flagenv"
 	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 	"github.com/gpushare/gpushare/pkg/version"
 )
 
-// options are the command-line flags; each also reads the environment variable named like
-// the flag in upper case with '_' for '-' (NODE_NAME for --node-name).
+// options are the command-line flags; each but --version also reads GPUSHARE_<FLAG> (see
+// flagSet).
 type options struct {
 	nodeName       string
 	kubeconfig     string
@@ -51,7 +52,7 @@ type options struct {
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.nodeName, "node-name", "", "name of this node (required; in a DaemonSet set NODE_NAME from spec.nodeName)")
+	fs.StringVar(&o.nodeName, "node-name", "", "name of this node (required; a DaemonSet sets its variable from spec.nodeName)")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty: in-cluster config")
 	fs.StringVar(&o.simulate, "simulate", "", "simulate GPUs instead of using NVML: comma list of <model>[:<count>], e.g. t4, a100-80gb:8, t4,a100-80gb (models: "+strings.Join(gpunvml.SimModels(), ", ")+")")
 	fs.StringVar(&o.simulateFile, "simulate-file", "", "simulate the GPUs listed in this YAML file (list of model, memoryMiB, optional uuid)")
@@ -68,36 +69,25 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 }
 
-// applyEnv sets every flag of ours (not klog's) not given on the command line from its
-// environment variable.
-func applyEnv(fs *pflag.FlagSet, ours map[string]bool) error {
-	var errs []error
-	fs.VisitAll(func(f *pflag.Flag) {
-		if !ours[f.Name] {
-			return
-		}
-		env := strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok && !f.Changed {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("environment %s=%q: %w", env, v, err))
-			}
-		}
-	})
-	return errors.Join(errs...)
+// flagSet holds the options' flags, then klog's. Each of ours but --version reads
+// GPUSHARE_<FLAG> (internal/flagenv), then, as in earlier releases, its bare name (NODE_NAME
+// for --node-name); klog's read no environment variable.
+func flagSet(o *options, h pflag.ErrorHandling) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("share-plugin", h)
+	o.addFlags(fs)
+	flagenv.Bind(fs, flagenv.Except("version"), flagenv.LegacyPrefix(""))
+	kfs := goflag.NewFlagSet("klog", goflag.ContinueOnError)
+	klog.InitFlags(kfs)
+	fs.AddGoFlagSet(kfs)
+	return fs
 }
 
 func main() {
 	var o options
-	fs := pflag.NewFlagSet("share-plugin", pflag.ExitOnError)
-	o.addFlags(fs)
-	ours := map[string]bool{}
-	fs.VisitAll(func(f *pflag.Flag) { ours[f.Name] = true })
-	kfs := goflag.NewFlagSet("klog", goflag.ExitOnError)
-	klog.InitFlags(kfs)
-	fs.AddGoFlagSet(kfs)
-	_ = fs.Parse(os.Args[1:])
-	if err := applyEnv(fs, ours); err != nil {
-		klog.ErrorS(err, "Bad configuration")
+	fs := flagSet(&o, pflag.ExitOnError)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if err := flagenv.Apply(fs); err != nil {
+		fmt.Fprintf(os.Stderr, "share-plugin: %v\n", err)
 		os.Exit(2)
 	}
 	if o.showVersion {
@@ -123,7 +113,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	if o.nodeName == "" {
-		return errors.New("--node-name (or NODE_NAME) is required")
+		return errors.New("--node-name (or GPUSHARE_NODE_NAME) is required")
 	}
 
 	nv, simulated, err := openNVML(ctx, o)

@@ -1,43 +1,117 @@
 package main
 
 import (
+	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/spf13/pflag"
+
+	"github.com/gpushare/gpushare/internal/flagenv"
 )
 
-func TestApplyEnv(t *testing.T) {
-	t.Setenv("NODE_NAME", "from-env")
-	t.Setenv("MEMORY_UNIT", "MiB")
-	t.Setenv("HEALTH_RECOVERY", "30s")
-	t.Setenv("V", "9") // klog's flag: not ours, must be ignored
-	var o options
-	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	o.addFlags(fs)
-	ours := map[string]bool{}
-	fs.VisitAll(func(f *pflag.Flag) { ours[f.Name] = true })
-	var v string
-	fs.StringVar(&v, "v", "0", "")
-	if err := fs.Parse([]string{"--memory-unit=256MiB"}); err != nil {
-		t.Fatal(err)
+func TestFlagsAndEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    func(o *options)
+		wantErr string
+	}{
+		{name: "defaults"},
+		{
+			name: "GPUSHARE_<FLAG>, command line first", args: []string{"--memory-unit=256MiB"},
+			env: map[string]string{"GPUSHARE_NODE_NAME": "n1", "GPUSHARE_MEMORY_UNIT": "MiB", "GPUSHARE_HEALTH_RECOVERY": "30s", "GPUSHARE_SIMULATE": "t4"},
+			want: func(o *options) {
+				o.nodeName, o.memoryUnit, o.healthRecovery, o.simulate = "n1", "256MiB", 30*time.Second, "t4"
+			},
+		},
+		{
+			// The names of earlier releases, as older DaemonSets set NODE_NAME.
+			name: "bare names still work",
+			env:  map[string]string{"NODE_NAME": "from-env", "MEMORY_UNIT": "MiB", "HEALTH_RECOVERY": "30s", "KUBECONFIG": "/k"},
+			want: func(o *options) {
+				o.nodeName, o.memoryUnit, o.healthRecovery, o.kubeconfig = "from-env", "MiB", 30*time.Second, "/k"
+			},
+		},
+		{
+			name: "GPUSHARE_<FLAG> over the bare name",
+			env:  map[string]string{"NODE_NAME": "old", "GPUSHARE_NODE_NAME": "new"},
+			want: func(o *options) { o.nodeName = "new" },
+		},
+		{
+			name: "empty metrics address disables",
+			env:  map[string]string{"GPUSHARE_METRICS_ADDRESS": ""},
+			want: func(o *options) { o.metricsAddress = "" },
+		},
+		{name: "bad value", env: map[string]string{"HEALTH_RECOVERY": "soon"}, wantErr: `HEALTH_RECOVERY: invalid argument "soon" for "--health-recovery"`},
+		// Neither klog's flags nor --version read the environment (values they would reject).
+		{name: "unbound", env: map[string]string{"V": "loud", "GPUSHARE_V": "loud", "VERSION": "v1.2.3", "GPUSHARE_VERSION": "v1.2.3"}},
 	}
-	if err := applyEnv(fs, ours); err != nil {
-		t.Fatal(err)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			for _, k := range []string{"NODE_NAME", "KUBECONFIG"} { // may be set where the tests run
+				if _, ok := tc.env[k]; !ok {
+					t.Setenv(k, "")
+					unsetenv(t, k)
+				}
+			}
+			var o options
+			fs := flagSet(&o, pflag.ContinueOnError)
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			err := flagenv.Apply(fs)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want it to mention %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var want options
+			want.addFlags(pflag.NewFlagSet("want", pflag.ContinueOnError))
+			if tc.want != nil {
+				tc.want(&want)
+			}
+			if d := cmp.Diff(want, o, cmp.AllowUnexported(options{})); d != "" {
+				t.Errorf("options (-want,+got):\n%s", d)
+			}
+		})
 	}
-	got := []string{o.nodeName, o.memoryUnit, o.healthRecovery.String(), v}
-	// The command line wins over the environment.
-	want := []string{"from-env", "256MiB", (30 * time.Second).String(), "0"}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("flags (-want,+got):\n%s", diff)
-	}
+}
 
-	t.Setenv("HEALTH_RECOVERY", "soon")
-	fs2 := pflag.NewFlagSet("t", pflag.ContinueOnError)
-	var o2 options
-	o2.addFlags(fs2)
-	if err := applyEnv(fs2, ours); err == nil {
-		t.Error("HEALTH_RECOVERY=soon: want an error")
+// TestHelp: --help names each of our flags' variables, and none for klog's or --version.
+func TestHelp(t *testing.T) {
+	var o options
+	fs := flagSet(&o, pflag.ContinueOnError)
+	for flag, want := range map[string]string{
+		"node-name":   "(env GPUSHARE_NODE_NAME; also NODE_NAME)",
+		"memory-unit": "(env GPUSHARE_MEMORY_UNIT; also MEMORY_UNIT)",
+		"simulate":    "(env GPUSHARE_SIMULATE; also SIMULATE)",
+	} {
+		if u := fs.Lookup(flag).Usage; !strings.HasSuffix(u, want) {
+			t.Errorf("--%s usage %q, want it to end with %q", flag, u, want)
+		}
+	}
+	for _, flag := range []string{"version", "v", "vmodule"} {
+		if u := fs.Lookup(flag).Usage; strings.Contains(u, "(env ") {
+			t.Errorf("--%s usage %q names a variable", flag, u)
+		}
+	}
+}
+
+// unsetenv removes k for the test; t.Setenv before it restores the old value afterwards.
+func unsetenv(t *testing.T, k string) {
+	t.Helper()
+	if err := os.Unsetenv(k); err != nil {
+		t.Fatal(err)
 	}
 }

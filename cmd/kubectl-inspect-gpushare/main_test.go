@@ -1,0 +1,83 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/gpushare/gpushare/internal/flagenv"
+)
+
+// TestFlagsAndEnv runs the command without a cluster: a bad --output stops it before it
+// connects, which tells whether GPUSHARE_OUTPUT was read.
+func TestFlagsAndEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		wantErr string
+	}{
+		{name: "environment read", env: map[string]string{"GPUSHARE_OUTPUT": "xml"}, wantErr: `--output "xml"`},
+		{name: "command line first", args: []string{"-o", "xml"}, env: map[string]string{"GPUSHARE_OUTPUT": "json"}, wantErr: `--output "xml"`},
+		{name: "resources", env: map[string]string{"GPUSHARE_MEM_RESOURCE": "x.io/a", "GPUSHARE_COUNT_RESOURCE": "x.io/a"}, wantErr: "both"},
+		{name: "bad value", env: map[string]string{"GPUSHARE_PENDING": "maybe"}, wantErr: `environment variable GPUSHARE_PENDING: invalid argument "maybe" for "--pending"`},
+		{
+			// kubectl's connection flags and klog's -v read no GPUSHARE_ variable: these
+			// values would be rejected, or change the error below.
+			name: "kubectl's flags unbound", args: []string{"-o", "xml"},
+			env:     map[string]string{"GPUSHARE_V": "loud", "GPUSHARE_REQUEST_TIMEOUT": "soon", "GPUSHARE_KUBECONFIG": "/nonexistent"},
+			wantErr: `--output "xml"`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var out bytes.Buffer
+			cmd := newCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+			cmd.SetArgs(tc.args)
+			err := cmd.ExecuteContext(context.Background())
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("error %v, want it to mention %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestHelp: -h names the variable of each of the plugin's own flags, none for kubectl's or
+// klog's.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	cmd := newCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	help := out.String()
+	for _, want := range []string{"(env GPUSHARE_DETAILS)", "(env GPUSHARE_OUTPUT)", "(env GPUSHARE_PENDING)", "(env GPUSHARE_MEM_RESOURCE)", "(env GPUSHARE_COUNT_RESOURCE)"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("help lacks %q:\n%s", want, help)
+		}
+	}
+	for _, line := range strings.Split(help, "\n") {
+		for _, flag := range []string{"--kubeconfig", "--context", "--namespace", "--server", "--v "} {
+			if strings.Contains(line, flag) && strings.Contains(line, "(env ") {
+				t.Errorf("help names a variable for %s: %q", flag, line)
+			}
+		}
+	}
+	if n := strings.Count(help, "(env "); n != 5 {
+		t.Errorf("help names %d variables, want 5:\n%s", n, help)
+	}
+	cmd.PersistentFlags().VisitAll(func(f *pflag.Flag) {
+		if v := flagenv.Vars(f); v != nil {
+			t.Errorf("kubectl's --%s reads %v", f.Name, v)
+		}
+	})
+}
