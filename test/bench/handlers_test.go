@@ -70,9 +70,11 @@ func BenchmarkFilterHandler(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu := startCPU(b)
 			for b.Loop() {
 				c.serve(b, "filter", body)
 			}
+			cpu.report(b)
 			b.ReportMetric(float64(len(*res.NodeNames)), "passed-nodes")
 		})
 	}

@@ -1,4 +1,4 @@
-package routes
+package extenderjson
 
 import (
 	"bytes"
@@ -73,7 +73,7 @@ func TestEncodeFilterResultMatchesEncodingJSON(t *testing.T) {
 			if err := json.NewEncoder(&want).Encode(&tc.res); err != nil {
 				t.Fatal(err)
 			}
-			got, err := encodeFilterResult(&tc.res)
+			got, err := EncodeFilterResult(&tc.res)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -110,42 +110,9 @@ func TestEncodePrioritiesMatchesEncodingJSON(t *testing.T) {
 			if err := json.NewEncoder(&want).Encode(tc.want); err != nil {
 				t.Fatal(err)
 			}
-			if d := cmp.Diff(want.String(), string(encodePriorities(names, tc.scores))); d != "" {
+			if d := cmp.Diff(want.String(), string(EncodePriorities(names, tc.scores))); d != "" {
 				t.Errorf("(-encoding/json,+ours):\n%s", d)
 			}
 		})
 	}
-}
-
-// FuzzDecodeArgs: the fast ExtenderArgs decoder agrees with encoding/json on every input:
-// both fail, or both give the same arguments.
-func FuzzDecodeArgs(f *testing.F) {
-	for _, s := range []string{
-		`{"Pod":{"metadata":{"name":"p"}},"Nodes":null,"NodeNames":["a","b"]}`,
-		`{"NodeNames":["a"],"Pod":{}}`,
-		`{"nodenames":["a"] , "pod":{"spec":{"nodeName":"x"}}}`,
-		`{"NodeNames":["a"],"NodeNames":["b"]}`,
-		`{"NodeNames":["a\"b"]}`,
-		`{"NodeNames":null}`,
-		`{"Pod":{"metadata":{"annotations":{"NodeNames":"[\"x\"]"}}},"NodeNames":[]}`,
-		`{"NodeNames":["a"]} x`,
-		`{"NodeNames":["a"],}`,
-		`{"Nodes":{"items":[{"metadata":{"name":"n"}}]}}`,
-		`[]`, `null`, `{`, ``,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		var want extenderv1.ExtenderArgs
-		wantErr := json.Unmarshal(b, &want)
-		got, gotErr := decodeExtenderArgs(b)
-		if (wantErr == nil) != (gotErr == nil) {
-			t.Fatalf("input %q: error %v, encoding/json says %v", b, gotErr, wantErr)
-		}
-		if wantErr == nil {
-			if d := cmp.Diff(want, got); d != "" {
-				t.Fatalf("input %q (-encoding/json,+fast):\n%s", b, d)
-			}
-		}
-	})
 }
