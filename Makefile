@@ -9,6 +9,8 @@ LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/...
 COMMANDS  := extender share-plugin kubectl-inspect-gpushare
+# Benchmark tools (internal/bench/cmd/*), built into ./bin beside the product commands.
+BENCH_COMMANDS := $(wildcard internal/bench/cmd/*)
 # share-plugin reaches the driver's NVML through cgo (go-nvml dlopens libnvidia-ml at run time,
 # so nothing links against the driver). Without a C compiler it is built with CGO_ENABLED=0:
 # simulated GPUs still work and real NVML is refused with a clear message.
@@ -23,9 +25,9 @@ all: build
 
 build: ## Build every command into ./bin
 	@mkdir -p $(BIN)
-	@for c in $(COMMANDS) $(EXTRA_COMMANDS); do \
-	  cgo=0; [ "$$c" = share-plugin ] && cgo=$(NVML_CGO); \
-	  if [ -d cmd/$$c ]; then echo "go build cmd/$$c (CGO_ENABLED=$$cgo)"; CGO_ENABLED=$$cgo $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./cmd/$$c; fi; \
+	@for d in $(addprefix cmd/,$(COMMANDS) $(EXTRA_COMMANDS)) $(BENCH_COMMANDS); do \
+	  c=$${d##*/}; cgo=0; [ "$$c" = share-plugin ] && cgo=$(NVML_CGO); \
+	  if [ -d $$d ]; then echo "go build $$d (CGO_ENABLED=$$cgo)"; CGO_ENABLED=$$cgo $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./$$d; fi; \
 	done
 
 test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster

@@ -85,7 +85,7 @@ source "$REPO/hack/lib/controlplane.sh"
 log "building extender and gpushare-scalebench into $GPUSHARE_BIN"
 mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
-  CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scalebench" ./cmd/gpushare-scalebench)
+  CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scalebench" ./internal/bench/cmd/gpushare-scalebench)
 
 # The working tree is shared and changes under a run: record what was built.
 mkdir -p "$OUT"

@@ -36,7 +36,7 @@ if [ "$OFFLINE" = yes ]; then
   ROOT=${ROOT:-$REPO/_output/replay-matrix-offline}
   export GPUSHARE_REPLAY_BIN=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin-offline}
   mkdir -p "$GPUSHARE_REPLAY_BIN"
-  (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_REPLAY_BIN/gpushare-replay" ./cmd/gpushare-replay)
+  (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_REPLAY_BIN/gpushare-replay" ./internal/bench/cmd/gpushare-replay)
 fi
 ROOT=${ROOT:-$REPO/_output/replay-matrix}
 TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}

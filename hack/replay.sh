@@ -88,7 +88,7 @@ PODS_CSV=$TRACES_DIR/openb_pod_list_$TRACE.csv
 log "building extender and gpushare-replay"
 mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
-  CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-replay" ./cmd/gpushare-replay)
+  CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-replay" ./internal/bench/cmd/gpushare-replay)
 
 prepare_bench_cluster
 echo kwok >"$STATE/node-mode"

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/gpushare/gpushare/pkg/replay"
+	"github.com/gpushare/gpushare/internal/bench/replay"
 )
 
 type flagpole struct {

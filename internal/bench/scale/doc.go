@@ -1,4 +1,4 @@
-// Package scalebench drives the 5000-node scale benchmark of issue 7 against a real API
+// Package scale drives the 5000-node scale benchmark against a real API
 // server and kube-scheduler (hack/bench-scale.sh starts those): it creates the nodes, runs
 // one pod set through the scheduler alone and through the scheduler with the gpushare
 // extender, checks burst safety on one node, loads tens of thousands of placed pods for the
@@ -9,4 +9,4 @@
 // unreachable). kube-scheduler only looks at allocatable, labels and taints, so this places
 // pods exactly as on kubelet nodes while leaving the two shared cores to the scheduler, the
 // extender and the API server.
-package scalebench
+package scale

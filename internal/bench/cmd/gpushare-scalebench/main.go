@@ -29,7 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
-	"github.com/gpushare/gpushare/pkg/scalebench"
+	"github.com/gpushare/gpushare/internal/bench/scale"
 )
 
 type options struct {
@@ -53,7 +53,7 @@ type options struct {
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the bench cluster")
-	fs.StringVar(&o.namespace, "namespace", scalebench.DefaultNamespace, "namespace of the bench pods")
+	fs.StringVar(&o.namespace, "namespace", scale.DefaultNamespace, "namespace of the bench pods")
 	fs.StringVar(&o.out, "out", "_output/scale-results", "folder of the result JSON files")
 	fs.IntVar(&o.nodes, "nodes", 5000, "number of nodes (8 cards × 16 units each)")
 	fs.IntVar(&o.pods, "pods", 2000, "pods per scheduling phase")
@@ -97,35 +97,35 @@ func run(ctx context.Context, step string, o *options) error {
 		return fmt.Errorf("creating %s: %w", o.out, err)
 	}
 	if step == "report" {
-		r, err := scalebench.LoadResults(o.out)
+		r, err := scale.LoadResults(o.out)
 		if err != nil {
 			return err
 		}
 		md := r.Markdown()
 		fmt.Print(md)
-		return os.WriteFile(filepath.Join(o.out, scalebench.FileReportMarkdown), []byte(md), 0o644)
+		return os.WriteFile(filepath.Join(o.out, scale.FileReportMarkdown), []byte(md), 0o644)
 	}
 	b, err := o.bench()
 	if err != nil {
 		return err
 	}
-	probe := func() (*scalebench.ExtenderProbe, error) {
+	probe := func() (*scale.ExtenderProbe, error) {
 		if o.metricsURL == "" || o.extenderPID <= 0 {
 			return nil, fmt.Errorf("step %s needs --metrics-url and --extender-pid", step)
 		}
-		return &scalebench.ExtenderProbe{MetricsURL: o.metricsURL, PID: o.extenderPID}, nil
+		return &scale.ExtenderProbe{MetricsURL: o.metricsURL, PID: o.extenderPID}, nil
 	}
-	save := func(name string, v any) error { return scalebench.WriteJSON(filepath.Join(o.out, name), v) }
+	save := func(name string, v any) error { return scale.WriteJSON(filepath.Join(o.out, name), v) }
 	switch step {
 	case "setup":
 		r, err := b.Setup(ctx, o.nodes)
 		if err != nil {
 			return err
 		}
-		return save(scalebench.FileSetup, r)
+		return save(scale.FileSetup, r)
 	case "phase":
-		var p *scalebench.ExtenderProbe
-		file := scalebench.FilePlain
+		var p *scale.ExtenderProbe
+		file := scale.FilePlain
 		if o.set != "plain" {
 			if p, err = probe(); err != nil {
 				return err
@@ -143,7 +143,7 @@ func run(ctx context.Context, step string, o *options) error {
 		}
 		return b.DeleteSet(ctx, o.set, o.timeout)
 	case "burst":
-		var p *scalebench.ExtenderProbe
+		var p *scale.ExtenderProbe
 		if o.metricsURL != "" {
 			if p, err = probe(); err != nil {
 				return err
@@ -153,7 +153,7 @@ func run(ctx context.Context, step string, o *options) error {
 		if err != nil {
 			return err
 		}
-		return save(scalebench.FileBurst, r)
+		return save(scale.FileBurst, r)
 	case "memory", "footprint":
 		p, err := probe()
 		if err != nil {
@@ -164,13 +164,13 @@ func run(ctx context.Context, step string, o *options) error {
 			if err != nil {
 				return err
 			}
-			return save(scalebench.FileMemoryRestart, r)
+			return save(scale.FileMemoryRestart, r)
 		}
 		r, err := b.RunMemory(ctx, o.nodes, o.placed, p, o.timeout, o.settle)
 		if err != nil {
 			return err
 		}
-		return save(scalebench.FileMemory, r)
+		return save(scale.FileMemory, r)
 	}
 	return fmt.Errorf("unknown step %q (setup, phase, delete, burst, memory, footprint, report)", step)
 }
@@ -202,7 +202,7 @@ func (o *options) schedulerPID() int {
 	return pid
 }
 
-func (o *options) bench() (*scalebench.Bench, error) {
+func (o *options) bench() (*scale.Bench, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("loading kubeconfig %q: %w", o.kubeconfig, err)
@@ -212,7 +212,7 @@ func (o *options) bench() (*scalebench.Bench, error) {
 	if err != nil {
 		return nil, fmt.Errorf("building the kubernetes client: %w", err)
 	}
-	objs := scalebench.DefaultObjects()
+	objs := scale.DefaultObjects()
 	objs.Namespace = o.namespace
-	return &scalebench.Bench{Client: client, Objects: objs, Workers: o.workers}, nil
+	return &scale.Bench{Client: client, Objects: objs, Workers: o.workers}, nil
 }
