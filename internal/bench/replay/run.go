@@ -9,13 +9,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/internal/bench/metrics"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
@@ -144,15 +144,15 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 	if before != nil {
 		if after, err := o.scrape(context.WithoutCancel(ctx), httpc, "after"); err != nil {
 			klog.ErrorS(err, "extender metrics unavailable after the run")
-		} else {
-			s.SetLatencies(before, after)
+		} else if after != nil {
+			s.SetLatencies(*before, *after)
 		}
 	}
 	if len(res.E2E) > 0 {
 		if s.Latencies == nil {
-			s.Latencies = map[string]Latency{}
+			s.Latencies = map[string]metrics.Latency{}
 		}
-		s.Latencies["e2e"] = exactLatency(res.E2E)
+		s.Latencies["e2e"] = metrics.Of(res.E2E)
 	}
 	if err := WriteResults(o.OutDir, s, rec, o.StepEvery); err != nil {
 		return s, errors.Join(runErr, err)
@@ -161,20 +161,24 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 }
 
 // scrape reads the extender's /metrics, keeps a copy as extender-metrics-<when>.txt in the
-// result folder (rejection and failure counters help explain failed pods) and returns its
-// latency histograms. No URL: nil, nil.
-func (o Options) scrape(ctx context.Context, c *http.Client, when string) (Histograms, error) {
+// result folder (rejection and failure counters help explain failed pods) and returns it
+// parsed. No URL: nil, nil.
+func (o Options) scrape(ctx context.Context, c *http.Client, when string) (*metrics.Scrape, error) {
 	if o.MetricsURL == "" {
 		return nil, nil
 	}
-	body, err := FetchMetrics(ctx, c, o.MetricsURL)
+	body, err := metrics.Fetch(ctx, c, o.MetricsURL)
 	if err != nil {
 		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(o.OutDir, "extender-metrics-"+when+".txt"), body, 0o644); err != nil {
 		return nil, fmt.Errorf("saving metrics: %w", err)
 	}
-	return ParseHistograms(bytes.NewReader(body), MetricFilter, MetricPrioritize, MetricBind)
+	s, err := metrics.Parse(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", o.MetricsURL, err)
+	}
+	return &s, nil
 }
 
 // RunOffline replays with the named policy in memory and writes the results.
@@ -202,21 +206,4 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 		return s, errors.Join(runErr, err)
 	}
 	return s, runErr
-}
-
-// exactLatency computes p50/p99 of measured durations (nearest rank).
-func exactLatency(ds []time.Duration) Latency {
-	sorted := append([]time.Duration(nil), ds...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i] < sorted[j] })
-	at := func(q float64) float64 {
-		i := int(q*float64(len(sorted))+0.5) - 1
-		if i < 0 {
-			i = 0
-		}
-		if i >= len(sorted) {
-			i = len(sorted) - 1
-		}
-		return float64(sorted[i]) / float64(time.Millisecond)
-	}
-	return Latency{Count: float64(len(sorted)), P50ms: at(0.5), P99ms: at(0.99)}
 }

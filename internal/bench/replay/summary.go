@@ -3,26 +3,13 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
-)
 
-// Extender histogram names on its /metrics.
-const (
-	MetricFilter     = "gpushare_filter_duration_seconds"
-	MetricPrioritize = "gpushare_prioritize_duration_seconds"
-	MetricBind       = "gpushare_bind_duration_seconds"
+	"github.com/gpushare/gpushare/internal/bench/metrics"
 )
-
-// Latency is one extender verb's latency over the replay, from its histogram.
-type Latency struct {
-	Count float64 `json:"count"`
-	P50ms float64 `json:"p50_ms"`
-	P99ms float64 `json:"p99_ms"`
-}
 
 // Summary is the result of one replay (summary.json).
 type Summary struct {
@@ -49,8 +36,8 @@ type Summary struct {
 
 	// Latencies by extender verb ("filter", "prioritize", "bind", from its /metrics) and
 	// "e2e" (create → bound or unschedulable, measured by the driver).
-	Latencies map[string]Latency `json:"latencies,omitempty"`
-	Started   time.Time          `json:"started"`
+	Latencies map[string]metrics.Latency `json:"latencies,omitempty"`
+	Started   time.Time                  `json:"started"`
 }
 
 // NewSummary fills the counts and percentages from the record.
@@ -69,19 +56,18 @@ func NewSummary(rec *Recorder, wall time.Duration) Summary {
 	return s
 }
 
-// SetLatencies fills Latencies from two scrapes of the extender's /metrics.
-func (s *Summary) SetLatencies(before, after Histograms) {
-	verbs := map[string]string{"filter": MetricFilter, "prioritize": MetricPrioritize, "bind": MetricBind}
-	for verb, metric := range verbs {
-		a := after[metric]
-		if a == nil {
+// SetLatencies fills Latencies from two scrapes of the extender's /metrics; a verb whose
+// histogram after lacks is left out.
+func (s *Summary) SetLatencies(before, after metrics.Scrape) {
+	verbs := map[string]string{"filter": metrics.FilterSeconds, "prioritize": metrics.PrioritizeSeconds, "bind": metrics.BindSeconds}
+	for verb, name := range verbs {
+		if _, ok := after.Hist[name]; !ok {
 			continue
 		}
-		d := a.Sub(before[metric])
 		if s.Latencies == nil {
-			s.Latencies = map[string]Latency{}
+			s.Latencies = map[string]metrics.Latency{}
 		}
-		s.Latencies[verb] = Latency{Count: d.Count, P50ms: 1000 * d.Quantile(0.5), P99ms: 1000 * d.Quantile(0.99)}
+		s.Latencies[verb] = metrics.Between(before, after, name)
 	}
 }
 
@@ -98,14 +84,15 @@ func (s Summary) Line() string {
 		s.Pods, s.Failed, s.AllocatedPct, s.ArrivedPct, s.WallSeconds, s.PodsPerSec)
 	for _, verb := range []string{"filter", "prioritize", "bind", "e2e"} {
 		if l, ok := s.Latencies[verb]; ok {
-			fmt.Fprintf(&b, " %s_p50=%s %s_p99=%s", verb, ms(l.P50ms), verb, ms(l.P99ms))
+			fmt.Fprintf(&b, " %s_p50=%s %s_p99=%s", verb, ms(l, l.P50Ms), verb, ms(l, l.P99Ms))
 		}
 	}
 	return b.String()
 }
 
-func ms(v float64) string {
-	if math.IsNaN(v) {
+// ms formats a quantile of l; without observations there is none.
+func ms(l metrics.Latency, v float64) string {
+	if l.Count == 0 {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2fms", v)
@@ -116,7 +103,7 @@ func WriteResults(dir string, s Summary, rec *Recorder, stepEvery int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating result folder: %w", err)
 	}
-	js, err := json.MarshalIndent(jsonSafe(s), "", "  ")
+	js, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding summary: %w", err)
 	}
@@ -135,25 +122,6 @@ func WriteResults(dir string, s Summary, rec *Recorder, stepEvery int) error {
 		return fmt.Errorf("writing steps: %w", err)
 	}
 	return nil
-}
-
-// jsonSafe replaces NaN latencies (no observations) by -1: JSON has no NaN.
-func jsonSafe(s Summary) Summary {
-	if s.Latencies == nil {
-		return s
-	}
-	l := make(map[string]Latency, len(s.Latencies))
-	for k, v := range s.Latencies {
-		if math.IsNaN(v.P50ms) {
-			v.P50ms = -1
-		}
-		if math.IsNaN(v.P99ms) {
-			v.P99ms = -1
-		}
-		l[k] = v
-	}
-	s.Latencies = l
-	return s
 }
 
 // ReadSummary reads dir/summary.json.

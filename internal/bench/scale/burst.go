@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/internal/bench/metrics"
 )
 
 // BurstResult is the burst-safety check on BurstNode.
@@ -21,9 +23,9 @@ type BurstResult struct {
 	LoadAfter      string    `json:"loadAfter"`
 	// Extender calls during the burst (nil without a probe): failed binds are the
 	// pods whose card choice lost a race and went back to the queue.
-	Filter      *Latency `json:"filter,omitempty"`
-	Bind        *Latency `json:"bind,omitempty"`
-	BindsFailed float64  `json:"bindsFailed"`
+	Filter      *metrics.Latency `json:"filter,omitempty"`
+	Bind        *metrics.Latency `json:"bind,omitempty"`
+	BindsFailed float64          `json:"bindsFailed"`
 	// OK: Bound == WantBound, the rest unschedulable, no card over capacity, every bound
 	// pod annotated.
 	OK bool `json:"ok"`
@@ -47,7 +49,7 @@ func (b *Bench) RunBurst(ctx context.Context, n int, units int64, timeout, settl
 	if c := w.snapshot(); c.Present > 0 {
 		return res, fmt.Errorf("set burst already has %d pods; delete them first", c.Present)
 	}
-	var before Scrape
+	var before metrics.Scrape
 	if probe != nil {
 		if before, _, err = probe.read(ctx); err != nil {
 			return res, err
@@ -88,9 +90,9 @@ func (b *Bench) RunBurst(ctx context.Context, n int, units int64, timeout, settl
 		if err != nil {
 			return res, err
 		}
-		f, bd := latencyBetween(before, after, metricFilter), latencyBetween(before, after, metricBind)
+		f, bd := metrics.Between(before, after, metrics.FilterSeconds), metrics.Between(before, after, metrics.BindSeconds)
 		res.Filter, res.Bind = &f, &bd
-		res.BindsFailed = after.Gauges[counterBindFailures] - before.Gauges[counterBindFailures]
+		res.BindsFailed = after.Values[metrics.BindFailures] - before.Values[metrics.BindFailures]
 	}
 	res.OK = res.Bound == res.WantBound && res.Unschedulable == n-res.WantBound &&
 		len(res.Cards.Over) == 0 && len(res.Cards.Unannotated) == 0

@@ -10,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/internal/bench/metrics"
 )
 
 // ExtenderProbe says where to read the extender's figures; nil in the plain phase.
@@ -19,27 +21,27 @@ type ExtenderProbe struct {
 	HTTP       *http.Client
 }
 
-func (p *ExtenderProbe) read(ctx context.Context) (Scrape, ProcStats, error) {
+func (p *ExtenderProbe) read(ctx context.Context) (metrics.Scrape, ProcStats, error) {
 	client := p.HTTP
 	if client == nil {
 		client = &http.Client{Timeout: time.Minute}
 	}
-	s, err := ScrapeExtender(ctx, client, p.MetricsURL)
+	s, err := metrics.Get(ctx, client, p.MetricsURL)
 	if err != nil {
-		return Scrape{}, ProcStats{}, err
+		return metrics.Scrape{}, ProcStats{}, err
 	}
 	ps, err := ReadProc(p.PID)
 	if err != nil {
-		return Scrape{}, ProcStats{}, err
+		return metrics.Scrape{}, ProcStats{}, err
 	}
 	return s, ps, nil
 }
 
 // ExtenderFigures is what the extender reported about itself during a phase.
 type ExtenderFigures struct {
-	Filter     Latency `json:"filter"`
-	Prioritize Latency `json:"prioritize"`
-	Bind       Latency `json:"bind"`
+	Filter     metrics.Latency `json:"filter"`
+	Prioritize metrics.Latency `json:"prioritize"`
+	Bind       metrics.Latency `json:"bind"`
 	// CPUSeconds is the extender's user+system CPU time used during the phase.
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// RSSMiB is its resident set at the end of the phase, HWMMiB its peak since start.
@@ -81,7 +83,7 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	if c := w.snapshot(); c.Present > 0 {
 		return res, fmt.Errorf("set %s already has %d pods; delete them first", name, c.Present)
 	}
-	var before Scrape
+	var before metrics.Scrape
 	var procBefore ProcStats
 	if probe != nil {
 		if before, procBefore, err = probe.read(ctx); err != nil {
@@ -130,13 +132,13 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 		return res, err
 	}
 	res.Extender = &ExtenderFigures{
-		Filter:       latencyBetween(before, after, metricFilter),
-		Prioritize:   latencyBetween(before, after, metricPrioritize),
-		Bind:         latencyBetween(before, after, metricBind),
+		Filter:       metrics.Between(before, after, metrics.FilterSeconds),
+		Prioritize:   metrics.Between(before, after, metrics.PrioritizeSeconds),
+		Bind:         metrics.Between(before, after, metrics.BindSeconds),
 		CPUSeconds:   procAfter.CPUSeconds - procBefore.CPUSeconds,
 		RSSMiB:       mib(procAfter.RSSBytes),
 		HWMMiB:       mib(procAfter.HWMBytes),
-		HeapInuseMiB: after.Gauges[gaugeHeapInuse] / (1 << 20),
+		HeapInuseMiB: after.Values[metrics.HeapInuse] / (1 << 20),
 	}
 	pods, err := w.pods()
 	if err != nil {

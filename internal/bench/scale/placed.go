@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/internal/bench/metrics"
 )
 
 // MemoryResult is the extender's footprint with many placed pods.
@@ -75,7 +77,7 @@ func (b *Bench) RunMemory(ctx context.Context, nodes, count int, probe *Extender
 		if err != nil {
 			return res, err
 		}
-		got := s.Gauges[gaugeAllocated]
+		got := s.Values[metrics.AllocatedUnits]
 		if got >= want {
 			break
 		}
@@ -116,9 +118,9 @@ func (b *Bench) readFootprint(ctx context.Context, res MemoryResult, probe *Exte
 		return res, err
 	}
 	res.RSSMiB, res.HWMMiB, res.CPUSeconds = mib(ps.RSSBytes), mib(ps.HWMBytes), ps.CPUSeconds
-	res.HeapInuseMiB = s.Gauges[gaugeHeapInuse] / (1 << 20)
-	res.HeapAllocMiB = s.Gauges[gaugeHeapAlloc] / (1 << 20)
-	res.GoSysMiB = s.Gauges[gaugeSys] / (1 << 20)
+	res.HeapInuseMiB = s.Values[metrics.HeapInuse] / (1 << 20)
+	res.HeapAllocMiB = s.Values[metrics.HeapAlloc] / (1 << 20)
+	res.GoSysMiB = s.Values[metrics.Sys] / (1 << 20)
 	res.LoadAfter = loadAvg()
 	return res, nil
 }

@@ -3,6 +3,8 @@ package scale
 import (
 	"strings"
 	"testing"
+
+	"github.com/gpushare/gpushare/internal/bench/metrics"
 )
 
 func TestMarkdownVerdicts(t *testing.T) {
@@ -24,7 +26,7 @@ func TestMarkdownVerdicts(t *testing.T) {
 			r := Results{
 				Plain: plain,
 				Extender: &PhaseResult{Name: "extender", Pods: 100, Seconds: 100 / tc.extPerSec, PodsPerSecond: tc.extPerSec,
-					Extender: &ExtenderFigures{Filter: Latency{Count: 100, P99Ms: tc.filterP99}}},
+					Extender: &ExtenderFigures{Filter: metrics.Latency{Count: 100, P99Ms: tc.filterP99}}},
 				Burst:  &BurstResult{Pods: 100, Units: 6, WantBound: 16, OK: tc.burstOK, DecidedSeconds: tc.burstSecs},
 				Memory: &MemoryResult{Nodes: 5000, Placed: 40000, RSSMiB: tc.rss},
 			}

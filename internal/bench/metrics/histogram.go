@@ -1,4 +1,4 @@
-package scale
+package metrics
 
 import (
 	"math"
@@ -8,7 +8,8 @@ import (
 )
 
 // Histogram is one Prometheus histogram summed over its label sets: cumulative counts per
-// finite upper bound (seconds for the extender's *_duration_seconds), ascending.
+// finite upper bound (seconds for the extender's *_duration_seconds), ascending. The +Inf
+// bucket is Count.
 type Histogram struct {
 	Bounds []float64
 	Cum    []float64
@@ -16,7 +17,7 @@ type Histogram struct {
 	Sum    float64
 }
 
-// histogramOf sums the histogram samples of a metric family (all label sets).
+// histogramOf sums the histogram samples of a metric family over its label sets.
 func histogramOf(mf *dto.MetricFamily) Histogram {
 	byBound := map[float64]float64{}
 	var h Histogram
@@ -43,21 +44,23 @@ func histogramOf(mf *dto.MetricFamily) Histogram {
 	return h
 }
 
-// Sub returns the observations made between before and h (same buckets).
+// Sub returns the observations made between before and h. Buckets are matched by bound,
+// so a before that lacks some (the histogram was absent then) subtracts nothing for them.
 func (h Histogram) Sub(before Histogram) Histogram {
+	prev := make(map[float64]float64, len(before.Bounds))
+	for i, le := range before.Bounds {
+		prev[le] = before.Cum[i]
+	}
 	d := Histogram{Bounds: h.Bounds, Cum: make([]float64, len(h.Cum)), Count: h.Count - before.Count, Sum: h.Sum - before.Sum}
 	for i, c := range h.Cum {
-		d.Cum[i] = c
-		if i < len(before.Cum) && before.Bounds[i] == h.Bounds[i] {
-			d.Cum[i] -= before.Cum[i]
-		}
+		d.Cum[i] = c - prev[h.Bounds[i]]
 	}
 	return d
 }
 
 // Quantile estimates the q-quantile (0..1) as Prometheus' histogram_quantile does: linear
 // interpolation inside the bucket holding the rank; the highest finite bound when the rank
-// lies above it. NaN without observations.
+// lies above it. NaN without observations; Latency keeps NaN out of results.
 func (h Histogram) Quantile(q float64) float64 {
 	if h.Count <= 0 || len(h.Bounds) == 0 {
 		return math.NaN()
