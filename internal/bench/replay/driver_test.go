@@ -75,7 +75,7 @@ func fakeScheduler(ctx context.Context, t *testing.T, c kubernetes.Interface, pl
 
 func testDriver(t *testing.T, c kubernetes.Interface) *Driver {
 	nodes := []NodeSpec{{Name: "n1", MilliCPU: 8000, MemoryMiB: 1024, GPUs: 2, Model: "T4"}}
-	d := &Driver{Client: c, Objects: objects(t, UnitMilli, nodes...), PodTimeout: 5 * time.Second, NodeReadyTimeout: 5 * time.Second}
+	d := &Driver{Client: c, Objects: newObjects(t, UnitMilli, nodes...), PodTimeout: 5 * time.Second, NodeReadyTimeout: 5 * time.Second}
 	return d
 }
 

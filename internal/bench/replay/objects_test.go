@@ -8,10 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-func objects(t *testing.T, mode UnitMode, nodes ...NodeSpec) Objects {
+func newObjects(t *testing.T, mode UnitMode, nodes ...NodeSpec) Objects {
 	t.Helper()
 	u, err := NewUnits(mode, nodes)
 	if err != nil {
@@ -22,12 +23,12 @@ func objects(t *testing.T, mode UnitMode, nodes ...NodeSpec) Objects {
 
 func TestNodeObject(t *testing.T) {
 	n := NodeSpec{Name: "openb-node-0001", MilliCPU: 96000, MemoryMiB: 2048, GPUs: 2, Model: "T4"}
-	node, err := objects(t, UnitMilli, n).Node(n)
+	node, err := newObjects(t, UnitMilli, n).Node(n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	wantLabels := map[string]string{
-		"cgpu": "true", LabelGPUProduct: "T4", LabelReplay: "true",
+		"cgpu": "true", objects.LabelGPUProduct: "T4", LabelReplay: "true",
 		"kubernetes.io/hostname": "openb-node-0001", "type": "kwok",
 	}
 	if diff := cmp.Diff(wantLabels, node.Labels); diff != "" {
@@ -66,7 +67,7 @@ func TestNodeObject(t *testing.T) {
 
 func TestNodeObjectGiB(t *testing.T) {
 	n := NodeSpec{Name: "n", MilliCPU: 1000, MemoryMiB: 1024, GPUs: 4, Model: "V100M32"}
-	node, err := objects(t, UnitGiB, n).Node(n)
+	node, err := newObjects(t, UnitGiB, n).Node(n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestPodObject(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pod, err := objects(t, tc.mode, nodes...).Pod(tc.pod)
+			pod, err := newObjects(t, tc.mode, nodes...).Pod(tc.pod)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +167,7 @@ func TestPodObject(t *testing.T) {
 			var spec []string
 			if a := pod.Spec.Affinity; a != nil {
 				expr := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0]
-				if expr.Key != LabelGPUProduct || expr.Operator != corev1.NodeSelectorOpIn {
+				if expr.Key != objects.LabelGPUProduct || expr.Operator != corev1.NodeSelectorOpIn {
 					t.Errorf("affinity expression %+v", expr)
 				}
 				spec = expr.Values
@@ -181,7 +182,7 @@ func TestPodObject(t *testing.T) {
 var quantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 func TestObjectErrors(t *testing.T) {
-	o := objects(t, UnitMilli)
+	o := newObjects(t, UnitMilli)
 	if _, err := o.Node(NodeSpec{Name: "Bad Name", GPUs: 1, Model: "T4"}); err == nil || !strings.Contains(err.Error(), "not a valid node name") {
 		t.Errorf("node error = %v", err)
 	}

@@ -2,13 +2,11 @@ package scale
 
 import (
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
@@ -24,9 +22,8 @@ const (
 	DefaultNamespace = "scale-bench"
 	// nodePodCapacity: only gpu-mem decides what fits (40,000 placed pods are 8 per node).
 	nodePodCapacity = 110
-	// placeholderImage is never pulled: no kubelet runs these pods.
-	placeholderImage = "registry.k8s.io/pause:3.10"
-	labelHostname    = "kubernetes.io/hostname"
+	// cardModel is a 16 GiB card: 16 units of 1 GiB.
+	cardModel = "NVIDIA A100-SXM4-16GB"
 )
 
 // Objects builds the bench's nodes and pods.
@@ -46,53 +43,21 @@ func DefaultObjects() Objects {
 // NodeName is the name of bench node i (0-based).
 func NodeName(i int) string { return fmt.Sprintf("scale-node-%05d", i) }
 
-// Node returns a GPU-sharing node: labels cgpu=true, kubernetes.io/hostname and LabelSet;
-// the per-card inventory annotation; allocatable cpu, memory, pods, gpu-count (Cards) and
-// gpu-mem (Cards × CardUnits units); a Ready condition (nobody heartbeats it). burst adds
-// the TaintBurst NoSchedule taint.
+// Node returns a GPU-sharing node of Cards × CardUnits GiB units, 64 CPUs and 512 GiB,
+// labelled LabelSet=nodes, with a Ready condition (nobody heartbeats it). burst adds the
+// TaintBurst NoSchedule taint.
 func (o Objects) Node(name string, burst bool) (*corev1.Node, error) {
-	inv := gpushare.Inventory{Unit: gpushare.GiB}
-	for i := 0; i < o.Cards; i++ {
-		inv.Devices = append(inv.Devices, gpushare.Device{
-			Index: i, UUID: "GPU-" + name + "-" + strconv.Itoa(i), Model: "NVIDIA A100-SXM4-16GB",
-			Units: o.CardUnits, MemoryMiB: o.CardUnits * gpushare.GiB.MiB, Healthy: true,
-		})
-	}
-	invJSON, err := inv.Marshal()
-	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", name, err)
-	}
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("64"),
-		corev1.ResourceMemory: resource.MustParse("512Gi"),
-		corev1.ResourcePods:   *resource.NewQuantity(nodePodCapacity, resource.DecimalSI),
-		o.Resources.Count:     *resource.NewQuantity(int64(o.Cards), resource.DecimalSI),
-		o.Resources.Mem:       *resource.NewQuantity(int64(o.Cards)*o.CardUnits, resource.DecimalSI),
-	}
-	now := metav1.Now()
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name,
-			Labels: map[string]string{
-				gpushare.NodeLabelKey: gpushare.NodeLabelValue,
-				labelHostname:         name,
-				LabelSet:              "nodes",
-			},
-			Annotations: map[string]string{gpushare.AnnotationNodeInventory: invJSON},
-		},
-		Status: corev1.NodeStatus{
-			Capacity:    capacity,
-			Allocatable: capacity.DeepCopy(),
-			Conditions: []corev1.NodeCondition{{
-				Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "ScaleBench",
-				Message: "created Ready by gpushare-scalebench", LastHeartbeatTime: now, LastTransitionTime: now,
-			}},
-		},
+	n := objects.Node{
+		Name: name, Model: cardModel, Cards: o.Cards, CardUnits: o.CardUnits,
+		Unit: gpushare.GiB, CardMemoryMiB: o.CardUnits * gpushare.GiB.MiB,
+		MilliCPU: 64000, MemoryMiB: 512 << 10, MaxPods: nodePodCapacity,
+		Labels: map[string]string{LabelSet: "nodes"},
+		Ready:  true,
 	}
 	if burst {
-		n.Spec.Taints = []corev1.Taint{{Key: TaintBurst, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+		n.Taints = []corev1.Taint{{Key: TaintBurst, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
 	}
-	return n, nil
+	return n.Build(o.Resources)
 }
 
 // PodShape is one pod's gpu-mem request: Units in total over Cards cards (Cards 1: the
@@ -120,38 +85,19 @@ func PodSet(n int) []PodShape {
 // PodName is the name of pod i of a set.
 func PodName(set string, i int) string { return fmt.Sprintf("%s-%05d", set, i) }
 
-// Pod returns pod i of set with shape s: one container with gpu-mem (and gpu-count when
-// s.Cards > 1) limits, no kubelet concerns (grace 0, no token).
+// Pod returns pod i of set with shape s, labelled LabelSet=set.
 func (o Objects) Pod(set string, i int, s PodShape) *corev1.Pod {
-	limits := corev1.ResourceList{o.Resources.Mem: *resource.NewQuantity(s.Units, resource.DecimalSI)}
-	if s.Cards > 1 {
-		limits[o.Resources.Count] = *resource.NewQuantity(s.Cards, resource.DecimalSI)
-	}
-	var grace int64
-	noToken := false
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      PodName(set, i),
-			Namespace: o.Namespace,
-			Labels:    map[string]string{LabelSet: set},
-		},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{
-				Name: "main", Image: placeholderImage,
-				Resources: corev1.ResourceRequirements{Limits: limits},
-			}},
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			TerminationGracePeriodSeconds: &grace,
-			AutomountServiceAccountToken:  &noToken,
-		},
-	}
+	return objects.Pod{
+		Name: PodName(set, i), Namespace: o.Namespace, Labels: map[string]string{LabelSet: set},
+		Units: s.Units, Cards: s.Cards,
+	}.Build(o.Resources)
 }
 
 // BurstPod is pod i of the "burst" set: units on one card, pinned to BurstNode by a
 // hostname nodeSelector and tolerating its taint.
 func (o Objects) BurstPod(i int, units int64) *corev1.Pod {
 	p := o.Pod("burst", i, PodShape{Units: units, Cards: 1})
-	p.Spec.NodeSelector = map[string]string{labelHostname: BurstNode}
+	p.Spec.NodeSelector = map[string]string{objects.LabelHostname: BurstNode}
 	p.Spec.Tolerations = []corev1.Toleration{{Key: TaintBurst, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
 	return p
 }

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
@@ -75,7 +76,7 @@ func TestNode(t *testing.T) {
 		if mem.Value() != 128 {
 			t.Errorf("allocatable gpu-mem %s, want 128", mem.String())
 		}
-		if n.Labels[gpushare.NodeLabelKey] != gpushare.NodeLabelValue || n.Labels[labelHostname] != "n1" {
+		if n.Labels[gpushare.NodeLabelKey] != gpushare.NodeLabelValue || n.Labels[objects.LabelHostname] != "n1" {
 			t.Errorf("labels %v", n.Labels)
 		}
 		if len(n.Status.Conditions) != 1 || n.Status.Conditions[0].Type != corev1.NodeReady || n.Status.Conditions[0].Status != corev1.ConditionTrue {
@@ -97,7 +98,7 @@ func TestBurstPodTolerates(t *testing.T) {
 	if !p.Spec.Tolerations[0].ToleratesTaint(klog.Background(), &n.Spec.Taints[0], false) {
 		t.Errorf("burst pod does not tolerate the burst node's taint")
 	}
-	if p.Spec.NodeSelector[labelHostname] != BurstNode {
+	if p.Spec.NodeSelector[objects.LabelHostname] != BurstNode {
 		t.Errorf("nodeSelector %v, want hostname %s", p.Spec.NodeSelector, BurstNode)
 	}
 }
