@@ -73,13 +73,13 @@ clean:
 	rm -rf $(BIN)
 
 .PHONY: bench-scale
-bench-scale: ## Scale benchmark (issue 7): N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory
-	N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench-scale.sh
+bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory
+	N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench/scale.sh
 
 .PHONY: bench-replay
-bench-replay: ## Trace replay (issue 6): TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
-	TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/replay.sh
+bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
+	TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
 .PHONY: bench-replay-matrix
-bench-replay-matrix: ## Policies × traces × seeds (issue 6 table): [POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
-	hack/replay-matrix.sh
+bench-replay-matrix: ## Policies × traces × seeds: [POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
+	hack/bench/replay-matrix.sh

@@ -23,7 +23,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/routes"
 )
 
-// Scale of issue 7.
+// The scale benchmark's cluster size.
 const (
 	numNodes  = 5000
 	numPlaced = 40000

@@ -41,7 +41,7 @@ type Options struct {
 	PodTimeout  time.Duration
 	Progress    io.Writer // progress bar; nil for none
 	// ModeSuffix is appended to the mode recorded in the results ("cluster-<suffix>"), to
-	// tell runs of different set-ups apart (hack/replay.sh: "allpods").
+	// tell runs of different set-ups apart (hack/bench/replay.sh: "allpods").
 	ModeSuffix string
 	// OfflineTies and OfflineCPUPods: see OfflineConfig (offline runs only).
 	OfflineTies    string

@@ -1,5 +1,5 @@
 // Package scale drives the 5000-node scale benchmark against a real API
-// server and kube-scheduler (hack/bench-scale.sh starts those): it creates the nodes, runs
+// server and kube-scheduler (hack/bench/scale.sh starts those): it creates the nodes, runs
 // one pod set through the scheduler alone and through the scheduler with the gpushare
 // extender, checks burst safety on one node, loads tens of thousands of placed pods for the
 // extender's memory figure, and writes every result as JSON for the final report.

@@ -21,7 +21,7 @@ const (
 	FileReportMarkdown = "report.md"
 )
 
-// Targets of issue 7.
+// Targets the scale benchmark is judged against (docs/benchmarks.md).
 const (
 	TargetRatio         = 0.8
 	TargetFilterP99Ms   = 10.0

@@ -1,4 +1,4 @@
-// Command gpushare-scalebench is the driver of `make bench-scale` (hack/bench-scale.sh
+// Command gpushare-scalebench is the driver of `make bench-scale` (hack/bench/scale.sh
 // starts and stops the cluster processes between its steps). Each step writes its result
 // as JSON into --out; `report` renders them as the table of docs/benchmarks.md.
 //
@@ -176,7 +176,7 @@ func run(ctx context.Context, step string, o *options) error {
 }
 
 // defaultSchedulerPIDFile is where hack/lib's start_proc records kube-scheduler's PID in
-// the state dir hack/bench-scale.sh exports.
+// the state dir hack/bench/scale.sh exports.
 func defaultSchedulerPIDFile() string {
 	if dir := os.Getenv("GPUSHARE_STATE_DIR"); dir != "" {
 		return filepath.Join(dir, "pids", "kube-scheduler")

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale benchmark of issue 7 (docs/benchmarks.md, "Scale benchmark"): N nodes of 8 cards ×
+# Scale benchmark (docs/benchmarks.md, "Scale benchmark"): N nodes of 8 cards ×
 # 16 units on a local control plane of its own, then in one run
 #   a) kube-scheduler alone (gpu-mem a plain extended resource) schedules PODS pods,
 #   b) kube-scheduler + the gpushare extender (filter, prioritize, bind) schedules the same set,
@@ -10,8 +10,8 @@
 # kube-apiserver + etcd CPU per pod of each phase). Every process it starts is
 # stopped by PID at the end (KEEP_CLUSTER=yes leaves the cluster running).
 #
-#   hack/bench-scale.sh                      # N=5000 PODS=2000
-#   N=500 PODS=300 PLACED=4000 hack/bench-scale.sh
+#   hack/bench/scale.sh                      # N=5000 PODS=2000
+#   N=500 PODS=300 PLACED=4000 hack/bench/scale.sh
 #
 # Settings (environment): PHASES (ab burst memory: the steps to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
 # WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
@@ -38,7 +38,7 @@ set -o errexit -o nounset -o pipefail
 # benchmark runs cannot derail it.
 {
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 N=${N:-5000}
 PODS=${PODS:-2000}
 BURST_PODS=${BURST_PODS:-100}
@@ -100,21 +100,9 @@ find "$OUT" -maxdepth 1 \( -name '*.json' -o -name '*.pprof' \) -delete
 mkdir -p "$OUT"
 echo kwok >"$STATE/node-mode"
 
-# start_bench_scheduler CONFIG: kube-scheduler with deploy/scheduler/CONFIG, waiting until
-# it is ready (informers synced), so phase timing starts with a working scheduler.
+# start_bench_scheduler CONFIG: kube-scheduler with hack/bench/CONFIG at percentageOfNodesToScore PCT.
 start_bench_scheduler() {
-  sed -e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#" \
-    -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#" \
-    -e "s#^percentageOfNodesToScore: .*#percentageOfNodesToScore: $PCT#" \
-    "$REPO/deploy/scheduler/$1" >"$STATE/$1"
-  start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
-    --config "$STATE/$1" \
-    --authentication-kubeconfig "$KUBECONFIG_FILE" \
-    --authorization-kubeconfig "$KUBECONFIG_FILE" \
-    --bind-address 127.0.0.1 \
-    --secure-port "$SCHEDULER_PORT"
-  wait_for "kube-scheduler /readyz" 120 curl -ksf "https://127.0.0.1:$SCHEDULER_PORT/readyz" ||
-    die "kube-scheduler not ready; see $LOGS/kube-scheduler.log"
+  start_scheduler "$REPO/hack/bench/$1" "s#^percentageOfNodesToScore: .*#percentageOfNodesToScore: $PCT#"
 }
 
 sb() {

@@ -1,32 +1,32 @@
 #!/usr/bin/env bash
-# Runs hack/replay.sh over policies × traces × seeds (the docs/benchmarks.md table), one
+# Runs hack/bench/replay.sh over policies × traces × seeds (the docs/benchmarks.md table), one
 # replay after another, then writes the markdown table and the chart of the results.
 # A cell whose summary.json exists is skipped, so an interrupted matrix resumes.
 #
-#   hack/replay-matrix.sh                        # 4 policies × 4 traces × seeds 42 43 44
-#   POLICIES="fgd" SEEDS="42 43 44 45 46" hack/replay-matrix.sh
+#   hack/bench/replay-matrix.sh                        # 4 policies × 4 traces × seeds 42 43 44
+#   POLICIES="fgd" SEEDS="42 43 44 45 46" hack/bench/replay-matrix.sh
 #
 # Settings (environment):
 #   POLICIES  (default: binpack spread bestfit fgd)
 #   TRACES    (default: default gpushare40 gpuspec10 multigpu20)
 #   SEEDS     (default: 42 43 44)
-#   STOP_AT   passed to hack/replay.sh (default: 100: the table's figure is unallocated %
+#   STOP_AT   passed to hack/bench/replay.sh (default: 100: the table's figure is unallocated %
 #             at 100 % arrival, which later pods cannot change)
 #   ROOT      result root (default: _output/replay-matrix); a run goes to
 #             $ROOT/$TRACE/$POLICY/seed$SEED; table.md and chart-$TRACE.svg to $ROOT
 #   RUNNER    name of this runner (default: 1). Two runners may share a ROOT, each with
 #             its own cluster: give the second RUNNER=2 and its own GPUSHARE_STATE_DIR,
-#             GPUSHARE_REPLAY_BIN and GPUSHARE_*_PORT values (see hack/replay.sh); each
+#             GPUSHARE_REPLAY_BIN and GPUSHARE_*_PORT values (see hack/bench/replay.sh); each
 #             claims a cell before running it. On 2 cores two runners give about 1.25×
 #             the cells per hour of one, at lower pods/s each. A killed runner leaves
 #             its cell's .claim folder behind: remove it to have the cell run again.
 #   OFFLINE   yes: no cluster; each cell is gpushare-replay --offline (the in-memory
 #             emulation of the cluster path: random ties, --offline-cpu-pods extender),
 #             about 30 s a cell; ROOT defaults to _output/replay-matrix-offline
-# Any other hack/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
+# Any other hack/bench/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
 set -o errexit -o nounset -o pipefail
 {
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 POLICIES=${POLICIES:-binpack spread bestfit fgd}
 TRACES=${TRACES:-default gpushare40 gpuspec10 multigpu20}
 SEEDS=${SEEDS:-42 43 44}
@@ -51,7 +51,7 @@ run_cell() {
       --nodes "$TRACES_DIR/openb_node_list_gpu_node.csv" \
       --pods "$TRACES_DIR/openb_pod_list_$1.csv" --out "$4"
   else
-    TRACE=$1 POLICY=$2 SEED=$3 OUT=$4 "$REPO/hack/replay.sh"
+    TRACE=$1 POLICY=$2 SEED=$3 OUT=$4 "$REPO/hack/bench/replay.sh"
   fi
 }
 

@@ -3,9 +3,9 @@
 # builds the extender and gpushare-replay, starts a kwok-only cluster of its own (state dir
 # and ports apart from the demo cluster), runs the replay, tears the cluster down.
 #
-#   hack/replay.sh                                   # default trace, binpack, seed 42
-#   TRACE=gpushare40 POLICY=fgd SEED=43 hack/replay.sh
-#   LIMIT=500 hack/replay.sh                         # first 500 pods only
+#   hack/bench/replay.sh                             # default trace, binpack, seed 42
+#   TRACE=gpushare40 POLICY=fgd SEED=43 hack/bench/replay.sh
+#   LIMIT=500 hack/bench/replay.sh                   # first 500 pods only
 #
 # Settings (environment):
 #   TRACE    pod list name: openb_pod_list_$TRACE.csv (default: default)
@@ -27,9 +27,9 @@
 #   KEEP_CLUSTER yes: leave the cluster running (stop it with the same environment and
 #                hack/cluster-down.sh, GPUSHARE_STATE_DIR=_output/replay-cluster)
 #
-# It reuses hack/lib (start_proc, credentials, etcd, apiserver, extender) and differs from
+# It reuses hack/lib (start_proc, credentials, etcd, apiserver, extender, scheduler) and differs from
 # hack/cluster-up.sh in three ways, each for throughput on 2 cores with 1213 nodes:
-# - kube-scheduler runs with deploy/scheduler/replay-config.yaml (extender decides, all
+# - kube-scheduler runs with hack/bench/replay-config.yaml (extender decides, all
 #   nodes scored, high QPS);
 # - kwok gets only the node-initialize stage: pods stay Pending-but-bound (no status writes
 #   per pod) and nodes have no lease heartbeats (--node-lease-duration-seconds 0);
@@ -42,7 +42,7 @@ set -o errexit -o nounset -o pipefail
 # replay runs cannot derail it.
 {
 
-REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 TRACE=${TRACE:-default}
 POLICY=${POLICY:-binpack}
 SEED=${SEED:-42}
@@ -110,27 +110,16 @@ start_replay_kwok() {
     --server-address "127.0.0.1:$KWOK_PORT"
 }
 
-# start_replay_scheduler: kube-scheduler with the replay configuration.
-start_replay_scheduler() {
-  sed -e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#" \
-    -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#" \
-    "$REPO/deploy/scheduler/replay-config.yaml" >"$STATE/replay-config.yaml"
-  if [ "$REPLAY_ALL_PODS" = yes ]; then
-    # managedResources is the extender entry's last field: cut it and its list.
-    sed -i '/^  managedResources:/,$d' "$STATE/replay-config.yaml"
-    if grep -v '^[[:space:]]*#' "$STATE/replay-config.yaml" | grep -q 'ignoredByScheduler\|managedResources'; then
-      die "could not drop managedResources from $STATE/replay-config.yaml"
-    fi
+# The replay configuration; with REPLAY_ALL_PODS=yes without managedResources (the
+# extender entry's last field: cut it and its list).
+REPLAY_CONFIG=$REPO/hack/bench/replay-config.yaml
+REPLAY_CONFIG_EDITS=()
+if [ "$REPLAY_ALL_PODS" = yes ]; then
+  REPLAY_CONFIG_EDITS=('/^  managedResources:/,$d')
+  if sed "${REPLAY_CONFIG_EDITS[0]}" "$REPLAY_CONFIG" | grep -v '^[[:space:]]*#' | grep -q 'ignoredByScheduler\|managedResources'; then
+    die "could not drop managedResources from $REPLAY_CONFIG"
   fi
-  start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
-    --config "$STATE/replay-config.yaml" \
-    --authentication-kubeconfig "$KUBECONFIG_FILE" \
-    --authorization-kubeconfig "$KUBECONFIG_FILE" \
-    --bind-address 127.0.0.1 \
-    --secure-port "$SCHEDULER_PORT"
-  wait_for "kube-scheduler /healthz" 60 curl -ksf "https://127.0.0.1:$SCHEDULER_PORT/healthz" ||
-    die "kube-scheduler not healthy; see $LOGS/kube-scheduler.log"
-}
+fi
 
 main() {
   ensure_credentials
@@ -139,7 +128,7 @@ main() {
   if [ "$REPLAY_KCM" = yes ]; then start_controller_manager; fi
   start_extender
   start_replay_kwok
-  start_replay_scheduler
+  start_scheduler "$REPLAY_CONFIG" "${REPLAY_CONFIG_EDITS[@]}"
   log "cluster up; replaying $PODS_CSV (policy $POLICY, seed $SEED, tune $TUNE, all pods to the extender: $REPLAY_ALL_PODS) into $OUT"
 
   mkdir -p "$OUT"
