@@ -25,8 +25,8 @@ type Series struct {
 	Points []Point
 }
 
-// ReadSteps reads the arrived_pct and allocated_pct columns of a steps.csv.
-func ReadSteps(path string) ([]Point, error) {
+// readSteps reads the arrived_pct and allocated_pct columns of a steps.csv.
+func readSteps(path string) ([]Point, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading steps: %w", err)
@@ -86,7 +86,7 @@ func LoadSeries(dirs []string) ([]Series, error) {
 	for _, dir := range dirs {
 		label := filepath.Base(filepath.Clean(dir))
 		var at100 *float64
-		if s, err := ReadSummary(dir); err == nil {
+		if s, err := readSummary(dir); err == nil {
 			if s.Policy != "" {
 				label = s.Policy
 			}
@@ -97,7 +97,7 @@ func LoadSeries(dirs []string) ([]Series, error) {
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return nil, err
 		}
-		pts, err := ReadSteps(filepath.Join(dir, "steps.csv"))
+		pts, err := readSteps(filepath.Join(dir, "steps.csv"))
 		if err != nil {
 			return nil, err
 		}

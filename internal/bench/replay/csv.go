@@ -13,38 +13,38 @@ import (
 // maxGPUsPerPod bounds num_gpu; the trace has at most 8 and no node has more than 8 cards.
 const maxGPUsPerPod = 64
 
-// ReadNodesFile parses a node CSV file (see ParseNodes).
-func ReadNodesFile(path string) ([]NodeSpec, error) {
+// readNodesFile parses a node CSV file (see parseNodes).
+func readNodesFile(path string) ([]NodeSpec, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading node list: %w", err)
 	}
 	defer f.Close()
-	nodes, err := ParseNodes(f)
+	nodes, err := parseNodes(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return nodes, nil
 }
 
-// ReadPodsFile parses a pod CSV file (see ParsePods).
-func ReadPodsFile(path string) ([]PodSpec, error) {
+// readPodsFile parses a pod CSV file (see parsePods).
+func readPodsFile(path string) ([]PodSpec, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading pod list: %w", err)
 	}
 	defer f.Close()
-	pods, err := ParsePods(f)
+	pods, err := parsePods(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return pods, nil
 }
 
-// ParseNodes reads a node CSV with the header columns sn, cpu_milli, memory_mib, gpu, model
+// parseNodes reads a node CSV with the header columns sn, cpu_milli, memory_mib, gpu, model
 // (any order; extra columns ignored). Errors name the line and column. Rows with gpu 0 are
 // kept (CPU-only nodes); callers that want GPU nodes only filter on GPUs.
-func ParseNodes(r io.Reader) ([]NodeSpec, error) {
+func parseNodes(r io.Reader) ([]NodeSpec, error) {
 	t, err := newTable(r, []string{"sn", "cpu_milli", "memory_mib", "gpu"}, []string{"model"})
 	if err != nil {
 		return nil, err
@@ -89,11 +89,11 @@ func ParseNodes(r io.Reader) ([]NodeSpec, error) {
 	return nodes, nil
 }
 
-// ParsePods reads a pod CSV by header names: name, cpu_milli, memory_mib, num_gpu, gpu_milli
+// parsePods reads a pod CSV by header names: name, cpu_milli, memory_mib, num_gpu, gpu_milli
 // are required, gpu_spec is optional (the multigpu files lack it and the time columns).
 // gpu_milli must be in 1..1000 when num_gpu > 0 and 0 when num_gpu is 0. Errors name the
 // line and column.
-func ParsePods(r io.Reader) ([]PodSpec, error) {
+func parsePods(r io.Reader) ([]PodSpec, error) {
 	t, err := newTable(r, []string{"name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli"}, []string{"gpu_spec"})
 	if err != nil {
 		return nil, err

@@ -74,7 +74,7 @@ func TestParseNodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseNodes(strings.NewReader(tc.csv))
+			got, err := parseNodes(strings.NewReader(tc.csv))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
@@ -167,7 +167,7 @@ func TestParsePods(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParsePods(strings.NewReader(tc.csv))
+			got, err := parsePods(strings.NewReader(tc.csv))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error = %v, want it to contain %q", err, tc.wantErr)
@@ -188,14 +188,14 @@ func TestParsePods(t *testing.T) {
 // checks the totals its README states.
 func TestParseShippedTraces(t *testing.T) {
 	const dir = "../../../shared/traces/openb/"
-	nodes, err := ReadNodesFile(dir + "openb_node_list_gpu_node.csv")
+	nodes, err := readNodesFile(dir + "openb_node_list_gpu_node.csv")
 	if err != nil {
 		t.Skipf("traces not available: %v", err)
 	}
-	if got := TotalGPUMilli(nodes); len(nodes) != 1213 || got != 6212000 {
+	if got := totalGPUMilli(nodes); len(nodes) != 1213 || got != 6212000 {
 		t.Errorf("gpu nodes: %d nodes, %d GPU-milli; want 1213, 6212000", len(nodes), got)
 	}
-	pods, err := ReadPodsFile(dir + "openb_pod_list_default.csv")
+	pods, err := readPodsFile(dir + "openb_pod_list_default.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +207,7 @@ func TestParseShippedTraces(t *testing.T) {
 		t.Errorf("default trace: %d pods, %d GPU-milli; want 8152, 6086800", len(pods), req)
 	}
 	for _, name := range []string{"multigpu20", "gpuspec25", "gpushare40", "cpu050"} {
-		if _, err := ReadPodsFile(dir + "openb_pod_list_" + name + ".csv"); err != nil {
+		if _, err := readPodsFile(dir + "openb_pod_list_" + name + ".csv"); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

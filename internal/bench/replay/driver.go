@@ -86,7 +86,7 @@ func (d *Driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 		return res, err
 	}
 
-	bar := NewProgress(d.Progress, len(pods))
+	bar := newProgress(d.Progress, len(pods))
 	defer bar.Done()
 	start := time.Now()
 	res.E2E = make([]time.Duration, 0, len(pods))

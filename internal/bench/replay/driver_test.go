@@ -104,7 +104,7 @@ func TestDriverRun(t *testing.T) {
 		gpuPod("b", 1, 1000),
 	}
 	d := testDriver(t, c)
-	rec := NewRecorder(TotalGPUMilli(nodes))
+	rec := newRecorder(totalGPUMilli(nodes))
 	res, err := d.Run(ctx, nodes, pods, rec)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +158,7 @@ func TestDriverErrors(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		c := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}})
-		_, err := testDriver(t, c).Run(ctx, nodes, nil, NewRecorder(2000))
+		_, err := testDriver(t, c).Run(ctx, nodes, nil, newRecorder(2000))
 		if err == nil || !strings.Contains(err.Error(), "node n1 already exists") {
 			t.Errorf("error = %v", err)
 		}
@@ -168,7 +168,7 @@ func TestDriverErrors(t *testing.T) {
 		defer cancel()
 		d := testDriver(t, fake.NewClientset())
 		d.NodeReadyTimeout = 300 * time.Millisecond
-		_, err := d.Run(ctx, nodes, nil, NewRecorder(2000))
+		_, err := d.Run(ctx, nodes, nil, newRecorder(2000))
 		if err == nil || !strings.Contains(err.Error(), "only 0 of 1 nodes are ready; e.g. n1: no Ready condition (is kwok running?)") {
 			t.Errorf("error = %v", err)
 		}
@@ -180,7 +180,7 @@ func TestDriverErrors(t *testing.T) {
 		fakeKwok(ctx, t, c)
 		d := testDriver(t, c)
 		d.PodTimeout = 300 * time.Millisecond
-		rec := NewRecorder(2000)
+		rec := newRecorder(2000)
 		_, err := d.Run(ctx, nodes, []PodSpec{gpuPod("lonely", 1, 100)}, rec)
 		if err == nil || !strings.Contains(err.Error(), "pod lonely: neither bound nor unschedulable") {
 			t.Errorf("error = %v", err)

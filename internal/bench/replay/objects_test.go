@@ -14,7 +14,7 @@ import (
 
 func newObjects(t *testing.T, mode UnitMode, nodes ...NodeSpec) Objects {
 	t.Helper()
-	u, err := NewUnits(mode, nodes)
+	u, err := newUnits(mode, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,10 +189,10 @@ func TestObjectErrors(t *testing.T) {
 	if _, err := o.Pod(PodSpec{Name: "bad name!"}); err == nil || !strings.Contains(err.Error(), "not a valid pod name") {
 		t.Errorf("pod error = %v", err)
 	}
-	if _, err := NewUnits(UnitGiB, []NodeSpec{{Name: "n", GPUs: 1, Model: "H100"}}); err == nil || !strings.Contains(err.Error(), `model "H100" of unknown memory`) {
+	if _, err := newUnits(UnitGiB, []NodeSpec{{Name: "n", GPUs: 1, Model: "H100"}}); err == nil || !strings.Contains(err.Error(), `model "H100" of unknown memory`) {
 		t.Errorf("units error = %v", err)
 	}
-	if _, err := NewUnits("bytes", nil); err == nil || !strings.Contains(err.Error(), `want "milli" or "gib"`) {
+	if _, err := newUnits("bytes", nil); err == nil || !strings.Contains(err.Error(), `want "milli" or "gib"`) {
 		t.Errorf("units error = %v", err)
 	}
 }

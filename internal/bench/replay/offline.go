@@ -100,7 +100,7 @@ func Offline(ctx context.Context, cfg OfflineConfig, nodes []NodeSpec, pods []Po
 		state = append(state, on)
 	}
 	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed))}
-	bar := NewProgress(progress, len(pods))
+	bar := newProgress(progress, len(pods))
 	defer bar.Done()
 	wa, learns := cfg.Policy.(policy.WorkloadAware)
 	var shapes policy.ShapeCounter

@@ -36,11 +36,11 @@ func TestOffline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	units, err := NewUnits(UnitMilli, nodes)
+	units, err := newUnits(UnitMilli, nodes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRecorder(TotalGPUMilli(nodes))
+	rec := newRecorder(totalGPUMilli(nodes))
 	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units}, nodes, pods, rec, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestOfflineRandomTies(t *testing.T) {
 	gpu := []PodSpec{gpuPod("g", 1, 100)}
 	cpu := []PodSpec{{Name: "c0", MilliCPU: 100, MemoryMiB: 1}, {Name: "c1", MilliCPU: 100, MemoryMiB: 1}}
 	pol, _ := policy.New("binpack")
-	units, _ := NewUnits(UnitMilli, nodes)
+	units, _ := newUnits(UnitMilli, nodes)
 	first := func(ties string, seed int64, pods []PodSpec) []string {
 		return offlineNodes(t, OfflineConfig{Policy: pol, Units: units, Ties: ties, Seed: seed}, nodes, pods)
 	}
@@ -88,7 +88,7 @@ func TestOfflineRandomTies(t *testing.T) {
 		if got := first(TiesRandom, seed, cpu); !cmp.Equal(got, []string{"n0", "n0"}) {
 			t.Errorf("random, CPU-only pods: %v, want first fit", got)
 		}
-		rec := NewRecorder(TotalGPUMilli(nodes))
+		rec := newRecorder(totalGPUMilli(nodes))
 		cfg := OfflineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: CPURandom}
 		if _, err := Offline(context.Background(), cfg, nodes, cpu, rec, nil); err != nil {
 			t.Fatal(err)
@@ -98,10 +98,10 @@ func TestOfflineRandomTies(t *testing.T) {
 	if len(seen) != 3 || len(seenCPU) != 3 {
 		t.Errorf("random ties over 20 seeds chose only %v (GPU pod), %v (CPU-only pod, -cpu-pods random)", seen, seenCPU)
 	}
-	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, CPUPods: "everywhere"}, nodes, gpu, NewRecorder(1), nil); err == nil {
+	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, CPUPods: "everywhere"}, nodes, gpu, newRecorder(1), nil); err == nil {
 		t.Errorf("unknown CPU-only pod mode accepted")
 	}
-	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, Ties: "coin"}, nodes, gpu, NewRecorder(1), nil); err == nil {
+	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, Ties: "coin"}, nodes, gpu, newRecorder(1), nil); err == nil {
 		t.Errorf("unknown tie mode accepted")
 	}
 }
@@ -110,16 +110,16 @@ func TestOfflineRandomTies(t *testing.T) {
 // got more GPU, cpu or memory than it has.
 func TestOfflineNeverOvercommits(t *testing.T) {
 	const dir = "../../../shared/traces/openb/"
-	nodes, err := ReadNodesFile(dir + "openb_node_list_gpu_node.csv")
+	nodes, err := readNodesFile(dir + "openb_node_list_gpu_node.csv")
 	if err != nil {
 		t.Skipf("traces not available: %v", err)
 	}
-	trace, err := ReadPodsFile(dir + "openb_pod_list_multigpu20.csv")
+	trace, err := readPodsFile(dir + "openb_pod_list_multigpu20.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
 	nodes = nodes[:120]
-	pods, _, err := Workload(trace, TotalGPUMilli(nodes), 42, 1.3)
+	pods, _, err := Workload(trace, totalGPUMilli(nodes), 42, 1.3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,8 +132,8 @@ func TestOfflineNeverOvercommits(t *testing.T) {
 		if err != nil {
 			t.Skipf("policy %s: %v", run.policy, err)
 		}
-		units, _ := NewUnits(UnitMilli, nodes)
-		rec := NewRecorder(TotalGPUMilli(nodes))
+		units, _ := newUnits(UnitMilli, nodes)
+		rec := newRecorder(totalGPUMilli(nodes))
 		cfg := OfflineConfig{Policy: pol, Units: units, Ties: run.ties, Seed: 42}
 		if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
 			t.Fatal(err)
@@ -174,7 +174,7 @@ func TestOfflineCPUExtender(t *testing.T) {
 	}
 	pods := []PodSpec{gpuPod("g0", 1, 500), {Name: "c0", MilliCPU: 2000, MemoryMiB: 1}, gpuPod("g1", 1, 1000),
 		{Name: "c1", MilliCPU: 4000, MemoryMiB: 1}, {Name: "c2", MilliCPU: 1000, MemoryMiB: 1}}
-	units, _ := NewUnits(UnitMilli, nodes)
+	units, _ := newUnits(UnitMilli, nodes)
 	run := func(name, cpuPods string, seed int64) []string {
 		pol, err := policy.New(name)
 		if err != nil {
@@ -194,7 +194,7 @@ func TestOfflineCPUExtender(t *testing.T) {
 // offlineNodes replays pods offline with cfg and returns where each went ("" = failed).
 func offlineNodes(t *testing.T, cfg OfflineConfig, nodes []NodeSpec, pods []PodSpec) []string {
 	t.Helper()
-	rec := NewRecorder(TotalGPUMilli(nodes))
+	rec := newRecorder(totalGPUMilli(nodes))
 	if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
 		t.Fatal(err)
 	}

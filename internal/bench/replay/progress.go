@@ -18,8 +18,8 @@ type Progress struct {
 	now   func() time.Time
 }
 
-// NewProgress writes to w (nil: draws nothing) for a run of total pods.
-func NewProgress(w io.Writer, total int) *Progress {
+// newProgress writes to w (nil: draws nothing) for a run of total pods.
+func newProgress(w io.Writer, total int) *Progress {
 	return &Progress{w: w, total: total, start: time.Now(), every: 200 * time.Millisecond, now: time.Now}
 }
 

@@ -34,8 +34,8 @@ type Recorder struct {
 	at100 int
 }
 
-// NewRecorder starts an empty record for a cluster of capacityMilli GPU-milli (> 0).
-func NewRecorder(capacityMilli int64) *Recorder {
+// newRecorder starts an empty record for a cluster of capacityMilli GPU-milli (> 0).
+func newRecorder(capacityMilli int64) *Recorder {
 	return &Recorder{capacity: capacityMilli}
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 func TestRecorder(t *testing.T) {
-	rec := NewRecorder(4000) // 4 cards
+	rec := newRecorder(4000) // 4 cards
 	// arrived 1000 (25%), allocated 1000
 	rec.Record(gpuPod("a", 1, 1000), "n1")
 	// arrived 3000 (75%), b failed
@@ -53,7 +53,7 @@ func TestRecorder(t *testing.T) {
 		t.Errorf("steps.csv (-want,+got):\n%s", diff)
 	}
 
-	s := NewSummary(rec, 2*time.Second)
+	s := newSummary(rec, 2*time.Second)
 	s.Policy, s.Trace = "binpack", "default"
 	if s.Pods != 6 || s.PodsPerSec != 3 || s.UnallocatedAt100 == nil || *s.UnallocatedAt100 != 37.5 || s.AllocatedPct != 62.5 {
 		t.Errorf("summary = %+v", s)
@@ -62,17 +62,17 @@ func TestRecorder(t *testing.T) {
 		t.Errorf("line %q", s.Line())
 	}
 	dir := t.TempDir()
-	if err := WriteResults(dir, s, rec, 1); err != nil {
+	if err := writeResults(dir, s, rec, 1); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadSummary(dir)
+	back, err := readSummary(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if back.Policy != "binpack" || *back.UnallocatedAt100 != 37.5 {
 		t.Errorf("summary.json read back as %+v", back)
 	}
-	pts, err := ReadSteps(filepath.Join(dir, "steps.csv"))
+	pts, err := readSteps(filepath.Join(dir, "steps.csv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,9 +82,9 @@ func TestRecorder(t *testing.T) {
 }
 
 func TestSummaryLineWithoutArrival(t *testing.T) {
-	rec := NewRecorder(4000)
+	rec := newRecorder(4000)
 	rec.Record(gpuPod("a", 1, 1000), "n1")
-	s := NewSummary(rec, time.Second)
+	s := newSummary(rec, time.Second)
 	if s.UnallocatedAt100 != nil || !strings.Contains(s.Line(), "unallocated@100%=n/a (arrived 25.0%)") {
 		t.Errorf("line %q", s.Line())
 	}
@@ -94,7 +94,7 @@ func TestChart(t *testing.T) {
 	root := t.TempDir()
 	run := func(name, policy string, alloc []float64) string {
 		dir := filepath.Join(root, name)
-		rec := NewRecorder(1000 * int64(len(alloc)))
+		rec := newRecorder(1000 * int64(len(alloc)))
 		for i := range alloc {
 			node := "n"
 			if alloc[i] == 0 {
@@ -102,9 +102,9 @@ func TestChart(t *testing.T) {
 			}
 			rec.Record(gpuPod("p"+string(rune('a'+i)), 1, 1000), node)
 		}
-		s := NewSummary(rec, time.Second)
+		s := newSummary(rec, time.Second)
 		s.Policy = policy
-		if err := WriteResults(dir, s, rec, 1); err != nil {
+		if err := writeResults(dir, s, rec, 1); err != nil {
 			t.Fatal(err)
 		}
 		return dir

@@ -57,10 +57,10 @@ type Prepared struct {
 	Trace string // short trace name, e.g. "default"
 }
 
-// Prepare reads the CSVs and builds the workload.
-func Prepare(o Options) (Prepared, error) {
+// prepare reads the CSVs and builds the workload.
+func prepare(o Options) (Prepared, error) {
 	var pr Prepared
-	all, err := ReadNodesFile(o.NodesPath)
+	all, err := readNodesFile(o.NodesPath)
 	if err != nil {
 		return pr, err
 	}
@@ -72,38 +72,38 @@ func Prepare(o Options) (Prepared, error) {
 	if len(pr.Nodes) == 0 {
 		return pr, fmt.Errorf("%s: no GPU nodes", o.NodesPath)
 	}
-	trace, err := ReadPodsFile(o.PodsPath)
+	trace, err := readPodsFile(o.PodsPath)
 	if err != nil {
 		return pr, err
 	}
-	if pr.Units, err = NewUnits(o.Unit, pr.Nodes); err != nil {
+	if pr.Units, err = newUnits(o.Unit, pr.Nodes); err != nil {
 		return pr, err
 	}
-	pr.Pods, pr.Stats, err = Workload(trace, TotalGPUMilli(pr.Nodes), o.Seed, o.Tune)
+	pr.Pods, pr.Stats, err = Workload(trace, totalGPUMilli(pr.Nodes), o.Seed, o.Tune)
 	if err != nil {
 		return pr, err
 	}
 	if o.StopAtPct > 0 {
-		pr.Pods = CutAtArrived(pr.Pods, TotalGPUMilli(pr.Nodes), o.StopAtPct)
+		pr.Pods = cutAtArrived(pr.Pods, totalGPUMilli(pr.Nodes), o.StopAtPct)
 	}
 	if o.Limit > 0 && o.Limit < len(pr.Pods) {
 		pr.Pods = pr.Pods[:o.Limit]
 	}
-	pr.Trace = TraceName(o.PodsPath)
+	pr.Trace = traceName(o.PodsPath)
 	klog.InfoS("workload ready", "trace", pr.Trace, "nodes", len(pr.Nodes), "pods", len(pr.Pods),
 		"original", pr.Stats.Original, "clones", pr.Stats.Clones, "removed", pr.Stats.Removed,
 		"requestPct", fmt.Sprintf("%.1f", 100*float64(pr.Stats.RequestMilli)/float64(pr.Stats.CapacityMilli)))
 	return pr, nil
 }
 
-// TraceName shortens "…/openb_pod_list_gpushare40.csv" to "gpushare40".
-func TraceName(path string) string {
+// traceName shortens "…/openb_pod_list_gpushare40.csv" to "gpushare40".
+func traceName(path string) string {
 	b := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	return strings.TrimPrefix(b, "openb_pod_list_")
 }
 
 func (o Options) summary(pr Prepared, mode string, rec *Recorder, wall time.Duration) Summary {
-	s := NewSummary(rec, wall)
+	s := newSummary(rec, wall)
 	if o.ModeSuffix != "" {
 		mode += "-" + o.ModeSuffix
 	}
@@ -120,7 +120,7 @@ func (o Options) summary(pr Prepared, mode string, rec *Recorder, wall time.Dura
 // summary is returned (and written) also when the run stopped early with an error, so a
 // partial run leaves its steps behind.
 func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Summary, error) {
-	pr, err := Prepare(o)
+	pr, err := prepare(o)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -138,7 +138,7 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 	if err != nil {
 		klog.ErrorS(err, "extender metrics unavailable; latencies will be missing")
 	}
-	rec := NewRecorder(TotalGPUMilli(pr.Nodes))
+	rec := newRecorder(totalGPUMilli(pr.Nodes))
 	res, runErr := d.Run(ctx, pr.Nodes, pr.Pods, rec)
 	s := o.summary(pr, "cluster", rec, res.Wall)
 	if before != nil {
@@ -154,7 +154,7 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 		}
 		s.Latencies["e2e"] = metrics.Of(res.E2E)
 	}
-	if err := WriteResults(o.OutDir, s, rec, o.StepEvery); err != nil {
+	if err := writeResults(o.OutDir, s, rec, o.StepEvery); err != nil {
 		return s, errors.Join(runErr, err)
 	}
 	return s, runErr
@@ -187,11 +187,11 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 	if err != nil {
 		return Summary{}, err
 	}
-	pr, err := Prepare(o)
+	pr, err := prepare(o)
 	if err != nil {
 		return Summary{}, err
 	}
-	rec := NewRecorder(TotalGPUMilli(pr.Nodes))
+	rec := newRecorder(totalGPUMilli(pr.Nodes))
 	cfg := OfflineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, CPUPods: o.OfflineCPUPods}
 	wall, runErr := Offline(ctx, cfg, pr.Nodes, pr.Pods, rec, o.Progress)
 	mode := "offline"
@@ -202,7 +202,7 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 		}
 	}
 	s := o.summary(pr, mode, rec, wall)
-	if err := WriteResults(o.OutDir, s, rec, o.StepEvery); err != nil {
+	if err := writeResults(o.OutDir, s, rec, o.StepEvery); err != nil {
 		return s, errors.Join(runErr, err)
 	}
 	return s, runErr

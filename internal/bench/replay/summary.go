@@ -40,8 +40,8 @@ type Summary struct {
 	Started   time.Time                  `json:"started"`
 }
 
-// NewSummary fills the counts and percentages from the record.
-func NewSummary(rec *Recorder, wall time.Duration) Summary {
+// newSummary fills the counts and percentages from the record.
+func newSummary(rec *Recorder, wall time.Duration) Summary {
 	s := Summary{
 		Pods: len(rec.steps), Bound: rec.bound, Failed: rec.failed, CapacityMilli: rec.capacity,
 		ArrivedPct: rec.Pct(rec.arrived), AllocatedPct: rec.Pct(rec.allocated),
@@ -98,8 +98,8 @@ func ms(l metrics.Latency, v float64) string {
 	return fmt.Sprintf("%.2fms", v)
 }
 
-// WriteResults writes summary.json and steps.csv into dir (created if needed).
-func WriteResults(dir string, s Summary, rec *Recorder, stepEvery int) error {
+// writeResults writes summary.json and steps.csv into dir (created if needed).
+func writeResults(dir string, s Summary, rec *Recorder, stepEvery int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating result folder: %w", err)
 	}
@@ -124,8 +124,8 @@ func WriteResults(dir string, s Summary, rec *Recorder, stepEvery int) error {
 	return nil
 }
 
-// ReadSummary reads dir/summary.json.
-func ReadSummary(dir string) (Summary, error) {
+// readSummary reads dir/summary.json.
+func readSummary(dir string) (Summary, error) {
 	var s Summary
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {

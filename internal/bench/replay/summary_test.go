@@ -65,10 +65,10 @@ gpushare_bind_duration_seconds_count 0
 func TestWriteResultsEmptyHistogram(t *testing.T) {
 	s := Summary{Latencies: map[string]metrics.Latency{"bind": {}}}
 	dir := t.TempDir()
-	if err := WriteResults(dir, s, NewRecorder(1000), 1); err != nil {
+	if err := writeResults(dir, s, newRecorder(1000), 1); err != nil {
 		t.Fatalf("summary with an empty histogram not written: %v", err)
 	}
-	got, err := ReadSummary(dir)
+	got, err := readSummary(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

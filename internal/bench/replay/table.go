@@ -10,9 +10,9 @@ import (
 	"strings"
 )
 
-// PaperDefault is the FGD paper's unallocated GPU % at 100 % arrival on the default trace
+// paperDefault is the FGD paper's unallocated GPU % at 100 % arrival on the default trace
 // (mean of seeds 42..51), by policy name.
-var PaperDefault = map[string]float64{
+var paperDefault = map[string]float64{
 	"random": 13.70, "dotprod": 9.38, "gpuclustering": 8.35, "gpupacking": 8.22, "bestfit": 7.14, "fgd": 4.77,
 }
 
@@ -37,7 +37,7 @@ func CollectSummaries(roots []string) ([]Summary, error) {
 			if d.IsDir() || d.Name() != "summary.json" {
 				return nil
 			}
-			s, err := ReadSummary(filepath.Dir(path))
+			s, err := readSummary(filepath.Dir(path))
 			if err != nil {
 				return err
 			}
@@ -132,7 +132,7 @@ func (t Table) WriteMarkdown(w io.Writer) error {
 			}
 			m, _ := meanSD(rate)
 			paper := "–"
-			if v, ok := PaperDefault[strings.ToLower(pol)]; ok {
+			if v, ok := paperDefault[strings.ToLower(pol)]; ok {
 				paper = fmt.Sprintf("%.2f", v)
 			}
 			fmt.Fprintf(&b, " %.1f | %s |\n", m, paper)

@@ -39,8 +39,8 @@ func (p PodSpec) AllowsModel(model string) bool {
 	return false
 }
 
-// TotalGPUMilli sums the GPU capacity of the nodes in GPU-milli.
-func TotalGPUMilli(nodes []NodeSpec) int64 {
+// totalGPUMilli sums the GPU capacity of the nodes in GPU-milli.
+func totalGPUMilli(nodes []NodeSpec) int64 {
 	var t int64
 	for _, n := range nodes {
 		t += n.GPUMilli()

@@ -41,9 +41,9 @@ type Units struct {
 	cardUnits map[string]int64
 }
 
-// NewUnits checks mode ("milli" or "gib") against the cluster's models: in GiB mode every
+// newUnits checks mode ("milli" or "gib") against the cluster's models: in GiB mode every
 // model must have a known memory size.
-func NewUnits(mode UnitMode, nodes []NodeSpec) (Units, error) {
+func newUnits(mode UnitMode, nodes []NodeSpec) (Units, error) {
 	u := Units{mode: mode, cardUnits: map[string]int64{}}
 	switch mode {
 	case UnitMilli:

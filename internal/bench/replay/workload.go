@@ -91,10 +91,10 @@ func Workload(pods []PodSpec, capacityMilli int64, seed int64, tune float64) ([]
 	return order, st, nil
 }
 
-// CutAtArrived returns the prefix of pods up to and including the one whose arrival brings
+// cutAtArrived returns the prefix of pods up to and including the one whose arrival brings
 // the submitted GPU request (GPU-milli, num_gpu × gpu_milli) to pct percent of
 // capacityMilli; all pods when the request never gets there.
-func CutAtArrived(pods []PodSpec, capacityMilli int64, pct float64) []PodSpec {
+func cutAtArrived(pods []PodSpec, capacityMilli int64, pct float64) []PodSpec {
 	limit := pct / 100 * float64(capacityMilli)
 	var arrived int64
 	for i, p := range pods {

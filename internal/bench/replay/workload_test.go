@@ -172,15 +172,15 @@ func TestWorkloadErrors(t *testing.T) {
 // mirrors the simulator's order.
 func TestWorkloadDefaultTrace(t *testing.T) {
 	const dir = "../../../shared/traces/openb/"
-	nodes, err := ReadNodesFile(dir + "openb_node_list_gpu_node.csv")
+	nodes, err := readNodesFile(dir + "openb_node_list_gpu_node.csv")
 	if err != nil {
 		t.Skipf("traces not available: %v", err)
 	}
-	pods, err := ReadPodsFile(dir + "openb_pod_list_default.csv")
+	pods, err := readPodsFile(dir + "openb_pod_list_default.csv")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, st, err := Workload(pods, TotalGPUMilli(nodes), 42, 1.3)
+	got, st, err := Workload(pods, totalGPUMilli(nodes), 42, 1.3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestCutAtArrived(t *testing.T) {
 		{"cpu pod does not end it", 3000, 85, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := CutAtArrived(pods, tc.capacity, tc.pct); len(got) != tc.want {
+			if got := cutAtArrived(pods, tc.capacity, tc.pct); len(got) != tc.want {
 				t.Errorf("CutAtArrived(cap %d, %.0f%%) kept %d pods, want %d", tc.capacity, tc.pct, len(got), tc.want)
 			}
 		})
