@@ -20,9 +20,9 @@ import (
 	"k8s.io/klog/v2"
 )
 
-// Driver replays a workload against a real API server: kube-scheduler (with the gpushare
+// driver replays a workload against a real API server: kube-scheduler (with the gpushare
 // extender) places the pods, kwok plays the nodes.
-type Driver struct {
+type driver struct {
 	Client  kubernetes.Interface
 	Objects Objects
 	// NodeWorkers creates nodes in parallel (default 16).
@@ -31,12 +31,12 @@ type Driver struct {
 	NodeReadyTimeout time.Duration
 	// PodTimeout bounds the wait for one pod to be bound or found unschedulable (default 2 min).
 	PodTimeout time.Duration
-	// Progress receives the progress bar (nil: none).
-	Progress io.Writer
+	// progress receives the progress bar (nil: none).
+	progress io.Writer
 }
 
-// RunResult is what a cluster replay measured besides the Recorder.
-type RunResult struct {
+// runResult is what a cluster replay measured besides the recorder.
+type runResult struct {
 	Wall time.Duration // from the first pod's create to the last pod's outcome
 	// E2E holds each pod's create→outcome time (bound, or unschedulable and deleted).
 	E2E []time.Duration
@@ -47,8 +47,8 @@ type RunResult struct {
 // Unschedulable (then delete it and count it failed), record, next. The cluster must not
 // already hold these nodes or pods. Errors: API failures, timeouts (naming the pod and
 // its last scheduling message), ctx cancelled.
-func (d *Driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec *Recorder) (RunResult, error) {
-	var res RunResult
+func (d *driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec *recorder) (runResult, error) {
+	var res runResult
 	if err := d.ensureNamespace(ctx); err != nil {
 		return res, err
 	}
@@ -86,7 +86,7 @@ func (d *Driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 		return res, err
 	}
 
-	bar := newProgress(d.Progress, len(pods))
+	bar := newProgress(d.progress, len(pods))
 	defer bar.Done()
 	start := time.Now()
 	res.E2E = make([]time.Duration, 0, len(pods))
@@ -104,7 +104,7 @@ func (d *Driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 	return res, nil
 }
 
-func (d *Driver) ensureNamespace(ctx context.Context) error {
+func (d *driver) ensureNamespace(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: d.Objects.Namespace}}
 	if _, err := d.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
@@ -118,7 +118,7 @@ func (d *Driver) ensureNamespace(ctx context.Context) error {
 }
 
 // createNodes creates the kwok nodes with NodeWorkers parallel requests.
-func (d *Driver) createNodes(ctx context.Context, nodes []NodeSpec) error {
+func (d *driver) createNodes(ctx context.Context, nodes []NodeSpec) error {
 	workers := d.NodeWorkers
 	if workers <= 0 {
 		workers = 16
@@ -175,7 +175,7 @@ feed:
 	return ctx.Err()
 }
 
-func (d *Driver) createNode(ctx context.Context, obj *corev1.Node) error {
+func (d *driver) createNode(ctx context.Context, obj *corev1.Node) error {
 	created, err := d.Client.CoreV1().Nodes().Create(ctx, obj, metav1.CreateOptions{})
 	switch {
 	case apierrors.IsAlreadyExists(err):
@@ -219,7 +219,7 @@ func nodeReady(n *corev1.Node) (bool, string) {
 	return false, "no Ready condition (is kwok running?)"
 }
 
-func (d *Driver) waitNodesReady(ctx context.Context, want int, list func() ([]*corev1.Node, error)) error {
+func (d *driver) waitNodesReady(ctx context.Context, want int, list func() ([]*corev1.Node, error)) error {
 	timeout := d.NodeReadyTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Minute
@@ -273,7 +273,7 @@ func (d *Driver) waitNodesReady(ctx context.Context, want int, list func() ([]*c
 
 // liftNotReadyTaint removes the not-ready taint from a node whose Ready condition is True.
 // done reports that the node needs nothing more (patched, or had no such taint).
-func (d *Driver) liftNotReadyTaint(ctx context.Context, n *corev1.Node) (done bool, err error) {
+func (d *driver) liftNotReadyTaint(ctx context.Context, n *corev1.Node) (done bool, err error) {
 	ready := false
 	for _, c := range n.Status.Conditions {
 		ready = ready || (c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue)
@@ -305,7 +305,7 @@ func (d *Driver) liftNotReadyTaint(ctx context.Context, n *corev1.Node) (done bo
 
 // submit creates one pod and returns its node, or "" and the scheduler's message when it
 // was unschedulable (it is then deleted).
-func (d *Driver) submit(ctx context.Context, tr *tracker, p PodSpec) (node, reason string, err error) {
+func (d *driver) submit(ctx context.Context, tr *tracker, p PodSpec) (node, reason string, err error) {
 	obj, err := d.Objects.Pod(p)
 	if err != nil {
 		return "", "", err

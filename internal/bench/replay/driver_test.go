@@ -73,9 +73,9 @@ func fakeScheduler(ctx context.Context, t *testing.T, c kubernetes.Interface, pl
 	}()
 }
 
-func testDriver(t *testing.T, c kubernetes.Interface) *Driver {
+func testDriver(t *testing.T, c kubernetes.Interface) *driver {
 	nodes := []NodeSpec{{Name: "n1", MilliCPU: 8000, MemoryMiB: 1024, GPUs: 2, Model: "T4"}}
-	d := &Driver{Client: c, Objects: newObjects(t, UnitMilli, nodes...), PodTimeout: 5 * time.Second, NodeReadyTimeout: 5 * time.Second}
+	d := &driver{Client: c, Objects: newObjects(t, UnitMilli, nodes...), PodTimeout: 5 * time.Second, NodeReadyTimeout: 5 * time.Second}
 	return d
 }
 

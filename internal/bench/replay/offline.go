@@ -19,14 +19,14 @@ type offlineNode struct {
 	policy policy.Node
 }
 
-// Tie-breaking of Offline.
+// Tie-breaking of replayOffline.
 const (
 	// TiesFirst: the best-rated node (policy.Rater, else Score), lowest node index on ties.
 	// Deterministic; the policy's own ranking at full resolution.
 	TiesFirst = "first"
 	// TiesRandom emulates the cluster path: nodes get the extender's integer priorities
 	// (policy.Scores over the candidates) and a seeded random pick among the top ones, as
-	// kube-scheduler does; CPU-only pods as OfflineConfig.CPUPods says.
+	// kube-scheduler does; CPU-only pods as offlineConfig.CPUPods says.
 	TiesRandom = "random"
 	// TiesRandomScore is TiesRandom with each node's own integer Score instead of
 	// policy.Scores (the extender's prioritize before it ranked nodes against each other):
@@ -34,8 +34,8 @@ const (
 	TiesRandomScore = "random-score"
 )
 
-// OfflineConfig configures Offline.
-type OfflineConfig struct {
+// offlineConfig configures replayOffline.
+type offlineConfig struct {
 	Policy policy.Policy
 	Units  Units
 	Ties   string // TiesFirst (default) or TiesRandom
@@ -63,14 +63,14 @@ const (
 	CPUExtender = "extender"
 )
 
-// Offline replays pods with a policy directly, without a cluster: for each pod in order,
+// replayOffline replays pods with a policy directly, without a cluster: for each pod in order,
 // the candidate nodes are those whose model the pod allows, with enough free cpu, memory
 // and pod slots, where Place succeeds; the pod goes to the best candidate (see TiesFirst,
 // TiesRandom) and fails when there is none. Nodes carry their free cpu and memory
 // (policy.Node.Host) and placements the pod's request. A policy.WorkloadAware policy gets,
 // before each pod, the typical shapes of the pods seen so far, this one included.
-// Progress (may be nil) gets a bar. Errors: an unknown tie mode, ctx cancelled.
-func Offline(ctx context.Context, cfg OfflineConfig, nodes []NodeSpec, pods []PodSpec, rec *Recorder, progress io.Writer) (time.Duration, error) {
+// progress (may be nil) gets a bar. Errors: an unknown tie mode, ctx cancelled.
+func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pods []PodSpec, rec *recorder, progress io.Writer) (time.Duration, error) {
 	switch cfg.CPUPods {
 	case "":
 		cfg.CPUPods = CPUFirstFit
@@ -132,7 +132,7 @@ func podRequest(units Units, pod PodSpec) gpushare.PodRequest {
 }
 
 type offline struct {
-	cfg   OfflineConfig
+	cfg   offlineConfig
 	state []*offlineNode
 	rng   *rand.Rand
 }

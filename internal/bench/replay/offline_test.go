@@ -41,7 +41,7 @@ func TestOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := newRecorder(totalGPUMilli(nodes))
-	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units}, nodes, pods, rec, nil); err != nil {
+	if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units}, nodes, pods, rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
@@ -73,7 +73,7 @@ func TestOfflineRandomTies(t *testing.T) {
 	pol, _ := policy.New("binpack")
 	units, _ := newUnits(UnitMilli, nodes)
 	first := func(ties string, seed int64, pods []PodSpec) []string {
-		return offlineNodes(t, OfflineConfig{Policy: pol, Units: units, Ties: ties, Seed: seed}, nodes, pods)
+		return offlineNodes(t, offlineConfig{Policy: pol, Units: units, Ties: ties, Seed: seed}, nodes, pods)
 	}
 	seen, seenCPU := map[string]bool{}, map[string]bool{}
 	for seed := int64(0); seed < 20; seed++ {
@@ -89,8 +89,8 @@ func TestOfflineRandomTies(t *testing.T) {
 			t.Errorf("random, CPU-only pods: %v, want first fit", got)
 		}
 		rec := newRecorder(totalGPUMilli(nodes))
-		cfg := OfflineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: CPURandom}
-		if _, err := Offline(context.Background(), cfg, nodes, cpu, rec, nil); err != nil {
+		cfg := offlineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: CPURandom}
+		if _, err := replayOffline(context.Background(), cfg, nodes, cpu, rec, nil); err != nil {
 			t.Fatal(err)
 		}
 		seenCPU[rec.Steps()[0].Node] = true
@@ -98,10 +98,10 @@ func TestOfflineRandomTies(t *testing.T) {
 	if len(seen) != 3 || len(seenCPU) != 3 {
 		t.Errorf("random ties over 20 seeds chose only %v (GPU pod), %v (CPU-only pod, -cpu-pods random)", seen, seenCPU)
 	}
-	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, CPUPods: "everywhere"}, nodes, gpu, newRecorder(1), nil); err == nil {
+	if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units, CPUPods: "everywhere"}, nodes, gpu, newRecorder(1), nil); err == nil {
 		t.Errorf("unknown CPU-only pod mode accepted")
 	}
-	if _, err := Offline(context.Background(), OfflineConfig{Policy: pol, Units: units, Ties: "coin"}, nodes, gpu, newRecorder(1), nil); err == nil {
+	if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units, Ties: "coin"}, nodes, gpu, newRecorder(1), nil); err == nil {
 		t.Errorf("unknown tie mode accepted")
 	}
 }
@@ -119,7 +119,7 @@ func TestOfflineNeverOvercommits(t *testing.T) {
 		t.Fatal(err)
 	}
 	nodes = nodes[:120]
-	pods, _, err := Workload(trace, totalGPUMilli(nodes), 42, 1.3)
+	pods, _, err := buildWorkload(trace, totalGPUMilli(nodes), 42, 1.3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +134,8 @@ func TestOfflineNeverOvercommits(t *testing.T) {
 		}
 		units, _ := newUnits(UnitMilli, nodes)
 		rec := newRecorder(totalGPUMilli(nodes))
-		cfg := OfflineConfig{Policy: pol, Units: units, Ties: run.ties, Seed: 42}
-		if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+		cfg := offlineConfig{Policy: pol, Units: units, Ties: run.ties, Seed: 42}
+		if _, err := replayOffline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
 			t.Fatal(err)
 		}
 		used := map[string][3]int64{}
@@ -180,7 +180,7 @@ func TestOfflineCPUExtender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return offlineNodes(t, OfflineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: cpuPods}, nodes, pods)
+		return offlineNodes(t, offlineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: cpuPods}, nodes, pods)
 	}
 	for seed := int64(0); seed < 10; seed++ {
 		for _, tc := range []struct{ policy, same string }{{"binpack", CPURandom}, {"fgd", CPURanked}} {
@@ -192,10 +192,10 @@ func TestOfflineCPUExtender(t *testing.T) {
 }
 
 // offlineNodes replays pods offline with cfg and returns where each went ("" = failed).
-func offlineNodes(t *testing.T, cfg OfflineConfig, nodes []NodeSpec, pods []PodSpec) []string {
+func offlineNodes(t *testing.T, cfg offlineConfig, nodes []NodeSpec, pods []PodSpec) []string {
 	t.Helper()
 	rec := newRecorder(totalGPUMilli(nodes))
-	if _, err := Offline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+	if _, err := replayOffline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]string, 0, len(pods))

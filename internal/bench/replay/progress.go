@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Progress draws a one-line progress bar (carriage return, no newline until Done). It is
+// progress draws a one-line progress bar (carriage return, no newline until Done). It is
 // not safe for concurrent use.
 type Progress struct {
 	w     io.Writer
@@ -24,7 +24,7 @@ func newProgress(w io.Writer, total int) *Progress {
 }
 
 // Update redraws the bar when the last draw is older than the redraw interval.
-func (p *Progress) Update(s Step, rec *Recorder) {
+func (p *Progress) Update(s Step, rec *recorder) {
 	if p == nil || p.w == nil {
 		return
 	}
@@ -44,7 +44,7 @@ func (p *Progress) Done() {
 	fmt.Fprintln(p.w)
 }
 
-func (p *Progress) line(s Step, rec *Recorder, now time.Time) string {
+func (p *Progress) line(s Step, rec *recorder, now time.Time) string {
 	const width = 30
 	frac := 0.0
 	if p.total > 0 {

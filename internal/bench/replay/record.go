@@ -21,9 +21,9 @@ type Step struct {
 	Reason string
 }
 
-// Recorder accumulates the replay's steps. Percentages are of the cluster's GPU capacity,
+// recorder accumulates the replay's steps. Percentages are of the cluster's GPU capacity,
 // as in the FGD paper's "arrived workload" and "allocation ratio".
-type Recorder struct {
+type recorder struct {
 	capacity  int64
 	arrived   int64
 	allocated int64
@@ -35,17 +35,17 @@ type Recorder struct {
 }
 
 // newRecorder starts an empty record for a cluster of capacityMilli GPU-milli (> 0).
-func newRecorder(capacityMilli int64) *Recorder {
-	return &Recorder{capacity: capacityMilli}
+func newRecorder(capacityMilli int64) *recorder {
+	return &recorder{capacity: capacityMilli}
 }
 
 // Record adds one pod's outcome: node is where it was bound, "" when it failed.
-func (r *Recorder) Record(p PodSpec, node string) Step {
+func (r *recorder) Record(p PodSpec, node string) Step {
 	return r.RecordReason(p, node, "")
 }
 
 // RecordReason is Record with the reason of a failure.
-func (r *Recorder) RecordReason(p PodSpec, node, reason string) Step {
+func (r *recorder) RecordReason(p PodSpec, node, reason string) Step {
 	r.arrived += p.TotalGPUMilli()
 	if node == "" {
 		r.failed++
@@ -65,20 +65,20 @@ func (r *Recorder) RecordReason(p PodSpec, node, reason string) Step {
 }
 
 // Steps returns the recorded steps (shared; do not modify).
-func (r *Recorder) Steps() []Step { return r.steps }
+func (r *recorder) Steps() []Step { return r.steps }
 
 // Bound and Failed count the pods so far.
-func (r *Recorder) Bound() int  { return r.bound }
-func (r *Recorder) Failed() int { return r.failed }
+func (r *recorder) Bound() int  { return r.bound }
+func (r *recorder) Failed() int { return r.failed }
 
 // Pct converts GPU-milli to percent of cluster capacity.
-func (r *Recorder) Pct(milli int64) float64 {
+func (r *recorder) Pct(milli int64) float64 {
 	return 100 * float64(milli) / float64(r.capacity)
 }
 
 // UnallocatedAt100 is 100 − allocated % at the first step where the arrived GPU request
 // reached 100 % of capacity; ok is false when it never did.
-func (r *Recorder) UnallocatedAt100() (pct float64, ok bool) {
+func (r *recorder) UnallocatedAt100() (pct float64, ok bool) {
 	if r.at100 == 0 {
 		return 0, false
 	}
@@ -88,7 +88,7 @@ func (r *Recorder) UnallocatedAt100() (pct float64, ok bool) {
 // WriteSteps writes steps.csv: every `every`-th step (1 = all), the step where arrival
 // crossed 100 % and the last step. Columns: step, pod, num_gpu, gpu_milli, node,
 // arrived_pct, allocated_pct, failed_pods, reason.
-func (r *Recorder) WriteSteps(w io.Writer, every int) error {
+func (r *recorder) WriteSteps(w io.Writer, every int) error {
 	if every < 1 {
 		every = 1
 	}

@@ -43,23 +43,23 @@ type Options struct {
 	// ModeSuffix is appended to the mode recorded in the results ("cluster-<suffix>"), to
 	// tell runs of different set-ups apart (hack/bench/replay.sh: "allpods").
 	ModeSuffix string
-	// OfflineTies and OfflineCPUPods: see OfflineConfig (offline runs only).
+	// OfflineTies and OfflineCPUPods: see offlineConfig (offline runs only).
 	OfflineTies    string
 	OfflineCPUPods string
 }
 
-// Prepared is the parsed and tuned input of a replay.
-type Prepared struct {
+// prepared is the parsed and tuned input of a replay.
+type prepared struct {
 	Nodes []NodeSpec // GPU nodes only
 	Pods  []PodSpec  // in submission order
 	Units Units
-	Stats WorkloadStats
+	Stats workloadStats
 	Trace string // short trace name, e.g. "default"
 }
 
 // prepare reads the CSVs and builds the workload.
-func prepare(o Options) (Prepared, error) {
-	var pr Prepared
+func prepare(o Options) (prepared, error) {
+	var pr prepared
 	all, err := readNodesFile(o.NodesPath)
 	if err != nil {
 		return pr, err
@@ -79,7 +79,7 @@ func prepare(o Options) (Prepared, error) {
 	if pr.Units, err = newUnits(o.Unit, pr.Nodes); err != nil {
 		return pr, err
 	}
-	pr.Pods, pr.Stats, err = Workload(trace, totalGPUMilli(pr.Nodes), o.Seed, o.Tune)
+	pr.Pods, pr.Stats, err = buildWorkload(trace, totalGPUMilli(pr.Nodes), o.Seed, o.Tune)
 	if err != nil {
 		return pr, err
 	}
@@ -102,7 +102,7 @@ func traceName(path string) string {
 	return strings.TrimPrefix(b, "openb_pod_list_")
 }
 
-func (o Options) summary(pr Prepared, mode string, rec *Recorder, wall time.Duration) Summary {
+func (o Options) summary(pr prepared, mode string, rec *recorder, wall time.Duration) Summary {
 	s := newSummary(rec, wall)
 	if o.ModeSuffix != "" {
 		mode += "-" + o.ModeSuffix
@@ -124,11 +124,11 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 	if err != nil {
 		return Summary{}, err
 	}
-	d := &Driver{
+	d := &driver{
 		Client:     client,
 		Objects:    Objects{Units: pr.Units, Resources: gpushare.DefaultResources(), Namespace: o.Namespace},
 		PodTimeout: o.PodTimeout,
-		Progress:   o.Progress,
+		progress:   o.Progress,
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("creating result folder: %w", err)
@@ -192,8 +192,8 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 		return Summary{}, err
 	}
 	rec := newRecorder(totalGPUMilli(pr.Nodes))
-	cfg := OfflineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, CPUPods: o.OfflineCPUPods}
-	wall, runErr := Offline(ctx, cfg, pr.Nodes, pr.Pods, rec, o.Progress)
+	cfg := offlineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, CPUPods: o.OfflineCPUPods}
+	wall, runErr := replayOffline(ctx, cfg, pr.Nodes, pr.Pods, rec, o.Progress)
 	mode := "offline"
 	if o.OfflineTies == TiesRandom || o.OfflineTies == TiesRandomScore {
 		mode = "offline-" + o.OfflineTies

@@ -41,7 +41,7 @@ type Summary struct {
 }
 
 // newSummary fills the counts and percentages from the record.
-func newSummary(rec *Recorder, wall time.Duration) Summary {
+func newSummary(rec *recorder, wall time.Duration) Summary {
 	s := Summary{
 		Pods: len(rec.steps), Bound: rec.bound, Failed: rec.failed, CapacityMilli: rec.capacity,
 		ArrivedPct: rec.Pct(rec.arrived), AllocatedPct: rec.Pct(rec.allocated),
@@ -99,7 +99,7 @@ func ms(l metrics.Latency, v float64) string {
 }
 
 // writeResults writes summary.json and steps.csv into dir (created if needed).
-func writeResults(dir string, s Summary, rec *Recorder, stepEvery int) error {
+func writeResults(dir string, s Summary, rec *recorder, stepEvery int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("creating result folder: %w", err)
 	}

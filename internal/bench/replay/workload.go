@@ -11,8 +11,8 @@ import (
 // clone adds GPU request or, when removing, the list shrinks).
 const maxTuneSteps = 10_000_000
 
-// WorkloadStats describes what Workload did.
-type WorkloadStats struct {
+// workloadStats describes what buildWorkload did.
+type workloadStats struct {
 	Original      int   // pods in the trace
 	Removed       int   // pods dropped by tuning down
 	Clones        int   // clones appended by tuning up
@@ -20,7 +20,7 @@ type WorkloadStats struct {
 	RequestMilli  int64 // total GPU request of the returned workload, GPU-milli
 }
 
-// Workload orders and tunes the trace pods exactly as the FGD simulator
+// buildWorkload orders and tunes the trace pods exactly as the FGD simulator
 // (hkust-adsl/kubernetes-scheduler-simulator, pkg/simulator/core.go Simulate and
 // simulator.go SortClusterPods / TunePodsByNodeTotalResource) does with
 // --shuffle-pod=true, -tuneseed seed and -tune tune:
@@ -35,8 +35,8 @@ type WorkloadStats struct {
 //
 // tune <= 0 means no tuning. The input slice is not modified. Errors: empty trace, a trace
 // without GPU request, non-positive capacity.
-func Workload(pods []PodSpec, capacityMilli int64, seed int64, tune float64) ([]PodSpec, WorkloadStats, error) {
-	st := WorkloadStats{Original: len(pods), CapacityMilli: capacityMilli}
+func buildWorkload(pods []PodSpec, capacityMilli int64, seed int64, tune float64) ([]PodSpec, workloadStats, error) {
+	st := workloadStats{Original: len(pods), CapacityMilli: capacityMilli}
 	if len(pods) == 0 {
 		return nil, st, errors.New("workload: the trace has no pods")
 	}

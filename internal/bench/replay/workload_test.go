@@ -43,7 +43,7 @@ func TestWorkloadTuneUp(t *testing.T) {
 	trace := smallTrace()
 	before := append([]PodSpec(nil), trace...)
 	const capacity = 8000 // target 1.3 × 8000 = 10400 > 6600 in the trace
-	got, st, err := Workload(trace, capacity, 42, 1.3)
+	got, st, err := buildWorkload(trace, capacity, 42, 1.3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func findPod(pods []PodSpec, name string) *PodSpec {
 func TestWorkloadTuneDown(t *testing.T) {
 	trace := smallTrace()
 	const capacity = 4000 // target 1.3 × 4000 = 5200 < 6600
-	got, st, err := Workload(trace, capacity, 7, 1.3)
+	got, st, err := buildWorkload(trace, capacity, 7, 1.3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,9 +123,9 @@ func TestWorkloadTuneDown(t *testing.T) {
 
 func TestWorkloadDeterministic(t *testing.T) {
 	trace := smallTrace()
-	a, _, _ := Workload(trace, 8000, 42, 1.3)
-	b, _, _ := Workload(trace, 8000, 42, 1.3)
-	c, _, _ := Workload(trace, 8000, 43, 1.3)
+	a, _, _ := buildWorkload(trace, 8000, 42, 1.3)
+	b, _, _ := buildWorkload(trace, 8000, 42, 1.3)
+	c, _, _ := buildWorkload(trace, 8000, 43, 1.3)
 	if diff := cmp.Diff(a, b); diff != "" {
 		t.Errorf("same seed, different workloads (-first,+second):\n%s", diff)
 	}
@@ -136,7 +136,7 @@ func TestWorkloadDeterministic(t *testing.T) {
 
 func TestWorkloadNoTune(t *testing.T) {
 	trace := smallTrace()
-	got, st, err := Workload(trace, 8000, 42, 0)
+	got, st, err := buildWorkload(trace, 8000, 42, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestWorkloadErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := Workload(tc.pods, tc.capacity, 42, 1.3)
+			_, _, err := buildWorkload(tc.pods, tc.capacity, 42, 1.3)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v, want %q", err, tc.want)
 			}
@@ -180,7 +180,7 @@ func TestWorkloadDefaultTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, st, err := Workload(pods, totalGPUMilli(nodes), 42, 1.3)
+	got, st, err := buildWorkload(pods, totalGPUMilli(nodes), 42, 1.3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,9 +67,9 @@ type PodShape struct {
 	Cards int64
 }
 
-// PodSet returns n deterministic shapes: per-card units cycle 1..8, and every fifth pod
+// podSet returns n deterministic shapes: per-card units cycle 1..8, and every fifth pod
 // wants 2 cards (so 20% are multi-card, 2..16 units).
-func PodSet(n int) []PodShape {
+func podSet(n int) []PodShape {
 	out := make([]PodShape, n)
 	for i := range out {
 		per := int64(1 + i%8)
@@ -82,13 +82,13 @@ func PodSet(n int) []PodShape {
 	return out
 }
 
-// PodName is the name of pod i of a set.
-func PodName(set string, i int) string { return fmt.Sprintf("%s-%05d", set, i) }
+// podName is the name of pod i of a set.
+func podName(set string, i int) string { return fmt.Sprintf("%s-%05d", set, i) }
 
 // Pod returns pod i of set with shape s, labelled LabelSet=set.
 func (o Objects) Pod(set string, i int, s PodShape) *corev1.Pod {
 	return objects.Pod{
-		Name: PodName(set, i), Namespace: o.Namespace, Labels: map[string]string{LabelSet: set},
+		Name: podName(set, i), Namespace: o.Namespace, Labels: map[string]string{LabelSet: set},
 		Units: s.Units, Cards: s.Cards,
 	}.Build(o.Resources)
 }

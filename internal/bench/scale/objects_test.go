@@ -16,11 +16,11 @@ func TestPodSet(t *testing.T) {
 	want := []PodShape{
 		{1, 1}, {2, 1}, {3, 1}, {4, 1}, {10, 2}, {6, 1}, {7, 1}, {8, 1}, {1, 1}, {4, 2},
 	}
-	if diff := cmp.Diff(want, PodSet(10)); diff != "" {
+	if diff := cmp.Diff(want, podSet(10)); diff != "" {
 		t.Errorf("PodSet(10) (-want,+got):\n%s", diff)
 	}
 	multi := 0
-	for _, s := range PodSet(2000) {
+	for _, s := range podSet(2000) {
 		if s.Cards > 1 {
 			multi++
 		}

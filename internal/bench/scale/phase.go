@@ -30,7 +30,7 @@ func (p *ExtenderProbe) read(ctx context.Context) (metrics.Scrape, ProcStats, er
 	if err != nil {
 		return metrics.Scrape{}, ProcStats{}, err
 	}
-	ps, err := ReadProc(p.PID)
+	ps, err := readProc(p.PID)
 	if err != nil {
 		return metrics.Scrape{}, ProcStats{}, err
 	}
@@ -68,7 +68,7 @@ type PhaseResult struct {
 	Cards               *CardCheck       `json:"cards,omitempty"`
 }
 
-// RunPhase creates PodSet(n) as set `name` with Workers concurrent requests and waits
+// RunPhase creates podSet(n) as set `name` with Workers concurrent requests and waits
 // until every pod is bound. With schedulerPID > 0 it measures kube-scheduler's CPU time. With a probe it also diffs the extender's metrics and CPU time
 // over the phase and checks the cards from the allocation annotations. The set must be
 // empty at the start. Errors: API failures, pods still unbound after timeout, probe errors.
@@ -93,12 +93,12 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 
 	var schedBefore ProcStats
 	if schedulerPID > 0 {
-		if schedBefore, err = ReadProc(schedulerPID); err != nil {
+		if schedBefore, err = readProc(schedulerPID); err != nil {
 			return res, err
 		}
 	}
 
-	shapes := PodSet(n)
+	shapes := podSet(n)
 	klog.InfoS("creating pods", "set", name, "count", n, "workers", b.workers())
 	start := time.Now()
 	err = forEach(ctx, n, b.workers(), func(ctx context.Context, i int) error {
@@ -116,7 +116,7 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	res.PodsPerSecond = float64(n) / res.Seconds
 	res.LoadAfter = loadAvg()
 	if schedulerPID > 0 {
-		schedAfter, err := ReadProc(schedulerPID)
+		schedAfter, err := readProc(schedulerPID)
 		if err != nil {
 			return res, err
 		}

@@ -109,7 +109,7 @@ func (b *Bench) Footprint(ctx context.Context, nodes, count int, probe *Extender
 func (b *Bench) readFootprint(ctx context.Context, res MemoryResult, probe *ExtenderProbe) (MemoryResult, error) {
 	// /proc first: rendering /metrics (two series per card) allocates, and that garbage
 	// would count in RSS.
-	ps, err := ReadProc(probe.PID)
+	ps, err := readProc(probe.PID)
 	if err != nil {
 		return res, err
 	}

@@ -18,9 +18,9 @@ type ProcStats struct {
 	CPUSeconds float64 `json:"cpuSeconds"` // user + system
 }
 
-// ReadProc reads /proc/<pid>/status and /proc/<pid>/stat. Errors: no such process, or
+// readProc reads /proc/<pid>/status and /proc/<pid>/stat. Errors: no such process, or
 // files not in the expected format.
-func ReadProc(pid int) (ProcStats, error) {
+func readProc(pid int) (ProcStats, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return ProcStats{}, fmt.Errorf("reading the status of pid %d: %w", pid, err)

@@ -38,7 +38,7 @@ func TestParseProc(t *testing.T) {
 }
 
 func TestReadProcSelf(t *testing.T) {
-	s, err := ReadProc(os.Getpid())
+	s, err := readProc(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
