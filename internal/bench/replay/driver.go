@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/internal/bench/parallel"
 )
 
 // driver replays a workload against a real API server: kube-scheduler (with the gpushare
@@ -132,47 +133,9 @@ func (d *driver) createNodes(ctx context.Context, nodes []NodeSpec) error {
 		objs = append(objs, obj)
 	}
 	klog.InfoS("creating kwok nodes", "count", len(objs))
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan *corev1.Node)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-	)
-	fail := func(err error) {
-		mu.Lock()
-		if firstErr == nil {
-			firstErr = err
-			cancel()
-		}
-		mu.Unlock()
-	}
-	for i := 0; i < workers; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for obj := range work {
-				if err := d.createNode(ctx, obj); err != nil {
-					fail(err)
-				}
-			}
-		}()
-	}
-feed:
-	for _, obj := range objs {
-		select {
-		case work <- obj:
-		case <-ctx.Done():
-			break feed
-		}
-	}
-	close(work)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return ctx.Err()
+	return parallel.ForEach(ctx, len(objs), workers, func(ctx context.Context, i int) error {
+		return d.createNode(ctx, objs[i])
+	})
 }
 
 func (d *driver) createNode(ctx context.Context, obj *corev1.Node) error {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/bench/metrics"
+	"github.com/gpushare/gpushare/internal/bench/parallel"
 )
 
 // BurstResult is the burst-safety check on BurstNode.
@@ -57,7 +58,7 @@ func (b *Bench) RunBurst(ctx context.Context, n int, units int64, timeout, settl
 	}
 	klog.InfoS("burst: creating pods at once", "count", n, "units", units, "node", BurstNode)
 	start := time.Now()
-	err = forEach(ctx, n, n, func(ctx context.Context, i int) error {
+	err = parallel.ForEach(ctx, n, n, func(ctx context.Context, i int) error {
 		return b.createPod(ctx, b.Objects.BurstPod(i, units))
 	})
 	if err != nil {

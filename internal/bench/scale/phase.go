@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/bench/metrics"
+	"github.com/gpushare/gpushare/internal/bench/parallel"
 )
 
 // ExtenderProbe says where to read the extender's figures; nil in the plain phase.
@@ -101,7 +102,7 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	shapes := podSet(n)
 	klog.InfoS("creating pods", "set", name, "count", n, "workers", b.workers())
 	start := time.Now()
-	err = forEach(ctx, n, b.workers(), func(ctx context.Context, i int) error {
+	err = parallel.ForEach(ctx, n, b.workers(), func(ctx context.Context, i int) error {
 		return b.createPod(ctx, b.Objects.Pod(name, i, shapes[i]))
 	})
 	if err != nil {

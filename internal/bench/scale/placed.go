@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/bench/metrics"
+	"github.com/gpushare/gpushare/internal/bench/parallel"
 )
 
 // MemoryResult is the extender's footprint with many placed pods.
@@ -45,7 +46,7 @@ func (b *Bench) CreatePlaced(ctx context.Context, nodes, count int) (time.Durati
 	now := time.Now()
 	start := time.Now()
 	klog.InfoS("creating placed pods", "count", count, "workers", b.workers())
-	err := forEach(ctx, count, b.workers(), func(ctx context.Context, i int) error {
+	err := parallel.ForEach(ctx, count, b.workers(), func(ctx context.Context, i int) error {
 		node := NodeName((i / b.Objects.Cards) % nodes)
 		pod := b.Objects.PlacedPod(i, node, i%b.Objects.Cards, b.placedUnits(), now)
 		if err := b.createPod(ctx, pod); err != nil {

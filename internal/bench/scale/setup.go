@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/internal/bench/parallel"
 )
 
 // Bench holds what every step needs.
@@ -47,7 +49,7 @@ func (b *Bench) Setup(ctx context.Context, n int) (SetupResult, error) {
 		return SetupResult{}, fmt.Errorf("creating service account default in %s: %w", ns.Name, err)
 	}
 	klog.InfoS("creating nodes", "count", n+1, "workers", b.workers())
-	err := forEach(ctx, n+1, b.workers(), func(ctx context.Context, i int) error {
+	err := parallel.ForEach(ctx, n+1, b.workers(), func(ctx context.Context, i int) error {
 		name, burst := NodeName(i), false
 		if i == n {
 			name, burst = BurstNode, true

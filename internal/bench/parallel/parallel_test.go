@@ -1,4 +1,4 @@
-package scale
+package parallel
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 
 func TestForEachVisitsAll(t *testing.T) {
 	var sum atomic.Int64
-	if err := forEach(context.Background(), 1000, 7, func(_ context.Context, i int) error {
+	if err := ForEach(context.Background(), 1000, 7, func(_ context.Context, i int) error {
 		sum.Add(int64(i))
 		return nil
 	}); err != nil {
@@ -23,7 +23,7 @@ func TestForEachVisitsAll(t *testing.T) {
 func TestForEachStopsOnError(t *testing.T) {
 	boom := errors.New("boom")
 	var calls atomic.Int64
-	err := forEach(context.Background(), 100000, 4, func(ctx context.Context, i int) error {
+	err := ForEach(context.Background(), 100000, 4, func(ctx context.Context, i int) error {
 		calls.Add(1)
 		if i == 10 {
 			return boom

@@ -1,13 +1,14 @@
-package scale
+// Package parallel runs the benchmarks' API requests on a fixed number of workers.
+package parallel
 
 import (
 	"context"
 	"sync"
 )
 
-// forEach calls fn(ctx, i) for i in [0, n) on `workers` goroutines and returns the first
+// ForEach calls fn(ctx, i) for i in [0, n) on `workers` goroutines and returns the first
 // error (the others are cancelled through ctx), or ctx's error.
-func forEach(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
+func ForEach(ctx context.Context, n, workers int, fn func(ctx context.Context, i int) error) error {
 	if workers < 1 {
 		workers = 1
 	}
