@@ -9,6 +9,8 @@ LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/...
 COMMANDS  := extender share-plugin kubectl-inspect-gpushare
+# Benchmark tools (internal/bench/cmd/*), built into ./bin beside the product commands.
+BENCH_COMMANDS := $(wildcard internal/bench/cmd/*)
 # share-plugin reaches the driver's NVML through cgo (go-nvml dlopens libnvidia-ml at run time,
 # so nothing links against the driver). Without a C compiler it is built with CGO_ENABLED=0:
 # simulated GPUs still work and real NVML is refused with a clear message.
@@ -23,9 +25,9 @@ all: build
 
 build: ## Build every command into ./bin
 	@mkdir -p $(BIN)
-	@for c in $(COMMANDS) $(EXTRA_COMMANDS); do \
-	  cgo=0; [ "$$c" = share-plugin ] && cgo=$(NVML_CGO); \
-	  if [ -d cmd/$$c ]; then echo "go build cmd/$$c (CGO_ENABLED=$$cgo)"; CGO_ENABLED=$$cgo $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./cmd/$$c; fi; \
+	@for d in $(addprefix cmd/,$(COMMANDS) $(EXTRA_COMMANDS)) $(BENCH_COMMANDS); do \
+	  c=$${d##*/}; cgo=0; [ "$$c" = share-plugin ] && cgo=$(NVML_CGO); \
+	  if [ -d $$d ]; then echo "go build $$d (CGO_ENABLED=$$cgo)"; CGO_ENABLED=$$cgo $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./$$d; fi; \
 	done
 
 test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster
@@ -71,13 +73,13 @@ clean:
 	rm -rf $(BIN)
 
 .PHONY: bench-scale
-bench-scale: ## Scale benchmark (issue 7): N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory
-	N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench-scale.sh
+bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory
+	N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench/scale.sh
 
 .PHONY: bench-replay
-bench-replay: ## Trace replay (issue 6): TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
-	TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/replay.sh
+bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
+	TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
 .PHONY: bench-replay-matrix
-bench-replay-matrix: ## Policies × traces × seeds (issue 6 table): [POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
-	hack/replay-matrix.sh
+bench-replay-matrix: ## Policies × traces × seeds: [POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
+	hack/bench/replay-matrix.sh

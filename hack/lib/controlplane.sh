@@ -53,16 +53,26 @@ start_controller_manager() {
     "${root_ca[@]}"
 }
 
+# start_scheduler [TEMPLATE [SED_EXPR...]]: kube-scheduler with the configuration TEMPLATE
+# (default: deploy/scheduler/scheduler-config.yaml) rendered into $STATE: the kubeconfig
+# path and the extender's port filled in, then each SED_EXPR applied (the benchmarks adjust
+# their configurations so). Returns once /readyz answers, i.e. informers are synced, so a
+# benchmark's timing starts with a working scheduler.
 start_scheduler() {
-  sed -e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#" \
-    -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#" \
-    "$REPO/deploy/scheduler/scheduler-config.yaml" >"$STATE/scheduler-config.yaml"
+  local template=${1:-$REPO/deploy/scheduler/scheduler-config.yaml} config sed_args expr
+  config=$STATE/$(basename "$template")
+  sed_args=(-e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#"
+    -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#")
+  for expr in "${@:2}"; do sed_args+=(-e "$expr"); done
+  sed "${sed_args[@]}" "$template" >"$config" || die "could not render $template"
   start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
-    --config "$STATE/scheduler-config.yaml" \
+    --config "$config" \
     --authentication-kubeconfig "$KUBECONFIG_FILE" \
     --authorization-kubeconfig "$KUBECONFIG_FILE" \
     --bind-address 127.0.0.1 \
     --secure-port "$SCHEDULER_PORT"
+  wait_for "kube-scheduler /readyz" 120 curl -ksf "https://127.0.0.1:$SCHEDULER_PORT/readyz" ||
+    die "kube-scheduler not ready; see $LOGS/kube-scheduler.log"
 }
 
 extender_ready() { curl -sf "http://127.0.0.1:$EXTENDER_PORT/readyz" >/dev/null; }

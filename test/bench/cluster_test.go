@@ -17,13 +17,13 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
 
+	"github.com/gpushare/gpushare/internal/bench/scale"
 	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/routes"
-	"github.com/gpushare/gpushare/pkg/scalebench"
 )
 
-// Scale of issue 7.
+// The scale benchmark's cluster size.
 const (
 	numNodes  = 5000
 	numPlaced = 40000
@@ -32,7 +32,7 @@ const (
 // cluster is a ready cache over numNodes nodes and numPlaced placed pods, and the
 // extender's HTTP handler on it.
 type cluster struct {
-	objs    scalebench.Objects
+	objs    scale.Objects
 	names   []string
 	cache   *cache.Cache
 	policy  policy.Policy
@@ -61,11 +61,11 @@ func getCluster(b *testing.B) *cluster {
 func placedUnits(k int) int64 { return 1 + int64(k%12) }
 
 func newCluster() (*cluster, error) {
-	objs := scalebench.DefaultObjects()
+	objs := scale.DefaultObjects()
 	names := make([]string, numNodes)
 	nodes := make([]runtime.Object, numNodes)
 	for i := range names {
-		names[i] = scalebench.NodeName(i)
+		names[i] = scale.NodeName(i)
 		n, err := objs.Node(names[i], false)
 		if err != nil {
 			return nil, err

@@ -12,31 +12,31 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/gpushare/gpushare/internal/bench/scale"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/routes"
-	"github.com/gpushare/gpushare/pkg/scalebench"
 )
 
 // shapes are the pods benchmarked: the common single-card pod, one that fits on few cards
 // (so filter rejects many nodes and builds the failure map), and a two-card pod.
 var shapes = []struct {
 	name  string
-	shape scalebench.PodShape
+	shape scale.PodShape
 }{
-	{"1card-4u", scalebench.PodShape{Units: 4, Cards: 1}},
-	{"1card-14u", scalebench.PodShape{Units: 14, Cards: 1}},
-	{"2cards-8u", scalebench.PodShape{Units: 16, Cards: 2}},
+	{"1card-4u", scale.PodShape{Units: 4, Cards: 1}},
+	{"1card-14u", scale.PodShape{Units: 14, Cards: 1}},
+	{"2cards-8u", scale.PodShape{Units: 16, Cards: 2}},
 }
 
-func (c *cluster) pod(s scalebench.PodShape) *corev1.Pod {
+func (c *cluster) pod(s scale.PodShape) *corev1.Pod {
 	p := c.objs.Pod("bench", 0, s)
 	p.UID = types.UID("uid-bench")
 	return p
 }
 
 // argsBody is the JSON body kube-scheduler sends a nodeCacheCapable extender.
-func (c *cluster) argsBody(b *testing.B, s scalebench.PodShape) []byte {
+func (c *cluster) argsBody(b *testing.B, s scale.PodShape) []byte {
 	b.Helper()
 	names := c.names
 	body, err := json.Marshal(extenderv1.ExtenderArgs{Pod: c.pod(s), NodeNames: &names})
@@ -165,7 +165,7 @@ func BenchmarkReserve(b *testing.B) {
 	}
 }
 
-func (c *cluster) request(b *testing.B, s scalebench.PodShape) gpushare.PodRequest {
+func (c *cluster) request(b *testing.B, s scale.PodShape) gpushare.PodRequest {
 	b.Helper()
 	req, err := c.objs.Resources.PodRequest(c.pod(s))
 	if err != nil {

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Runs hack/bench/replay.sh over policies × traces × seeds (the docs/benchmarks.md table), one
+# replay after another, then writes the markdown table and the chart of the results.
+# A cell whose summary.json exists is skipped, so an interrupted matrix resumes.
+#
+#   hack/bench/replay-matrix.sh                        # 4 policies × 4 traces × seeds 42 43 44
+#   POLICIES="fgd" SEEDS="42 43 44 45 46" hack/bench/replay-matrix.sh
+#
+# Settings (environment):
+#   POLICIES  (default: binpack spread bestfit fgd)
+#   TRACES    (default: default gpushare40 gpuspec10 multigpu20)
+#   SEEDS     (default: 42 43 44)
+#   STOP_AT   passed to hack/bench/replay.sh (default: 100: the table's figure is unallocated %
+#             at 100 % arrival, which later pods cannot change)
+#   ROOT      result root (default: _output/replay-matrix); a run goes to
+#             $ROOT/$TRACE/$POLICY/seed$SEED; table.md and chart-$TRACE.svg to $ROOT
+#   RUNNER    name of this runner (default: 1). Two runners may share a ROOT, each with
+#             its own cluster: give the second RUNNER=2 and its own GPUSHARE_STATE_DIR,
+#             GPUSHARE_REPLAY_BIN and GPUSHARE_*_PORT values (see hack/bench/replay.sh); each
+#             claims a cell before running it. On 2 cores two runners give about 1.25×
+#             the cells per hour of one, at lower pods/s each. A killed runner leaves
+#             its cell's .claim folder behind: remove it to have the cell run again.
+#   OFFLINE   yes: no cluster; each cell is gpushare-replay --offline (the in-memory
+#             emulation of the cluster path: random ties, --offline-cpu-pods extender),
+#             about 30 s a cell; ROOT defaults to _output/replay-matrix-offline
+# Any other hack/bench/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
+set -o errexit -o nounset -o pipefail
+{
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+POLICIES=${POLICIES:-binpack spread bestfit fgd}
+TRACES=${TRACES:-default gpushare40 gpuspec10 multigpu20}
+SEEDS=${SEEDS:-42 43 44}
+export STOP_AT=${STOP_AT:-100}
+OFFLINE=${OFFLINE:-no}
+if [ "$OFFLINE" = yes ]; then
+  ROOT=${ROOT:-$REPO/_output/replay-matrix-offline}
+  export GPUSHARE_REPLAY_BIN=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin-offline}
+  mkdir -p "$GPUSHARE_REPLAY_BIN"
+  (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_REPLAY_BIN/gpushare-replay" ./internal/bench/cmd/gpushare-replay)
+fi
+ROOT=${ROOT:-$REPO/_output/replay-matrix}
+TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
+RUNNER=${RUNNER:-1} # names this runner's log, $ROOT/run-$RUNNER.log
+
+# run_cell TRACE POLICY SEED OUT: one replay, on a cluster of its own or offline.
+run_cell() {
+  if [ "$OFFLINE" = yes ]; then
+    "$GPUSHARE_REPLAY_BIN/gpushare-replay" --offline --policy "$2" --seed "$3" \
+      --offline-ties random --offline-cpu-pods extender \
+      --tune "${TUNE:-1.3}" --unit "${UNIT:-milli}" --stop-at "$STOP_AT" --no-progress \
+      --nodes "$TRACES_DIR/openb_node_list_gpu_node.csv" \
+      --pods "$TRACES_DIR/openb_pod_list_$1.csv" --out "$4"
+  else
+    TRACE=$1 POLICY=$2 SEED=$3 OUT=$4 "$REPO/hack/bench/replay.sh"
+  fi
+}
+
+mkdir -p "$ROOT"
+failed=0
+# Seed-major order: after the first pass every cell has one run.
+for seed in $SEEDS; do
+  for trace in $TRACES; do
+    for policy in $POLICIES; do
+      out=$ROOT/$trace/$policy/seed$seed
+      if [ -f "$out/summary.json" ]; then
+        echo "[matrix] $trace $policy seed $seed: done before, skipped"
+        continue
+      fi
+      # Claim the cell: runners started with other ports (GPUSHARE_*_PORT,
+      # GPUSHARE_STATE_DIR, GPUSHARE_REPLAY_BIN) share one matrix, each cell run once.
+      mkdir -p "$(dirname "$out")"
+      mkdir "$out.claim" 2>/dev/null || { echo "[matrix] $trace $policy seed $seed: another runner has it"; continue; }
+      echo "[matrix] $(date -u +%H:%M:%S) $trace $policy seed $seed"
+      if ! run_cell "$trace" "$policy" "$seed" "$out" >"$ROOT/run-$RUNNER.log" 2>&1; then
+        echo "[matrix] $trace $policy seed $seed FAILED; log: $out.log"
+        mkdir -p "$(dirname "$out")" && cp "$ROOT/run-$RUNNER.log" "$out.log"
+        rm -f "$out/summary.json" # a partial run must not count as a cell
+        failed=$((failed + 1))
+      else
+        grep '^policy=' "$ROOT/run-$RUNNER.log" || true
+      fi
+      rmdir "$out.claim"
+    done
+  done
+done
+
+bin=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin}/gpushare-replay
+"$bin" table "$ROOT" | tee "$ROOT/table.md"
+for trace in $TRACES; do
+  runs=()
+  for d in "$ROOT/$trace"/*/seed*; do
+    [ -f "$d/summary.json" ] && runs+=("$d")
+  done
+  [ "${#runs[@]}" -gt 0 ] || continue
+  # One line per policy, averaged over its seeds.
+  "$bin" chart --title "$trace trace: allocated vs arrived GPU ($([ "$OFFLINE" = yes ] && echo offline emulation || echo real kube-scheduler + extender))" \
+    --out "$ROOT/chart-$trace.svg" "${runs[@]}"
+done
+[ "$failed" = 0 ] || { echo "[matrix] $failed runs failed"; exit 1; }
+exit
+}

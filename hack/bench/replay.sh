@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Replays one openb trace through the real scheduler and prints the summary line:
+# builds the extender and gpushare-replay, starts a kwok-only cluster of its own (state dir
+# and ports apart from the demo cluster), runs the replay, tears the cluster down.
+#
+#   hack/bench/replay.sh                             # default trace, binpack, seed 42
+#   TRACE=gpushare40 POLICY=fgd SEED=43 hack/bench/replay.sh
+#   LIMIT=500 hack/bench/replay.sh                   # first 500 pods only
+#
+# Settings (environment):
+#   TRACE    pod list name: openb_pod_list_$TRACE.csv (default: default)
+#   POLICY   extender policy (default: binpack)       SEED  shuffle seed (default: 42)
+#   TUNE     workload tuning ratio (default: 1.3)     UNIT  milli | gib (default: milli)
+#   LIMIT    replay only the first N pods (default: 0 = all)
+#   STOP_AT  end the workload once the submitted GPU request reaches this % of capacity
+#            (default: 0 = the whole tuned workload; 100 gives unallocated@100% in about
+#            half the time, since past 100 % most pods fail and failures are the slow part)
+#   OUT      result folder (default: _output/replay/$TRACE/$POLICY/seed$SEED)
+#   TRACES_DIR  folder of the CSVs (default: ../shared/traces/openb next to the repo)
+#   REPLAY_KCM  yes: also run kube-controller-manager (default: no; see below)
+#   REPLAY_ALL_PODS yes (default): drop managedResources from the scheduler config so
+#                CPU-only pods go through the extender too and its prioritize ranks them,
+#                as the simulator's score plugin does (fgd keeps them off the CPU GPU pods
+#                need; the other policies score them 0, i.e. a random feasible node).
+#                no: kube-scheduler, with no score plugin for them, takes the first
+#                feasible node (first fit in node order)
+#   KEEP_CLUSTER yes: leave the cluster running (stop it with the same environment and
+#                hack/cluster-down.sh, GPUSHARE_STATE_DIR=_output/replay-cluster)
+#
+# It reuses hack/lib (start_proc, credentials, etcd, apiserver, extender, scheduler) and differs from
+# hack/cluster-up.sh in three ways, each for throughput on 2 cores with 1213 nodes:
+# - kube-scheduler runs with hack/bench/replay-config.yaml (extender decides, all
+#   nodes scored, high QPS);
+# - kwok gets only the node-initialize stage: pods stay Pending-but-bound (no status writes
+#   per pod) and nodes have no lease heartbeats (--node-lease-duration-seconds 0);
+# - no kube-controller-manager by default: without heartbeats its node lifecycle controller
+#   would taint every node unreachable after 40 s, and the replay needs nothing else from
+#   it (gpushare-replay creates its namespace's default service account itself).
+set -o errexit -o nounset -o pipefail
+
+# One brace group: bash parses all of it before running any, so editing this file while a
+# replay runs cannot derail it.
+{
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+TRACE=${TRACE:-default}
+POLICY=${POLICY:-binpack}
+SEED=${SEED:-42}
+TUNE=${TUNE:-1.3}
+UNIT=${UNIT:-milli}
+LIMIT=${LIMIT:-0}
+STOP_AT=${STOP_AT:-0}
+OUT=${OUT:-$REPO/_output/replay/$TRACE/$POLICY/seed$SEED}
+TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
+REPLAY_KCM=${REPLAY_KCM:-no}
+REPLAY_ALL_PODS=${REPLAY_ALL_PODS:-yes}
+KEEP_CLUSTER=${KEEP_CLUSTER:-no}
+
+# A cluster of its own, beside a possibly running demo cluster, and binaries of its own:
+# hack/lib's is_running compares /proc/PID/exe with the recorded path, so a rebuild of the
+# shared bin/ while the replay runs would make cluster-down.sh miss the extender.
+export GPUSHARE_STATE_DIR=${GPUSHARE_STATE_DIR:-$REPO/_output/replay-cluster}
+export GPUSHARE_BIN=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin}
+export GPUSHARE_NODE_MODE=kwok
+export GPUSHARE_KWOK_NODES=no
+export GPUSHARE_EXTENDER_POLICY=$POLICY
+export GPUSHARE_ETCD_PORT=${GPUSHARE_ETCD_PORT:-23790}
+export GPUSHARE_ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-23800}
+export GPUSHARE_APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-16443}
+export GPUSHARE_KCM_PORT=${GPUSHARE_KCM_PORT:-10357}
+export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-10359}
+export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12346}
+export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-10348}
+
+LOG_TAG=replay
+# shellcheck source=hack/lib/cluster.sh
+source "$REPO/hack/lib/cluster.sh"
+# shellcheck source=hack/lib/certs.sh
+source "$REPO/hack/lib/certs.sh"
+# shellcheck source=hack/lib/controlplane.sh
+source "$REPO/hack/lib/controlplane.sh"
+
+NODES_CSV=$TRACES_DIR/openb_node_list_gpu_node.csv
+PODS_CSV=$TRACES_DIR/openb_pod_list_$TRACE.csv
+[ -f "$NODES_CSV" ] || die "no node list $NODES_CSV (set TRACES_DIR)"
+[ -f "$PODS_CSV" ] || die "no pod list $PODS_CSV; traces: $(cd "$TRACES_DIR" && ls openb_pod_list_*.csv | sed 's/openb_pod_list_//; s/\.csv//' | tr '\n' ' ')"
+
+log "building extender and gpushare-replay"
+mkdir -p "$GPUSHARE_BIN"
+(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
+  CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-replay" ./internal/bench/cmd/gpushare-replay)
+
+prepare_bench_cluster
+echo kwok >"$STATE/node-mode"
+
+# start_replay_kwok: kwok with the node-initialize stage only, and node leases only when
+# kube-controller-manager runs (its node lifecycle controller needs heartbeats).
+start_replay_kwok() {
+  local lease=0
+  if [ "$REPLAY_KCM" = yes ]; then lease=40; fi
+  awk '/^---/ { exit } { print }' "$K8S_BIN/kwok-stages.yaml" >"$STATE/kwok-replay-stages.yaml"
+  grep -q 'name: node-initialize' "$STATE/kwok-replay-stages.yaml" ||
+    die "$K8S_BIN/kwok-stages.yaml does not start with the node-initialize stage"
+  start_proc kwok "$K8S_BIN/kwok" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --config "$STATE/kwok-replay-stages.yaml" \
+    --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-lease-duration-seconds "$lease" \
+    --server-address "127.0.0.1:$KWOK_PORT"
+}
+
+# The replay configuration; with REPLAY_ALL_PODS=yes without managedResources (the
+# extender entry's last field: cut it and its list).
+REPLAY_CONFIG=$REPO/hack/bench/replay-config.yaml
+REPLAY_CONFIG_EDITS=()
+if [ "$REPLAY_ALL_PODS" = yes ]; then
+  REPLAY_CONFIG_EDITS=('/^  managedResources:/,$d')
+  if sed "${REPLAY_CONFIG_EDITS[0]}" "$REPLAY_CONFIG" | grep -v '^[[:space:]]*#' | grep -q 'ignoredByScheduler\|managedResources'; then
+    die "could not drop managedResources from $REPLAY_CONFIG"
+  fi
+fi
+
+main() {
+  ensure_credentials
+  start_etcd
+  start_apiserver
+  if [ "$REPLAY_KCM" = yes ]; then start_controller_manager; fi
+  start_extender
+  start_replay_kwok
+  start_scheduler "$REPLAY_CONFIG" "${REPLAY_CONFIG_EDITS[@]}"
+  log "cluster up; replaying $PODS_CSV (policy $POLICY, seed $SEED, tune $TUNE, all pods to the extender: $REPLAY_ALL_PODS) into $OUT"
+
+  mkdir -p "$OUT"
+  "$GPUSHARE_BIN/gpushare-replay" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --nodes "$NODES_CSV" \
+    --pods "$PODS_CSV" \
+    --seed "$SEED" \
+    --tune "$TUNE" \
+    --unit "$UNIT" \
+    --limit "$LIMIT" \
+    --stop-at "$STOP_AT" \
+    --out "$OUT" \
+    --policy-label "$POLICY" \
+    --mode-suffix "$([ "$REPLAY_ALL_PODS" = yes ] && echo allpods)" \
+    --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" | tee "$OUT/summary.txt"
+}
+
+main "$@"
+exit
+}

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Scale benchmark (docs/benchmarks.md, "Scale benchmark"): N nodes of 8 cards ×
+# 16 units on a local control plane of its own, then in one run
+#   a) kube-scheduler alone (gpu-mem a plain extended resource) schedules PODS pods,
+#   b) kube-scheduler + the gpushare extender (filter, prioritize, bind) schedules the same set,
+#   burst: BURST_PODS pods of BURST_UNITS units created at once on one node,
+#   memory: PLACED pods created already bound; the extender's RSS once its cache holds them,
+#           and again after an extender restart (cold LIST of everything).
+# Prints the result table and leaves the JSON results in $OUT (load.txt: load average and
+# kube-apiserver + etcd CPU per pod of each phase). Every process it starts is
+# stopped by PID at the end (KEEP_CLUSTER=yes leaves the cluster running).
+#
+#   hack/bench/scale.sh                      # N=5000 PODS=2000
+#   N=500 PODS=300 PLACED=4000 hack/bench/scale.sh
+#
+# Settings (environment): PHASES (ab burst memory: the steps to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
+# WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
+# caps binds at 100/s, one write each), OUT (_output/scale-results), KEEP_CLUSTER (no),
+# SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
+# EXTENDER_GOMEMLIMIT (64MiB: the Go runtime's soft memory limit for the extender, as the
+# Deployment sets it; empty: none), MEMORY_SETTLE (150s: memory step, idle time before RSS
+# is read: the Go runtime forces a GC every 2 minutes, so this reads the steady state, not
+# the garbage of the last 40,000 watch events, which no GC collects while nothing allocates),
+# PROFILE (seconds; empty: none): CPU profiles of kube-scheduler in phases a and b and of the
+# extender (run with --profiling) in phase b, PROFILE seconds from each phase's start, into
+# $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE).
+# The state dir and every port are apart from the demo, e2e and replay clusters:
+# GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
+# extender 32345.
+#
+# No kwok and no kube-controller-manager: the nodes are Node objects created with a Ready
+# condition and nobody heartbeats them (the node lifecycle controller would taint them
+# unreachable; kube-scheduler looks only at allocatable, labels and taints). On 2 shared
+# cores this leaves the CPU to what is measured.
+set -o errexit -o nounset -o pipefail
+
+# One brace group: bash parses all of it before running any, so editing this file while a
+# benchmark runs cannot derail it.
+{
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+N=${N:-5000}
+PODS=${PODS:-2000}
+BURST_PODS=${BURST_PODS:-100}
+BURST_UNITS=${BURST_UNITS:-6}
+PLACED=${PLACED:-40000}
+WORKERS=${WORKERS:-32}
+EXTENDER_QPS=${EXTENDER_QPS:-1000}
+OUT=${OUT:-$REPO/_output/scale-results}
+# percentageOfNodesToScore of both phases: 100 hands the extender every node (the case the
+# targets are set for); 0 is kube-scheduler's adaptive default (10% of 5000 nodes).
+PCT=${PCT:-100}
+KEEP_CLUSTER=${KEEP_CLUSTER:-no}
+EXTENDER_GOMEMLIMIT=${EXTENDER_GOMEMLIMIT-64MiB}
+MEMORY_SETTLE=${MEMORY_SETTLE:-150s}
+SKIP_MEMORY=${SKIP_MEMORY:-no}
+PROFILE=${PROFILE:-}
+PHASES=${PHASES:-ab burst memory}
+if [ "$SKIP_MEMORY" = yes ]; then PHASES=${PHASES//memory/}; fi
+want() { [[ " $PHASES " == *" $1 "* ]]; }
+
+export GPUSHARE_STATE_DIR=${GPUSHARE_STATE_DIR:-$REPO/_output/scale}
+export GPUSHARE_BIN=${GPUSHARE_BIN:-$GPUSHARE_STATE_DIR/bin}
+export GPUSHARE_NODE_MODE=kwok
+export GPUSHARE_KWOK_NODES=no
+export GPUSHARE_ETCD_PORT=${GPUSHARE_ETCD_PORT:-32379}
+export GPUSHARE_ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-32380}
+export GPUSHARE_APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-36443}
+export GPUSHARE_KCM_PORT=${GPUSHARE_KCM_PORT:-30257}
+export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-30259}
+export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-32345}
+export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-30247}
+# Read by the extender itself (its flags have GPUSHARE_<FLAG> mirrors).
+export GPUSHARE_KUBE_API_QPS=$EXTENDER_QPS
+export GPUSHARE_KUBE_API_BURST=$((2 * EXTENDER_QPS))
+
+LOG_TAG=bench-scale
+# shellcheck source=hack/lib/cluster.sh
+source "$REPO/hack/lib/cluster.sh"
+# shellcheck source=hack/lib/certs.sh
+source "$REPO/hack/lib/certs.sh"
+# shellcheck source=hack/lib/controlplane.sh
+source "$REPO/hack/lib/controlplane.sh"
+
+log "building extender and gpushare-scalebench into $GPUSHARE_BIN"
+mkdir -p "$GPUSHARE_BIN"
+(cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
+  CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scalebench" ./internal/bench/cmd/gpushare-scalebench)
+
+# The working tree is shared and changes under a run: record what was built.
+mkdir -p "$OUT"
+{
+  echo "built $(date -u +%FT%TZ) from HEAD $(git -C "$REPO" rev-parse --short HEAD)"
+  echo "uncommitted changes in the extender's packages:"
+  git -C "$REPO" status --short cmd/extender pkg/cache pkg/routes pkg/policy pkg/gpushare pkg/metrics
+} >"$OUT/build.txt" 2>&1 || true
+
+prepare_bench_cluster
+find "$OUT" -maxdepth 1 \( -name '*.json' -o -name '*.pprof' \) -delete
+mkdir -p "$OUT"
+echo kwok >"$STATE/node-mode"
+
+# start_bench_scheduler CONFIG: kube-scheduler with hack/bench/CONFIG at percentageOfNodesToScore PCT.
+start_bench_scheduler() {
+  start_scheduler "$REPO/hack/bench/$1" "s#^percentageOfNodesToScore: .*#percentageOfNodesToScore: $PCT#"
+}
+
+sb() {
+  "$GPUSHARE_BIN/gpushare-scalebench" --kubeconfig "$KUBECONFIG_FILE" --out "$OUT" --workers "$WORKERS" "$@"
+}
+note_load() { echo "$(date -u +%FT%TZ) $1: $(uptime)" | tee -a "$OUT/load.txt" >&2; }
+: >"$OUT/load.txt"
+# profile NAME URL: in the background, PROFILE seconds of CPU profile from URL (a pprof
+# endpoint; kube-scheduler's needs the admin token) into $OUT/profile-NAME.pprof.
+profile() {
+  [ -n "$PROFILE" ] || return 0
+  curl -ksf -H "Authorization: Bearer $(cat "$STATE/pki/token")" -o "$OUT/profile-$1.pprof" \
+    "$2/debug/pprof/profile?seconds=$PROFILE" || log "WARNING: no $1 profile" &
+}
+# cp_ticks: CPU time (utime + stime, in 10 ms clock ticks) of kube-apiserver and etcd so far.
+cp_ticks() {
+  local t=0 p
+  for p in kube-apiserver etcd; do
+    t=$((t + $(awk '{print $14 + $15}' "/proc/$(cat "$PIDS/$p")/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$t"
+}
+# cp_note PHASE TICKS_BEFORE: the control plane's CPU per pod during PHASE, into load.txt
+# (both phases pay it; the table's CPU figures are the scheduler's and the extender's).
+cp_note() {
+  local ms=$((($(cp_ticks) - $2) * 10 * 100 / PODS))
+  echo "phase $1: kube-apiserver + etcd CPU $((ms / 100)).$(printf %02d $((ms % 100))) ms per pod" | tee -a "$OUT/load.txt" >&2
+}
+ext_probe() { echo --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" --extender-pid "$(cat "$PIDS/extender")"; }
+
+ensure_credentials
+start_etcd
+start_apiserver
+note_load "cluster up"
+sb --nodes "$N" setup
+
+if want ab; then
+  log "phase a: kube-scheduler alone, $PODS pods on $N nodes"
+  start_bench_scheduler scale-plain.yaml
+  note_load "phase a start"
+  profile a-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
+  cp0=$(cp_ticks)
+  sb --set plain --pods "$PODS" phase
+  note_load "phase a end"
+  cp_note a "$cp0"
+  stop_proc kube-scheduler
+  sb --set plain delete
+
+  log "phase b: kube-scheduler + gpushare extender, the same $PODS pods (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset})"
+  echo "extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}" >>"$OUT/load.txt"
+  GOMEMLIMIT=$EXTENDER_GOMEMLIMIT GPUSHARE_PROFILING=$([ -n "$PROFILE" ] && echo true || echo false) start_extender
+  start_bench_scheduler scale-extender.yaml
+  note_load "phase b start"
+  profile b-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
+  profile b-extender "http://127.0.0.1:$EXTENDER_PORT"
+  cp0=$(cp_ticks)
+  # shellcheck disable=SC2046
+  sb --set extender --pods "$PODS" $(ext_probe) phase
+  note_load "phase b end"
+  cp_note b "$cp0"
+  sb --set extender delete
+fi
+
+if want burst; then
+  if ! is_running extender; then GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender; fi
+  if ! is_running kube-scheduler; then start_bench_scheduler scale-extender.yaml; fi
+  log "burst: $BURST_PODS pods of $BURST_UNITS units at once on one node"
+  note_load "burst start"
+  # shellcheck disable=SC2046
+  sb --burst-pods "$BURST_PODS" --burst-units "$BURST_UNITS" $(ext_probe) burst
+  sb --set burst delete
+fi
+stop_proc kube-scheduler
+
+if want memory; then
+  if ! is_running extender; then GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender; fi
+  log "memory: $PLACED placed pods on $N nodes (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}, RSS read after $MEMORY_SETTLE idle)"
+  note_load "memory start"
+  # shellcheck disable=SC2046
+  sb --nodes "$N" --placed "$PLACED" --settle "$MEMORY_SETTLE" $(ext_probe) memory
+  log "memory: extender restart with the placed pods already there"
+  stop_proc extender
+  GOMEMLIMIT=$EXTENDER_GOMEMLIMIT start_extender
+  sleep "$MEMORY_SETTLE"
+  # shellcheck disable=SC2046
+  sb --nodes "$N" --placed "$PLACED" $(ext_probe) footprint
+  note_load "memory end"
+fi
+
+sb report
+log "results in $OUT (report.md, *.json, load.txt)"
+exit
+}

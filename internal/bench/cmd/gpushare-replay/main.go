@@ -1,0 +1,206 @@
+// Command gpushare-replay replays Alibaba's GPU-sharing trace through the real scheduler
+// (kube-scheduler + the gpushare extender, kwok nodes) or offline through pkg/policy, and
+// charts the results. See docs/benchmarks.md.
+//
+//	gpushare-replay --kubeconfig K --nodes N.csv --pods P.csv --seed 42 --tune 1.3 --out DIR --policy-label binpack
+//	gpushare-replay --offline --policy binpack --nodes N.csv --pods P.csv --out DIR
+//	gpushare-replay chart --out chart.svg DIR...
+//	gpushare-replay table DIR...    # markdown table of every summary.json below DIR
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/internal/bench/replay"
+)
+
+type flagpole struct {
+	replay.Options
+	kubeconfig string
+	unit       string
+	offline    bool
+	policy     string
+	qps        float32
+	burst      int
+	noProgress bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := newCommand().ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "gpushare-replay:", err)
+		os.Exit(1)
+	}
+}
+
+func newCommand() *cobra.Command {
+	f := &flagpole{}
+	cmd := &cobra.Command{
+		Use:           "gpushare-replay",
+		Short:         "Replay the openb GPU-sharing trace and measure GPU allocation",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := applyEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			return runE(cmd.Context(), f)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.kubeconfig, "kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig of the replay cluster")
+	fs.StringVar(&f.NodesPath, "nodes", "", "node CSV (openb_node_list_gpu_node.csv)")
+	fs.StringVar(&f.PodsPath, "pods", "", "pod CSV (openb_pod_list_*.csv)")
+	fs.Int64Var(&f.Seed, "seed", 42, "shuffle and tuning seed (the FGD paper uses 42..51)")
+	fs.Float64Var(&f.Tune, "tune", 1.3, "append clones until the GPU request reaches this multiple of capacity (0: no tuning)")
+	fs.StringVar(&f.unit, "unit", string(replay.UnitMilli), "gpu-mem unit: milli (1000 per card, exact) or gib (model memory, approximate)")
+	fs.IntVar(&f.Limit, "limit", 0, "replay only the first N pods of the workload (0: all)")
+	fs.Float64Var(&f.StopAtPct, "stop-at", 0, "end the workload once the submitted GPU request reaches this percent of capacity (100: the paper's figure, without the failing tail; 0: all)")
+	fs.StringVar(&f.OutDir, "out", "", "result folder (summary.json, steps.csv)")
+	fs.StringVar(&f.PolicyLabel, "policy-label", "", "policy name recorded in the results (default: --policy)")
+	fs.StringVar(&f.Namespace, "namespace", "replay", "namespace of the replay pods")
+	fs.IntVar(&f.StepEvery, "step-every", 1, "write every N-th step to steps.csv")
+	fs.StringVar(&f.ModeSuffix, "mode-suffix", "", "appended to the recorded mode (cluster-<suffix>) to tell set-ups apart")
+	fs.StringVar(&f.MetricsURL, "metrics-url", "http://127.0.0.1:12345/metrics", "extender /metrics for latency percentiles (empty: skip)")
+	fs.DurationVar(&f.PodTimeout, "pod-timeout", 2*time.Minute, "fail the run when a pod is neither bound nor unschedulable after this")
+	fs.Float32Var(&f.qps, "qps", 1000, "client QPS to the API server")
+	fs.IntVar(&f.burst, "burst", 2000, "client burst to the API server")
+	fs.BoolVar(&f.offline, "offline", false, "place pods with pkg/policy in memory, no cluster")
+	fs.StringVar(&f.policy, "policy", "", "policy for --offline (binpack, spread, ...)")
+	fs.StringVar(&f.OfflineTies, "offline-ties", replay.TiesFirst, "--offline node choice: first (best rate, lowest index), random (the cluster path: policy.Scores priorities, random ties) or random-score (each node's own Score, random ties)")
+	fs.StringVar(&f.OfflineCPUPods, "offline-cpu-pods", replay.CPUFirstFit, "--offline-ties random*: CPU-only pods go first-fit (as the replay cluster), random (extender scores them alike), ranked (by the policy) or extender (what the extender does with REPLAY_ALL_PODS=yes: ranked for fgd, random otherwise)")
+	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	cmd.AddCommand(newChartCommand(), newTableCommand())
+	return cmd
+}
+
+// applyEnv lets GPUSHARE_REPLAY_<FLAG> (upper case, dashes as underscores) set any flag
+// not given on the command line.
+func applyEnv(fs *pflag.FlagSet) error {
+	var err error
+	fs.VisitAll(func(fl *pflag.Flag) {
+		env := "GPUSHARE_REPLAY_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
+		if v, ok := os.LookupEnv(env); ok && !fl.Changed && err == nil {
+			if e := fs.Set(fl.Name, v); e != nil {
+				err = fmt.Errorf("%s: %w", env, e)
+			}
+		}
+	})
+	return err
+}
+
+func runE(ctx context.Context, f *flagpole) error {
+	f.Unit = replay.UnitMode(f.unit)
+	if f.NodesPath == "" || f.PodsPath == "" || f.OutDir == "" {
+		return fmt.Errorf("--nodes, --pods and --out are required")
+	}
+	if f.PolicyLabel == "" {
+		f.PolicyLabel = f.policy
+	}
+	if f.PolicyLabel == "" {
+		return fmt.Errorf("--policy-label is required (the extender's policy, for the results)")
+	}
+	if !f.noProgress {
+		f.Progress = os.Stderr
+	}
+	var s replay.Summary
+	var err error
+	if f.offline {
+		if f.policy == "" {
+			f.policy = f.PolicyLabel
+		}
+		s, err = replay.RunOffline(ctx, f.policy, f.Options)
+	} else {
+		if f.kubeconfig == "" {
+			return fmt.Errorf("--kubeconfig is required (or --offline)")
+		}
+		cfg, cerr := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		if cerr != nil {
+			return fmt.Errorf("loading kubeconfig: %w", cerr)
+		}
+		cfg.QPS, cfg.Burst = f.qps, f.burst
+		cfg.UserAgent = "gpushare-replay"
+		client, cerr := kubernetes.NewForConfig(cfg)
+		if cerr != nil {
+			return fmt.Errorf("building client: %w", cerr)
+		}
+		s, err = replay.RunCluster(ctx, client, f.Options)
+	}
+	if s.Pods > 0 || err == nil {
+		fmt.Println(s.Line())
+	}
+	return err
+}
+
+func newChartCommand() *cobra.Command {
+	var out, title string
+	cmd := &cobra.Command{
+		Use:   "chart --out chart.svg DIR...",
+		Short: "Draw allocated % vs arrived % for result folders, one line per policy",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, dirs []string) error {
+			if out == "" {
+				return fmt.Errorf("--out is required")
+			}
+			series, err := replay.LoadSeries(dirs)
+			if err != nil {
+				return err
+			}
+			f, err := os.Create(out)
+			if err != nil {
+				return fmt.Errorf("creating chart: %w", err)
+			}
+			if err := replay.WriteSVG(f, title, series); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("writing chart: %w", err)
+			}
+			for _, s := range series {
+				at := "n/a"
+				if s.At100 != nil {
+					at = fmt.Sprintf("%.2f%%", *s.At100)
+				}
+				fmt.Printf("%-12s runs=%d unallocated@100%%=%s\n", s.Label, s.Runs, at)
+			}
+			klog.InfoS("chart written", "path", out)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "", "SVG file to write")
+	cmd.Flags().StringVar(&title, "title", "GPU allocation vs arrived workload", "chart title")
+	return cmd
+}
+
+func newTableCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "table DIR...",
+		Short: "Print a markdown table (policy × trace, unallocated % at 100 % arrival) of every summary.json below DIR",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, dirs []string) error {
+			ss, err := replay.CollectSummaries(dirs)
+			if err != nil {
+				return err
+			}
+			if len(ss) == 0 {
+				return fmt.Errorf("no summary.json below %s", strings.Join(dirs, ", "))
+			}
+			return replay.Aggregate(ss).WriteMarkdown(os.Stdout)
+		},
+	}
+}

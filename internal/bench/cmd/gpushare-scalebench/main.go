@@ -1,0 +1,218 @@
+// Command gpushare-scalebench is the driver of `make bench-scale` (hack/bench/scale.sh
+// starts and stops the cluster processes between its steps). Each step writes its result
+// as JSON into --out; `report` renders them as the table of docs/benchmarks.md.
+//
+//	gpushare-scalebench setup     --nodes 5000
+//	gpushare-scalebench phase     --set plain --pods 2000
+//	gpushare-scalebench phase     --set extender --pods 2000 --metrics-url URL --extender-pid PID
+//	gpushare-scalebench delete    --set plain
+//	gpushare-scalebench burst     --burst-pods 100 --burst-units 6
+//	gpushare-scalebench memory    --nodes 5000 --placed 40000 --metrics-url URL --extender-pid PID
+//	gpushare-scalebench footprint --nodes 5000 --placed 40000 --metrics-url URL --extender-pid PID
+//	gpushare-scalebench report
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/internal/bench/scale"
+)
+
+type options struct {
+	kubeconfig   string
+	namespace    string
+	out          string
+	nodes        int
+	pods         int
+	set          string
+	workers      int
+	qps          float32
+	timeout      time.Duration
+	metricsURL   string
+	extenderPID  int
+	schedPIDFile string
+	burstPods    int
+	burstUnits   int64
+	placed       int
+	settle       time.Duration
+}
+
+func (o *options) addFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the bench cluster")
+	fs.StringVar(&o.namespace, "namespace", scale.DefaultNamespace, "namespace of the bench pods")
+	fs.StringVar(&o.out, "out", "_output/scale-results", "folder of the result JSON files")
+	fs.IntVar(&o.nodes, "nodes", 5000, "number of nodes (8 cards × 16 units each)")
+	fs.IntVar(&o.pods, "pods", 2000, "pods per scheduling phase")
+	fs.StringVar(&o.set, "set", "", "pod set of phase/delete (plain, extender, burst, placed)")
+	fs.IntVar(&o.workers, "workers", 32, "concurrent create requests")
+	fs.Float32Var(&o.qps, "kube-api-qps", 2000, "client QPS (burst is twice that)")
+	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long a step may wait for the cluster")
+	fs.StringVar(&o.metricsURL, "metrics-url", "", "the extender's /metrics URL")
+	fs.IntVar(&o.extenderPID, "extender-pid", 0, "the extender's process ID (RSS and CPU from /proc)")
+	fs.StringVar(&o.schedPIDFile, "scheduler-pid-file", defaultSchedulerPIDFile(), "file holding kube-scheduler's process ID (phase: its CPU time); empty: not measured")
+	fs.IntVar(&o.burstPods, "burst-pods", 100, "burst: pods created at once on one node")
+	fs.Int64Var(&o.burstUnits, "burst-units", 6, "burst: gpu-mem units per pod")
+	fs.IntVar(&o.placed, "placed", 40000, "memory: pods created already bound")
+	fs.DurationVar(&o.settle, "settle", 20*time.Second, "burst/memory: wait before the final reading")
+}
+
+func main() {
+	var o options
+	fs := pflag.NewFlagSet("gpushare-scalebench", pflag.ExitOnError)
+	o.addFlags(fs)
+	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
+	klog.InitFlags(klogFlags)
+	fs.AddGoFlagSet(klogFlags)
+	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if fs.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: gpushare-scalebench [flags] setup|phase|delete|burst|memory|footprint|report")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, fs.Arg(0), &o); err != nil {
+		klog.ErrorS(err, "scalebench failed", "step", fs.Arg(0))
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+func run(ctx context.Context, step string, o *options) error {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", o.out, err)
+	}
+	if step == "report" {
+		r, err := scale.LoadResults(o.out)
+		if err != nil {
+			return err
+		}
+		md := r.Markdown()
+		fmt.Print(md)
+		return os.WriteFile(filepath.Join(o.out, scale.FileReportMarkdown), []byte(md), 0o644)
+	}
+	b, err := o.bench()
+	if err != nil {
+		return err
+	}
+	probe := func() (*scale.ExtenderProbe, error) {
+		if o.metricsURL == "" || o.extenderPID <= 0 {
+			return nil, fmt.Errorf("step %s needs --metrics-url and --extender-pid", step)
+		}
+		return &scale.ExtenderProbe{MetricsURL: o.metricsURL, PID: o.extenderPID}, nil
+	}
+	save := func(name string, v any) error { return scale.WriteJSON(filepath.Join(o.out, name), v) }
+	switch step {
+	case "setup":
+		r, err := b.Setup(ctx, o.nodes)
+		if err != nil {
+			return err
+		}
+		return save(scale.FileSetup, r)
+	case "phase":
+		var p *scale.ExtenderProbe
+		file := scale.FilePlain
+		if o.set != "plain" {
+			if p, err = probe(); err != nil {
+				return err
+			}
+			file = o.set + ".json"
+		}
+		r, err := b.RunPhase(ctx, o.set, o.pods, o.timeout, p, o.schedulerPID())
+		if err != nil {
+			return err
+		}
+		return save(file, r)
+	case "delete":
+		if o.set == "" {
+			return fmt.Errorf("delete needs --set")
+		}
+		return b.DeleteSet(ctx, o.set, o.timeout)
+	case "burst":
+		var p *scale.ExtenderProbe
+		if o.metricsURL != "" {
+			if p, err = probe(); err != nil {
+				return err
+			}
+		}
+		r, err := b.RunBurst(ctx, o.burstPods, o.burstUnits, o.timeout, o.settle, p)
+		if err != nil {
+			return err
+		}
+		return save(scale.FileBurst, r)
+	case "memory", "footprint":
+		p, err := probe()
+		if err != nil {
+			return err
+		}
+		if step == "footprint" {
+			r, err := b.Footprint(ctx, o.nodes, o.placed, p)
+			if err != nil {
+				return err
+			}
+			return save(scale.FileMemoryRestart, r)
+		}
+		r, err := b.RunMemory(ctx, o.nodes, o.placed, p, o.timeout, o.settle)
+		if err != nil {
+			return err
+		}
+		return save(scale.FileMemory, r)
+	}
+	return fmt.Errorf("unknown step %q (setup, phase, delete, burst, memory, footprint, report)", step)
+}
+
+// defaultSchedulerPIDFile is where hack/lib's start_proc records kube-scheduler's PID in
+// the state dir hack/bench/scale.sh exports.
+func defaultSchedulerPIDFile() string {
+	if dir := os.Getenv("GPUSHARE_STATE_DIR"); dir != "" {
+		return filepath.Join(dir, "pids", "kube-scheduler")
+	}
+	return ""
+}
+
+// schedulerPID reads --scheduler-pid-file; 0 when unset or unreadable (CPU not measured).
+func (o *options) schedulerPID() int {
+	if o.schedPIDFile == "" {
+		return 0
+	}
+	b, err := os.ReadFile(o.schedPIDFile)
+	if err != nil {
+		klog.InfoS("kube-scheduler CPU not measured", "err", err)
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		klog.InfoS("kube-scheduler CPU not measured", "file", o.schedPIDFile, "err", err)
+		return 0
+	}
+	return pid
+}
+
+func (o *options) bench() (*scale.Bench, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %q: %w", o.kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = o.qps, int(2*o.qps)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the kubernetes client: %w", err)
+	}
+	objs := scale.DefaultObjects()
+	objs.Namespace = o.namespace
+	return &scale.Bench{Client: client, Objects: objs, Workers: o.workers}, nil
+}

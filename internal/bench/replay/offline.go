@@ -1,0 +1,244 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand"
+	"time"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// offlineNode is one node's free resources during an offline replay: cards and free
+// cpu and memory (policy.Host) as policies see them, and the pods placed.
+type offlineNode struct {
+	spec   NodeSpec
+	pods   int
+	policy policy.Node
+}
+
+// Tie-breaking of replayOffline.
+const (
+	// TiesFirst: the best-rated node (policy.Rater, else Score), lowest node index on ties.
+	// Deterministic; the policy's own ranking at full resolution.
+	TiesFirst = "first"
+	// TiesRandom emulates the cluster path: nodes get the extender's integer priorities
+	// (policy.Scores over the candidates) and a seeded random pick among the top ones, as
+	// kube-scheduler does; CPU-only pods as offlineConfig.CPUPods says.
+	TiesRandom = "random"
+	// TiesRandomScore is TiesRandom with each node's own integer Score instead of
+	// policy.Scores (the extender's prioritize before it ranked nodes against each other):
+	// coarser, so many more ties.
+	TiesRandomScore = "random-score"
+)
+
+// offlineConfig configures replayOffline.
+type offlineConfig struct {
+	Policy policy.Policy
+	Units  Units
+	Ties   string // TiesFirst (default) or TiesRandom
+	Seed   int64  // for TiesRandom
+	// CPUPods: where CPU-only pods go with TiesRandom*: CPUFirstFit (default), CPURandom or
+	// CPURanked.
+	CPUPods string
+}
+
+// Placement of CPU-only pods on the emulated cluster path.
+const (
+	// CPUFirstFit: the extender does not see them (managedResources), and kube-scheduler
+	// without score plugins stops filtering at the first feasible node
+	// (findNodesThatPassFilters, numNodesToFind = 1) from a start index that GPU pods,
+	// which visit every node, leave in place: in effect first fit in node order.
+	CPUFirstFit = "first-fit"
+	// CPURandom: the extender sees them (REPLAY_ALL_PODS=yes) but scores every node alike:
+	// a random feasible node.
+	CPURandom = "random"
+	// CPURanked: the extender ranks them like GPU pods (policy.Scores).
+	CPURanked = "ranked"
+	// CPUExtender: what the extender's prioritize does with them (REPLAY_ALL_PODS=yes):
+	// CPURanked for a policy.WorkloadAware policy, CPURandom for the others, which score
+	// pods without gpu-mem 0 everywhere.
+	CPUExtender = "extender"
+)
+
+// replayOffline replays pods with a policy directly, without a cluster: for each pod in order,
+// the candidate nodes are those whose model the pod allows, with enough free cpu, memory
+// and pod slots, where Place succeeds; the pod goes to the best candidate (see TiesFirst,
+// TiesRandom) and fails when there is none. Nodes carry their free cpu and memory
+// (policy.Node.Host) and placements the pod's request. A policy.WorkloadAware policy gets,
+// before each pod, the typical shapes of the pods seen so far, this one included.
+// progress (may be nil) gets a bar. Errors: an unknown tie mode, ctx cancelled.
+func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pods []PodSpec, rec *recorder, progress io.Writer) (time.Duration, error) {
+	switch cfg.CPUPods {
+	case "":
+		cfg.CPUPods = CPUFirstFit
+	case CPUFirstFit, CPURandom, CPURanked:
+	case CPUExtender:
+		cfg.CPUPods = CPURandom
+		if _, ok := cfg.Policy.(policy.WorkloadAware); ok {
+			cfg.CPUPods = CPURanked
+		}
+	default:
+		return 0, fmt.Errorf("offline CPU-only pods %q: want %q, %q, %q or %q", cfg.CPUPods, CPUFirstFit, CPURandom, CPURanked, CPUExtender)
+	}
+	switch cfg.Ties {
+	case "":
+		cfg.Ties = TiesFirst
+	case TiesFirst, TiesRandom, TiesRandomScore:
+	default:
+		return 0, fmt.Errorf("offline ties %q: want %q, %q or %q", cfg.Ties, TiesFirst, TiesRandom, TiesRandomScore)
+	}
+	state := make([]*offlineNode, 0, len(nodes))
+	for _, n := range nodes {
+		on := &offlineNode{spec: n, policy: policy.Node{Name: n.Name, Host: &policy.Host{CPUMilli: n.MilliCPU, MemoryMiB: n.MemoryMiB}}}
+		per := cfg.Units.CardUnits(n.Model)
+		for i := 0; i < n.GPUs; i++ {
+			on.policy.Cards = append(on.policy.Cards, policy.Card{Index: i, Total: per, Healthy: true})
+		}
+		state = append(state, on)
+	}
+	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed))}
+	bar := newProgress(progress, len(pods))
+	defer bar.Done()
+	wa, learns := cfg.Policy.(policy.WorkloadAware)
+	var shapes policy.ShapeCounter
+	start := time.Now()
+	for i, pod := range pods {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return time.Since(start), err
+			}
+		}
+		pol := cfg.Policy
+		if learns {
+			shapes.Add(podRequest(cfg.Units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB})
+			pol = wa.WithWorkload(shapes.Workload(policy.WorkloadCoverage, policy.WorkloadMaxShapes))
+		}
+		bar.Update(rec.Record(pod, o.place(pol, pod)), rec)
+	}
+	return time.Since(start), nil
+}
+
+func podRequest(units Units, pod PodSpec) gpushare.PodRequest {
+	if pod.NumGPU == 0 {
+		return gpushare.PodRequest{}
+	}
+	return gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{
+		Ref: gpushare.ContainerRef{Index: 0}, Name: "main", Kind: gpushare.App,
+		Units: units.PodUnitsPerCard(pod) * int64(pod.NumGPU), Cards: pod.NumGPU,
+	}}}
+}
+
+type offline struct {
+	cfg   offlineConfig
+	state []*offlineNode
+	rng   *rand.Rand
+}
+
+// place chooses a node for pod, applies the placement and returns the node name ("" when
+// nothing fits).
+func (o *offline) place(p policy.Policy, pod PodSpec) string {
+	req := podRequest(o.cfg.Units, pod)
+	host := policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}
+	perCard := o.cfg.Units.PodUnitsPerCard(pod)
+	var (
+		idx        []int
+		nodes      []policy.Node
+		placements []policy.Placement
+	)
+	for i, n := range o.state {
+		free := n.policy.Host
+		if !pod.AllowsModel(n.spec.Model) || free.CPUMilli < pod.MilliCPU || free.MemoryMiB < pod.MemoryMiB || n.pods >= NodePodCapacity {
+			continue
+		}
+		if !enoughCards(n.policy, perCard, pod.NumGPU) {
+			continue
+		}
+		pl, err := p.Place(n.policy, req)
+		if err != nil {
+			continue // a *FitError: does not fit here
+		}
+		pl.Host = host
+		idx = append(idx, i)
+		nodes = append(nodes, n.policy)
+		placements = append(placements, pl)
+	}
+	if len(idx) == 0 {
+		return ""
+	}
+	best := o.choose(p, pod, nodes, placements)
+	n := o.state[idx[best]]
+	n.policy.Host.CPUMilli -= pod.MilliCPU
+	n.policy.Host.MemoryMiB -= pod.MemoryMiB
+	n.pods++
+	for k := range n.policy.Cards {
+		n.policy.Cards[k].Used += placements[best].Usage[n.policy.Cards[k].Index]
+	}
+	return n.spec.Name
+}
+
+// choose returns the position of the chosen candidate.
+func (o *offline) choose(p policy.Policy, pod PodSpec, nodes []policy.Node, placements []policy.Placement) int {
+	if o.cfg.Ties == TiesRandom || o.cfg.Ties == TiesRandomScore {
+		if pod.NumGPU == 0 {
+			switch o.cfg.CPUPods {
+			case CPUFirstFit:
+				return 0
+			case CPURandom:
+				return o.rng.Intn(len(nodes))
+			}
+		}
+		var scores []int64
+		if o.cfg.Ties == TiesRandom {
+			scores = policy.Scores(p, nodes, placements)
+		} else {
+			scores = make([]int64, len(nodes))
+			for i := range nodes {
+				scores[i] = p.Score(nodes[i], placements[i])
+			}
+		}
+		best, ties := 0, 0
+		for i, s := range scores {
+			switch {
+			case s > scores[best]:
+				best, ties = i, 1
+			case s == scores[best]:
+				ties++
+				if o.rng.Intn(ties) == 0 { // reservoir sampling, as kube-scheduler's selectHost
+					best = i
+				}
+			}
+		}
+		return best
+	}
+	rater, fine := p.(policy.Rater)
+	best, bestRate := 0, 0.0
+	for i := range nodes {
+		var rate float64
+		if fine {
+			rate = rater.Rate(nodes[i], placements[i])
+		} else {
+			rate = float64(p.Score(nodes[i], placements[i]))
+		}
+		if i == 0 || rate > bestRate {
+			best, bestRate = i, rate
+		}
+	}
+	return best
+}
+
+// enoughCards is a cheap pre-check: at least count cards with perCard free.
+func enoughCards(n policy.Node, perCard int64, count int) bool {
+	if count == 0 {
+		return len(n.Cards) > 0
+	}
+	ok := 0
+	for _, c := range n.Cards {
+		if c.Free() >= perCard {
+			ok++
+		}
+	}
+	return ok >= count
+}

@@ -1,0 +1,206 @@
+package replay
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+func TestOffline(t *testing.T) {
+	nodes := []NodeSpec{
+		{Name: "n0", MilliCPU: 4000, MemoryMiB: 4096, GPUs: 2, Model: "T4"},
+		{Name: "n1", MilliCPU: 4000, MemoryMiB: 4096, GPUs: 1, Model: "P100"},
+		{Name: "n2", MilliCPU: 500, MemoryMiB: 4096, GPUs: 4, Model: "T4"},
+	}
+	// binpack scores 3/4 the used share of the chosen cards + 1/4 the node's, 0..10.
+	pods := []PodSpec{
+		// n2 lacks the cpu; n1 scores .75×.5+.25×.5 = .5 → 5, n0 .75×.5+.25×.25 → 4: n1.
+		gpuPod("a", 1, 500),
+		// n1's card becomes full → 10: n1.
+		gpuPod("b", 1, 500),
+		// only P100 allowed, and n1 is full: fails.
+		{Name: "c", MilliCPU: 100, MemoryMiB: 10, NumGPU: 1, GPUMilli: 300, GPUSpec: []string{"P100"}},
+		// two whole cards: only n0 has two free cards and the cpu.
+		gpuPod("d", 2, 1000),
+		// two whole cards with little cpu: n0 and n1 are full, n2 fits.
+		{Name: "e", MilliCPU: 100, MemoryMiB: 10, NumGPU: 2, GPUMilli: 1000},
+		// a model no node has: fails.
+		{Name: "f", MilliCPU: 1, MemoryMiB: 1, NumGPU: 1, GPUMilli: 100, GPUSpec: []string{"A10"}},
+		// CPU-only: n2 lacks the cpu; n0 and n1 both score 10 (full) → lowest index n0.
+		{Name: "g", MilliCPU: 1000, MemoryMiB: 10},
+	}
+	pol, err := policy.New("binpack")
+	if err != nil {
+		t.Fatal(err)
+	}
+	units, err := newUnits(UnitMilli, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder(totalGPUMilli(nodes))
+	if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units}, nodes, pods, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rec.Steps() {
+		got = append(got, s.Pod+"@"+s.Node)
+	}
+	want := []string{"a@n1", "b@n1", "c@", "d@n0", "e@n2", "f@", "g@n0"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("placements (-want,+got):\n%s", diff)
+	}
+	// allocated: 500 + 500 + 2000 + 2000 = 5000 of 7000; arrived adds c (300) and f (100).
+	last := rec.Steps()[len(rec.Steps())-1]
+	if last.AllocatedMilli != 5000 || last.ArrivedMilli != 5400 || last.Failed != 2 {
+		t.Errorf("last step = %+v", last)
+	}
+}
+
+func TestOfflineRandomTies(t *testing.T) {
+	// Three identical empty nodes: binpack scores them alike for the first GPU pod, so
+	// "first" takes n0 and "random" a seeded random one; CPU-only pods, which the extender
+	// never sees, go first fit (n0) under "random" as under kube-scheduler.
+	nodes := []NodeSpec{
+		{Name: "n0", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+		{Name: "n1", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+		{Name: "n2", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+	}
+	gpu := []PodSpec{gpuPod("g", 1, 100)}
+	cpu := []PodSpec{{Name: "c0", MilliCPU: 100, MemoryMiB: 1}, {Name: "c1", MilliCPU: 100, MemoryMiB: 1}}
+	pol, _ := policy.New("binpack")
+	units, _ := newUnits(UnitMilli, nodes)
+	first := func(ties string, seed int64, pods []PodSpec) []string {
+		return offlineNodes(t, offlineConfig{Policy: pol, Units: units, Ties: ties, Seed: seed}, nodes, pods)
+	}
+	seen, seenCPU := map[string]bool{}, map[string]bool{}
+	for seed := int64(0); seed < 20; seed++ {
+		if got := first(TiesFirst, seed, gpu); got[0] != "n0" {
+			t.Errorf("first, seed %d: %v, want n0", seed, got)
+		}
+		a, b := first(TiesRandom, seed, gpu), first(TiesRandom, seed, gpu)
+		if a[0] != b[0] {
+			t.Errorf("random, seed %d: %v then %v", seed, a, b)
+		}
+		seen[a[0]] = true
+		if got := first(TiesRandom, seed, cpu); !cmp.Equal(got, []string{"n0", "n0"}) {
+			t.Errorf("random, CPU-only pods: %v, want first fit", got)
+		}
+		rec := newRecorder(totalGPUMilli(nodes))
+		cfg := offlineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: CPURandom}
+		if _, err := replayOffline(context.Background(), cfg, nodes, cpu, rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		seenCPU[rec.Steps()[0].Node] = true
+	}
+	if len(seen) != 3 || len(seenCPU) != 3 {
+		t.Errorf("random ties over 20 seeds chose only %v (GPU pod), %v (CPU-only pod, -cpu-pods random)", seen, seenCPU)
+	}
+	if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units, CPUPods: "everywhere"}, nodes, gpu, newRecorder(1), nil); err == nil {
+		t.Errorf("unknown CPU-only pod mode accepted")
+	}
+	if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units, Ties: "coin"}, nodes, gpu, newRecorder(1), nil); err == nil {
+		t.Errorf("unknown tie mode accepted")
+	}
+}
+
+// TestOfflineNeverOvercommits replays a slice of the real trace and checks that no node
+// got more GPU, cpu or memory than it has.
+func TestOfflineNeverOvercommits(t *testing.T) {
+	const dir = "../../../shared/traces/openb/"
+	nodes, err := readNodesFile(dir + "openb_node_list_gpu_node.csv")
+	if err != nil {
+		t.Skipf("traces not available: %v", err)
+	}
+	trace, err := readPodsFile(dir + "openb_pod_list_multigpu20.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes = nodes[:120]
+	pods, _, err := buildWorkload(trace, totalGPUMilli(nodes), 42, 1.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods = pods[:2000]
+	for _, run := range []struct{ policy, ties string }{
+		{"binpack", TiesFirst}, {"binpack", TiesRandomScore}, {"spread", TiesFirst}, {"bestfit", TiesRandom}, {"fgd", TiesFirst}, {"fgd", TiesRandom},
+	} {
+		name := run.policy + "/" + run.ties
+		pol, err := policy.New(run.policy)
+		if err != nil {
+			t.Skipf("policy %s: %v", run.policy, err)
+		}
+		units, _ := newUnits(UnitMilli, nodes)
+		rec := newRecorder(totalGPUMilli(nodes))
+		cfg := offlineConfig{Policy: pol, Units: units, Ties: run.ties, Seed: 42}
+		if _, err := replayOffline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+			t.Fatal(err)
+		}
+		used := map[string][3]int64{}
+		byName := map[string]PodSpec{}
+		for _, p := range pods {
+			byName[p.Name] = p
+		}
+		for _, s := range rec.Steps() {
+			if s.Node == "" {
+				continue
+			}
+			p := byName[s.Pod]
+			u := used[s.Node]
+			used[s.Node] = [3]int64{u[0] + p.TotalGPUMilli(), u[1] + p.MilliCPU, u[2] + p.MemoryMiB}
+		}
+		for _, n := range nodes {
+			u := used[n.Name]
+			if u[0] > n.GPUMilli() || u[1] > n.MilliCPU || u[2] > n.MemoryMiB {
+				t.Errorf("%s: node %s over-committed: gpu %d/%d cpu %d/%d mem %d/%d", name, n.Name,
+					u[0], n.GPUMilli(), u[1], n.MilliCPU, u[2], n.MemoryMiB)
+			}
+		}
+		if rec.Failed() == 0 {
+			t.Errorf("%s: nothing failed at 130%% load", name)
+		}
+	}
+}
+
+// TestOfflineCPUExtender checks that "extender" is "random" for a policy that scores pods
+// without gpu-mem alike and "ranked" for a workload-aware one, seed for seed.
+func TestOfflineCPUExtender(t *testing.T) {
+	nodes := []NodeSpec{
+		{Name: "n0", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+		{Name: "n1", MilliCPU: 8000, MemoryMiB: 65536, GPUs: 2, Model: "T4"},
+		{Name: "n2", MilliCPU: 96000, MemoryMiB: 65536, GPUs: 8, Model: "G2"},
+	}
+	pods := []PodSpec{gpuPod("g0", 1, 500), {Name: "c0", MilliCPU: 2000, MemoryMiB: 1}, gpuPod("g1", 1, 1000),
+		{Name: "c1", MilliCPU: 4000, MemoryMiB: 1}, {Name: "c2", MilliCPU: 1000, MemoryMiB: 1}}
+	units, _ := newUnits(UnitMilli, nodes)
+	run := func(name, cpuPods string, seed int64) []string {
+		pol, err := policy.New(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return offlineNodes(t, offlineConfig{Policy: pol, Units: units, Ties: TiesRandom, Seed: seed, CPUPods: cpuPods}, nodes, pods)
+	}
+	for seed := int64(0); seed < 10; seed++ {
+		for _, tc := range []struct{ policy, same string }{{"binpack", CPURandom}, {"fgd", CPURanked}} {
+			if got, want := run(tc.policy, CPUExtender, seed), run(tc.policy, tc.same, seed); !cmp.Equal(got, want) {
+				t.Errorf("%s seed %d: extender placed %v, %s placed %v", tc.policy, seed, got, tc.same, want)
+			}
+		}
+	}
+}
+
+// offlineNodes replays pods offline with cfg and returns where each went ("" = failed).
+func offlineNodes(t *testing.T, cfg offlineConfig, nodes []NodeSpec, pods []PodSpec) []string {
+	t.Helper()
+	rec := newRecorder(totalGPUMilli(nodes))
+	if _, err := replayOffline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]string, 0, len(pods))
+	for _, s := range rec.Steps() {
+		out = append(out, s.Node)
+	}
+	return out
+}

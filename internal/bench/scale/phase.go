@@ -1,0 +1,202 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/internal/bench/metrics"
+	"github.com/gpushare/gpushare/internal/bench/parallel"
+)
+
+// ExtenderProbe says where to read the extender's figures; nil in the plain phase.
+type ExtenderProbe struct {
+	MetricsURL string // e.g. http://127.0.0.1:32345/metrics
+	PID        int    // the extender process (RSS and CPU from /proc)
+	HTTP       *http.Client
+}
+
+func (p *ExtenderProbe) read(ctx context.Context) (metrics.Scrape, ProcStats, error) {
+	client := p.HTTP
+	if client == nil {
+		client = &http.Client{Timeout: time.Minute}
+	}
+	s, err := metrics.Get(ctx, client, p.MetricsURL)
+	if err != nil {
+		return metrics.Scrape{}, ProcStats{}, err
+	}
+	ps, err := readProc(p.PID)
+	if err != nil {
+		return metrics.Scrape{}, ProcStats{}, err
+	}
+	return s, ps, nil
+}
+
+// ExtenderFigures is what the extender reported about itself during a phase.
+type ExtenderFigures struct {
+	Filter     metrics.Latency `json:"filter"`
+	Prioritize metrics.Latency `json:"prioritize"`
+	Bind       metrics.Latency `json:"bind"`
+	// CPUSeconds is the extender's user+system CPU time used during the phase.
+	CPUSeconds float64 `json:"cpuSeconds"`
+	// RSSMiB is its resident set at the end of the phase, HWMMiB its peak since start.
+	RSSMiB       float64 `json:"rssMiB"`
+	HWMMiB       float64 `json:"hwmMiB"`
+	HeapInuseMiB float64 `json:"heapInuseMiB"`
+}
+
+// PhaseResult is one scheduling phase.
+type PhaseResult struct {
+	Name string `json:"name"`
+	Pods int    `json:"pods"`
+	// CreateSeconds: first create request to the last create answered.
+	CreateSeconds float64 `json:"createSeconds"`
+	// Seconds: first create request to the last pod seen bound.
+	Seconds       float64 `json:"seconds"`
+	PodsPerSecond float64 `json:"podsPerSecond"`
+	// SchedulerCPUSeconds is kube-scheduler's CPU time during the phase (0: not measured).
+	// On a shared machine CPU per pod is steadier than pods/s.
+	SchedulerCPUSeconds float64          `json:"schedulerCPUSeconds"`
+	LoadBefore          string           `json:"loadBefore"`
+	LoadAfter           string           `json:"loadAfter"`
+	Extender            *ExtenderFigures `json:"extender,omitempty"`
+	Cards               *CardCheck       `json:"cards,omitempty"`
+}
+
+// RunPhase creates podSet(n) as set `name` with Workers concurrent requests and waits
+// until every pod is bound. With schedulerPID > 0 it measures kube-scheduler's CPU time. With a probe it also diffs the extender's metrics and CPU time
+// over the phase and checks the cards from the allocation annotations. The set must be
+// empty at the start. Errors: API failures, pods still unbound after timeout, probe errors.
+func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.Duration, probe *ExtenderProbe, schedulerPID int) (PhaseResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	res := PhaseResult{Name: name, Pods: n, LoadBefore: loadAvg()}
+	w, err := b.watchSet(ctx, name)
+	if err != nil {
+		return res, err
+	}
+	if c := w.snapshot(); c.Present > 0 {
+		return res, fmt.Errorf("set %s already has %d pods; delete them first", name, c.Present)
+	}
+	var before metrics.Scrape
+	var procBefore ProcStats
+	if probe != nil {
+		if before, procBefore, err = probe.read(ctx); err != nil {
+			return res, err
+		}
+	}
+
+	var schedBefore ProcStats
+	if schedulerPID > 0 {
+		if schedBefore, err = readProc(schedulerPID); err != nil {
+			return res, err
+		}
+	}
+
+	shapes := podSet(n)
+	klog.InfoS("creating pods", "set", name, "count", n, "workers", b.workers())
+	start := time.Now()
+	err = parallel.ForEach(ctx, n, b.workers(), func(ctx context.Context, i int) error {
+		return b.createPod(ctx, b.Objects.Pod(name, i, shapes[i]))
+	})
+	if err != nil {
+		return res, err
+	}
+	res.CreateSeconds = time.Since(start).Seconds()
+	c, err := w.waitFor(ctx, "every pod of "+name+" bound", timeout, func(c counts) bool { return c.Bound >= n })
+	if err != nil {
+		return res, err
+	}
+	res.Seconds = c.LastBound.Sub(start).Seconds()
+	res.PodsPerSecond = float64(n) / res.Seconds
+	res.LoadAfter = loadAvg()
+	if schedulerPID > 0 {
+		schedAfter, err := readProc(schedulerPID)
+		if err != nil {
+			return res, err
+		}
+		res.SchedulerCPUSeconds = schedAfter.CPUSeconds - schedBefore.CPUSeconds
+	}
+	klog.InfoS("phase done", "set", name, "pods", n, "seconds", res.Seconds, "podsPerSecond", res.PodsPerSecond)
+
+	if probe == nil {
+		return res, nil
+	}
+	after, procAfter, err := probe.read(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Extender = &ExtenderFigures{
+		Filter:       metrics.Between(before, after, metrics.FilterSeconds),
+		Prioritize:   metrics.Between(before, after, metrics.PrioritizeSeconds),
+		Bind:         metrics.Between(before, after, metrics.BindSeconds),
+		CPUSeconds:   procAfter.CPUSeconds - procBefore.CPUSeconds,
+		RSSMiB:       mib(procAfter.RSSBytes),
+		HWMMiB:       mib(procAfter.HWMBytes),
+		HeapInuseMiB: after.Values[metrics.HeapInuse] / (1 << 20),
+	}
+	pods, err := w.pods()
+	if err != nil {
+		return res, err
+	}
+	cards, err := checkCards(b.Objects.Resources, pods, b.Objects.CardUnits)
+	if err != nil {
+		return res, err
+	}
+	res.Cards = &cards
+	return res, nil
+}
+
+// DeleteSet deletes every pod of the set (grace 0: no kubelet would confirm) and waits
+// until none is left. Errors: API failures, pods left after timeout.
+func (b *Bench) DeleteSet(ctx context.Context, set string, timeout time.Duration) error {
+	pods := b.Client.CoreV1().Pods(b.Objects.Namespace)
+	sel := metav1.ListOptions{LabelSelector: LabelSet + "=" + set}
+	var zero int64
+	deadline := time.Now().Add(timeout)
+	for {
+		// A large collection may outlive one request's timeout: repeat until empty.
+		err := pods.DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, sel)
+		if err != nil {
+			klog.InfoS("deleting pods (will retry)", "set", set, "err", err)
+		}
+		left, err := pods.List(ctx, metav1.ListOptions{LabelSelector: sel.LabelSelector, Limit: 1})
+		if err != nil {
+			return fmt.Errorf("listing pods of set %s: %w", set, err)
+		}
+		if len(left.Items) == 0 {
+			klog.InfoS("pods deleted", "set", set)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pods of set %s still there after %s", set, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func mib(b int64) float64 { return float64(b) / (1 << 20) }
+
+// loadAvg is the first three fields of /proc/loadavg ("" when unreadable): the machine is
+// shared, so every figure is reported beside it.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}

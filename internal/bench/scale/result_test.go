@@ -1,0 +1,72 @@
+package scale
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpushare/gpushare/internal/bench/metrics"
+)
+
+func TestMarkdownVerdicts(t *testing.T) {
+	plain := &PhaseResult{Name: "plain", Pods: 100, Seconds: 1, PodsPerSecond: 100}
+	tests := []struct {
+		name      string
+		extPerSec float64
+		filterP99 float64
+		burstOK   bool
+		burstSecs float64
+		rss       float64
+		want      []string
+	}{
+		{"all met", 90, 4, true, 1.5, 80, []string{"| b/a | 0.90 | ≥ 0.8 | met |", "p99 ≤ 10 ms | met |", "| ≤ 2 s | met |", "| ≤ 100 MiB | met |"}},
+		{"all missed", 50, 12, false, 2.5, 120, []string{"| b/a | 0.50 | ≥ 0.8 | **missed** |", "p99 ≤ 10 ms | **missed** |", "| ≤ 2 s | **missed** |", "| ≤ 100 MiB | **missed** |"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := Results{
+				Plain: plain,
+				Extender: &PhaseResult{Name: "extender", Pods: 100, Seconds: 100 / tc.extPerSec, PodsPerSecond: tc.extPerSec,
+					Extender: &ExtenderFigures{Filter: metrics.Latency{Count: 100, P99Ms: tc.filterP99}}},
+				Burst:  &BurstResult{Pods: 100, Units: 6, WantBound: 16, OK: tc.burstOK, DecidedSeconds: tc.burstSecs},
+				Memory: &MemoryResult{Nodes: 5000, Placed: 40000, RSSMiB: tc.rss},
+			}
+			md := r.Markdown()
+			for _, w := range tc.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("report lacks %q:\n%s", w, md)
+				}
+			}
+		})
+	}
+}
+
+func TestResultsRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteJSON(dir+"/"+FileBurst, BurstResult{Pods: 100, Bound: 16, Unschedulable: 84, OK: true}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Burst == nil || r.Burst.Bound != 16 || !r.Burst.OK {
+		t.Errorf("burst result not read back: %+v", r.Burst)
+	}
+	if r.Plain != nil || r.Memory != nil {
+		t.Errorf("steps that did not run are not nil: %+v", r)
+	}
+	if md := r.Markdown(); strings.Contains(md, "b/a") {
+		t.Errorf("report shows a ratio without phases:\n%s", md)
+	}
+}
+
+func TestMarkdownCPUPerPod(t *testing.T) {
+	r := Results{
+		Plain:    &PhaseResult{Pods: 100, PodsPerSecond: 10, SchedulerCPUSeconds: 10},
+		Extender: &PhaseResult{Pods: 100, PodsPerSecond: 8, SchedulerCPUSeconds: 8, Extender: &ExtenderFigures{CPUSeconds: 4}},
+	}
+	want := "| 100.0 ms; 80.0 + 40.0 = 120.0 ms (if CPU-bound, b/a = 0.83) |"
+	if md := r.Markdown(); !strings.Contains(md, want) {
+		t.Errorf("report lacks %q:\n%s", want, md)
+	}
+}
