@@ -18,12 +18,12 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/bench/replay"
+	"github.com/gpushare/gpushare/internal/flagenv"
 )
 
 type flagpole struct {
@@ -55,7 +55,7 @@ func newCommand() *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := applyEnv(cmd.Flags()); err != nil {
+			if err := flagenv.Apply(cmd.Flags()); err != nil {
 				return err
 			}
 			return runE(cmd.Context(), f)
@@ -84,23 +84,10 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&f.OfflineTies, "offline-ties", replay.TiesFirst, "--offline node choice: first (best rate, lowest index), random (the cluster path: policy.Scores priorities, random ties) or random-score (each node's own Score, random ties)")
 	fs.StringVar(&f.OfflineCPUPods, "offline-cpu-pods", replay.CPUFirstFit, "--offline-ties random*: CPU-only pods go first-fit (as the replay cluster), random (extender scores them alike), ranked (by the policy) or extender (what the extender does with REPLAY_ALL_PODS=yes: ranked for fgd, random otherwise)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
+	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
+	flagenv.Bind(fs, flagenv.LegacyPrefix("GPUSHARE_REPLAY_"))
 	cmd.AddCommand(newChartCommand(), newTableCommand())
 	return cmd
-}
-
-// applyEnv lets GPUSHARE_REPLAY_<FLAG> (upper case, dashes as underscores) set any flag
-// not given on the command line.
-func applyEnv(fs *pflag.FlagSet) error {
-	var err error
-	fs.VisitAll(func(fl *pflag.Flag) {
-		env := "GPUSHARE_REPLAY_" + strings.ToUpper(strings.ReplaceAll(fl.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok && !fl.Changed && err == nil {
-			if e := fs.Set(fl.Name, v); e != nil {
-				err = fmt.Errorf("%s: %w", env, e)
-			}
-		}
-	})
-	return err
 }
 
 func runE(ctx context.Context, f *flagpole) error {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/bench/scale"
+	"github.com/gpushare/gpushare/internal/flagenv"
 )
 
 type options struct {
@@ -74,10 +75,15 @@ func main() {
 	var o options
 	fs := pflag.NewFlagSet("gpushare-scalebench", pflag.ExitOnError)
 	o.addFlags(fs)
+	flagenv.Bind(fs) // before klog's flags, which keep their own rules
 	klogFlags := flag.NewFlagSet("klog", flag.ExitOnError)
 	klog.InitFlags(klogFlags)
 	fs.AddGoFlagSet(klogFlags)
 	_ = fs.Parse(os.Args[1:]) // ExitOnError
+	if err := flagenv.Apply(fs); err != nil {
+		fmt.Fprintln(os.Stderr, "gpushare-scalebench:", err)
+		os.Exit(2)
+	}
 	if fs.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: gpushare-scalebench [flags] setup|phase|delete|burst|memory|footprint|report")
 		os.Exit(2)
