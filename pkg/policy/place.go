@@ -2,10 +2,10 @@ package policy
 
 import "github.com/gpushare/gpushare/pkg/gpushare"
 
-// Fit reports whether req can be placed on node, with the same answer every policy's Place
-// gives (each falls back to the best-fit order when its own order fails). It is what filter
-// calls: nil, or a *FitError naming the per-card shortfall.
-func Fit(node Node, req gpushare.PodRequest) error {
+// fit reports whether req can be placed on node, with the same answer every policy's Place
+// gives (each falls back to the best-fit order when its own order fails): nil, or a
+// *FitError naming the per-card shortfall.
+func fit(node Node, req gpushare.PodRequest) error {
 	_, err := place(node, req, chooseBestFit)
 	return err
 }

@@ -31,8 +31,8 @@ func cards(tu ...int64) []Card {
 }
 
 func TestMaxScoreMatchesExtenderAPI(t *testing.T) {
-	if MaxScore != extenderv1.MaxExtenderPriority {
-		t.Fatalf("MaxScore %d != extenderv1.MaxExtenderPriority %d", MaxScore, extenderv1.MaxExtenderPriority)
+	if maxScore != extenderv1.MaxExtenderPriority {
+		t.Fatalf("maxScore %d != extenderv1.MaxExtenderPriority %d", maxScore, extenderv1.MaxExtenderPriority)
 	}
 }
 

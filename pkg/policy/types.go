@@ -90,10 +90,12 @@ type Policy interface {
 	Name() string
 	// Place chooses cards for every container of req on node, or returns a *FitError.
 	Place(node Node, req gpushare.PodRequest) (Placement, error)
-	// Score rates placing p on node from 0 to MaxScore; higher is better.
-	Score(node Node, p Placement) int64
+	// Rate rates placing p on node on a continuous scale, higher is better; only the order
+	// of the rates of one pod on several nodes means anything (Rank turns them into
+	// priorities).
+	Rate(node Node, p Placement) float64
 }
 
-// MaxScore equals extenderv1.MaxExtenderPriority (kept here so this package stays free of
+// maxScore equals extenderv1.MaxExtenderPriority (kept here so this package stays free of
 // scheduler imports; a test checks they agree).
-const MaxScore int64 = 10
+const maxScore int64 = 10
