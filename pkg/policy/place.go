@@ -15,7 +15,7 @@ func fit(node Node, req gpushare.PodRequest) error {
 // it: each container's cards by NVML index, and the pod's usage per card index.
 func place(node Node, req gpushare.PodRequest, choose chooser) (Placement, error) {
 	if len(node.Cards) == 0 {
-		return Placement{}, fitErrorf("node has no GPU cards")
+		return Placement{}, &FitError{msg: "node has no GPU cards"}
 	}
 	if req.IsZero() {
 		return Placement{Usage: gpushare.CardUnits{}}, nil

@@ -172,8 +172,8 @@ func TestPlace(t *testing.T) {
 				if !ok {
 					t.Fatalf("error = %v (%T), want *FitError", err, err)
 				}
-				if fe.Reason != tc.wantErr {
-					t.Fatalf("reason:\n got %q\nwant %q", fe.Reason, tc.wantErr)
+				if fe.Error() != tc.wantErr {
+					t.Fatalf("reason:\n got %q\nwant %q", fe.Error(), tc.wantErr)
 				}
 				return
 			}

@@ -1,10 +1,6 @@
 package policy
 
-import (
-	"fmt"
-
-	"github.com/gpushare/gpushare/pkg/gpushare"
-)
+import "github.com/gpushare/gpushare/pkg/gpushare"
 
 // Card is one card as placement sees it.
 type Card struct {
@@ -70,18 +66,6 @@ type Placement struct {
 	// Host is the pod's CPU and memory request. Place leaves it zero; callers that account
 	// host resources set it before rating, so a rate can see what the pod takes from the node.
 	Host Host
-}
-
-// FitError says why a pod cannot be placed on a node, in words a user can act on, e.g.
-// "need 10 on one card; largest free 8 (card0 8/16, card1 8/16)" (free/total per card).
-type FitError struct {
-	Reason string
-}
-
-func (e *FitError) Error() string { return e.Reason }
-
-func fitErrorf(format string, args ...any) *FitError {
-	return &FitError{Reason: fmt.Sprintf(format, args...)}
 }
 
 // Policy chooses cards and rates placements. Implementations are stateless values.
