@@ -35,28 +35,6 @@ type Node struct {
 	Host *Host
 }
 
-// TotalUnits sums the capacity of healthy cards.
-func (n Node) TotalUnits() int64 {
-	var t int64
-	for _, c := range n.Cards {
-		if c.Healthy {
-			t += c.Total
-		}
-	}
-	return t
-}
-
-// UsedUnits sums what is held on healthy cards.
-func (n Node) UsedUnits() int64 {
-	var t int64
-	for _, c := range n.Cards {
-		if c.Healthy {
-			t += c.Used
-		}
-	}
-	return t
-}
-
 // Placement is the card choice for one pod on one node.
 type Placement struct {
 	// Allocation is each container's cards, as written to the pod annotations.
