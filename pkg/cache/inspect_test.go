@@ -12,9 +12,9 @@ import (
 // ones, so a pod on a card that went unhealthy stays visible as used.
 func TestInspectUnhealthyCardRule(t *testing.T) {
 	tests := []struct {
-		name            string
-		devs            []gpushare.Device
-		held            gpushare.CardUnits
+		name                string
+		devs                []gpushare.Device
+		held                gpushare.CardUnits
 		wantUsed, wantTotal int64
 	}{
 		{
