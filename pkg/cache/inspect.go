@@ -8,53 +8,43 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// NodeInfo is a copy of one node's accounting. Units are gpu-mem units.
+// NodeInfo is a copy of one node's accounting, in gpu-mem units. Its JSON form is the
+// extender's /inspect answer, which keeps the old extender's shape ({"name", "totalGPU",
+// "usedGPU", "devs": [{"id", "totalGPU", "usedGPU", "pods": [{"name", "namespace",
+// "usedGPU"}]}]}) and adds fields old readers ignore.
+//
+// On an unhealthy card, Used still counts (its pods hold that memory until they go) but
+// Total does not (nothing new can be placed there): a node's Used sums every card, its Total
+// the healthy ones, so Used may exceed Total while a card is down. Placement sees the same
+// card as offering nothing (policy.Card.Free).
 type NodeInfo struct {
-	Name   string
-	Known  bool // false: no node object matches any more, but pods still hold units here
-	Source gpushare.InventorySource
-	Cards  []CardInfo
+	Name   string                   `json:"name"`
+	Total  int64                    `json:"totalGPU"` // sum of healthy cards' Total
+	Used   int64                    `json:"usedGPU"`  // sum of every card's Used
+	Cards  []CardInfo               `json:"devs"`
+	Known  bool                     `json:"-"` // false: no node object matches any more, but pods still hold units here
+	Source gpushare.InventorySource `json:"-"`
 }
 
 // CardInfo is one card. A card with Total 0 and !Healthy that still has pods is an index
 // the inventory no longer lists.
 type CardInfo struct {
-	Index   int
-	UUID    string
-	Model   string
-	Healthy bool
-	Total   int64
-	Used    int64
-	Pods    []PodInfo // by namespace/name
+	Index   int       `json:"id"`
+	Total   int64     `json:"totalGPU"`
+	Used    int64     `json:"usedGPU"` // held by placed and reserved pods
+	UUID    string    `json:"uuid,omitempty"`
+	Model   string    `json:"model,omitempty"`
+	Healthy bool      `json:"healthy"`
+	Pods    []PodInfo `json:"pods"` // by namespace/name; never nil
 }
 
 // PodInfo is what one pod holds on one card.
 type PodInfo struct {
-	Name      string
-	Namespace string
-	UID       types.UID
-	Units     int64
-	Reserved  bool // reserved at bind; not yet seen bound
-}
-
-// TotalUnits sums the sizes of healthy cards.
-func (n NodeInfo) TotalUnits() int64 {
-	var t int64
-	for _, c := range n.Cards {
-		if c.Healthy {
-			t += c.Total
-		}
-	}
-	return t
-}
-
-// UsedUnits sums what pods hold on all cards.
-func (n NodeInfo) UsedUnits() int64 {
-	var t int64
-	for _, c := range n.Cards {
-		t += c.Used
-	}
-	return t
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	UID       types.UID `json:"uid"`
+	Units     int64     `json:"usedGPU"`
+	Reserved  bool      `json:"reserved"` // reserved at bind; not yet seen bound
 }
 
 // Inspect returns every node, by name.
@@ -87,7 +77,7 @@ func (n *nodeState) info() NodeInfo {
 	defer n.mu.Unlock()
 	ni := NodeInfo{Name: n.name, Known: n.known, Source: n.source, Cards: make([]CardInfo, 0, len(n.cards))}
 	for _, c := range n.cards {
-		ci := CardInfo{Index: c.Index, Healthy: c.Healthy, Total: c.Total, Used: c.Used}
+		ci := CardInfo{Index: c.Index, Healthy: c.Healthy, Total: c.Total, Used: c.Used, Pods: []PodInfo{}}
 		if d, ok := n.device(c.Index); ok {
 			ci.UUID, ci.Model = d.UUID, d.Model
 		}
@@ -104,6 +94,10 @@ func (n *nodeState) info() NodeInfo {
 			return a.Name < b.Name
 		})
 		ni.Cards = append(ni.Cards, ci)
+		ni.Used += c.Used
+		if c.Healthy {
+			ni.Total += c.Total
+		}
 	}
 	return ni
 }

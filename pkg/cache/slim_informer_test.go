@@ -43,8 +43,8 @@ func TestInformerStoresSlimObjects(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if n, _ := c.InspectNode("n1"); n.UsedUnits() != 4 || n.TotalUnits() != 16 {
-		t.Errorf("n1 used %d of %d, want 4 of 16", n.UsedUnits(), n.TotalUnits())
+	if n, _ := c.InspectNode("n1"); n.Used != 4 || n.Total != 16 {
+		t.Errorf("n1 used %d of %d, want 4 of 16", n.Used, n.Total)
 	}
 
 	for _, obj := range pods.GetStore().List() {
@@ -85,7 +85,7 @@ func TestInformerStoresSlimObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		if n, _ := c.InspectNode("n1"); n.UsedUnits() == 0 {
+		if n, _ := c.InspectNode("n1"); n.Used == 0 {
 			break
 		}
 		if ctx.Err() != nil {

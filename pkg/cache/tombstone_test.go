@@ -41,8 +41,8 @@ func TestTombstones(t *testing.T) {
 	c.onHostNode(slimNode)
 	c.onPod(slimPod)
 	c.onHostPod(slimPod)
-	if n, _ := c.InspectNode("n1"); n.UsedUnits() != 4 {
-		t.Fatalf("used %d, want 4", n.UsedUnits())
+	if n, _ := c.InspectNode("n1"); n.Used != 4 {
+		t.Fatalf("used %d, want 4", n.Used)
 	}
 	if h, _ := c.hosts.free("n1"); h != (policy.Host{CPUMilli: 3000}) {
 		t.Fatalf("free host %+v, want 3 cores", h)
@@ -54,8 +54,8 @@ func TestTombstones(t *testing.T) {
 	}
 	c.onPodDelete(tomb)
 	c.onHostPodDelete(tomb)
-	if n, _ := c.InspectNode("n1"); n.UsedUnits() != 0 {
-		t.Errorf("used %d after pod tombstone, want 0", n.UsedUnits())
+	if n, _ := c.InspectNode("n1"); n.Used != 0 {
+		t.Errorf("used %d after pod tombstone, want 0", n.Used)
 	}
 	if h, _ := c.hosts.free("n1"); h != (policy.Host{CPUMilli: 4000}) {
 		t.Errorf("free host %+v after pod tombstone, want 4 cores", h)

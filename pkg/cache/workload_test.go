@@ -133,7 +133,7 @@ func TestForPodLearnsTheWorkload(t *testing.T) {
 	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 4, Cards: 1}}}
 	ct.Eventually(t, "workload learned", func() bool {
 		got, err1 := e.Cache.ForPod(fgd(t)).Place(node, req)
-		exp, err2 := policy.NewFGD(want).Place(node, req)
+		exp, err2 := fgd(t).(policy.WorkloadAware).WithWorkload(want).Place(node, req)
 		return err1 == nil && err2 == nil && cmp.Equal(exp.Usage, got.Usage) && got.Usage[1] == 4
 	})
 	if bp := binpack(t); e.Cache.ForPod(bp) != bp {

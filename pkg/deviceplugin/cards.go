@@ -17,9 +17,9 @@ type Card struct {
 	Units     int64 // gpu-mem units: floor(MemoryMiB / unit MiB)
 }
 
-// BuildCards converts NVML devices to cards in index order, each card its own size. Errors:
+// buildCards converts NVML devices to cards in index order, each card its own size. Errors:
 // no devices, a card too small for one unit, duplicate indexes or UUIDs.
-func BuildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]Card, error) {
+func buildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]Card, error) {
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("NVML reports no GPU on this node")
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// MaxMessageBytes is kubelet's default gRPC receive limit (4 MiB): a larger ListAndWatch
+// maxMessageBytes is kubelet's default gRPC receive limit (4 MiB): a larger ListAndWatch
 // response is dropped by kubelet and the node never advertises gpu-mem.
-const MaxMessageBytes = 4 << 20
+const maxMessageBytes = 4 << 20
 
 // deviceList is the ListAndWatch payload: one fake device per unit of every card, Healthy
 // or Unhealthy as the card.
@@ -40,11 +40,11 @@ func messageBytes(cards []Card) int {
 	return proto.Size(&pluginapi.ListAndWatchResponse{Devices: deviceList(cards, func(string) bool { return false })})
 }
 
-// CheckMessageSize fails when the ListAndWatch response for cards at unit would exceed
+// checkMessageSize fails when the ListAndWatch response for cards at unit would exceed
 // kubelet's gRPC limit, naming the smallest unit (in whole MiB) that fits.
-func CheckMessageSize(cards []Card, unit gpushare.Unit) error {
+func checkMessageSize(cards []Card, unit gpushare.Unit) error {
 	size := messageBytes(withUnit(cards, unit))
-	if size <= MaxMessageBytes {
+	if size <= maxMessageBytes {
 		return nil
 	}
 	var maxMiB int64
@@ -53,10 +53,10 @@ func CheckMessageSize(cards []Card, unit gpushare.Unit) error {
 	}
 	// The message shrinks as the unit grows, so search the smallest unit that fits.
 	m := sort.Search(int(maxMiB), func(i int) bool {
-		return messageBytes(withUnit(cards, gpushare.Unit{MiB: int64(i) + 1})) <= MaxMessageBytes
+		return messageBytes(withUnit(cards, gpushare.Unit{MiB: int64(i) + 1})) <= maxMessageBytes
 	}) + 1
 	return fmt.Errorf("--memory-unit=%s advertises %d fake devices (%d bytes), over kubelet's %d-byte gRPC limit; the smallest unit that fits is %s",
-		unit, totalUnits(withUnit(cards, unit)), size, MaxMessageBytes, gpushare.Unit{MiB: int64(m)})
+		unit, totalUnits(withUnit(cards, unit)), size, maxMessageBytes, gpushare.Unit{MiB: int64(m)})
 }
 
 func withUnit(cards []Card, unit gpushare.Unit) []Card {

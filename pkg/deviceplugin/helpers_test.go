@@ -214,7 +214,7 @@ func (s *stubKubelet) waitRegister(t *testing.T, within time.Duration) *pluginap
 // dialPlugin connects to the plugin's socket in dir.
 func dialPlugin(t *testing.T, dir string) pluginapi.DevicePluginClient {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, SocketName), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("unix://"+filepath.Join(dir, socketName), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,13 +99,13 @@ func TestCheckMessageSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cards, err := BuildCards(tc.devs, unit)
+			cards, err := buildCards(tc.devs, unit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = CheckMessageSize(cards, unit)
+			err = checkMessageSize(cards, unit)
 			if (err != nil) != tc.wantErr {
-				t.Fatalf("CheckMessageSize(%s) = %v, wantErr %v", tc.unit, err, tc.wantErr)
+				t.Fatalf("checkMessageSize(%s) = %v, wantErr %v", tc.unit, err, tc.wantErr)
 			}
 			if err == nil {
 				return
@@ -122,10 +122,10 @@ func TestCheckMessageSize(t *testing.T) {
 				t.Fatalf("error %q does not end with a unit: %v", s, perr)
 			}
 			mib := parsed.MiB
-			if messageBytes(withUnit(cards, gpushare.Unit{MiB: mib})) > MaxMessageBytes {
+			if messageBytes(withUnit(cards, gpushare.Unit{MiB: mib})) > maxMessageBytes {
 				t.Errorf("suggested %d MiB does not fit", mib)
 			}
-			if messageBytes(withUnit(cards, gpushare.Unit{MiB: mib - 1})) <= MaxMessageBytes {
+			if messageBytes(withUnit(cards, gpushare.Unit{MiB: mib - 1})) <= maxMessageBytes {
 				t.Errorf("suggested %d MiB is not the smallest: %d MiB fits too", mib, mib-1)
 			}
 			t.Logf("refusal: %v", err)
@@ -159,15 +159,15 @@ func TestNewRefusesOversizedUnit(t *testing.T) {
 }
 
 func TestBuildCards(t *testing.T) {
-	_, err := BuildCards([]gpunvml.Device{{Index: 0, UUID: "GPU-a", MemoryMiB: 500}}, gpushare.GiB)
+	_, err := buildCards([]gpunvml.Device{{Index: 0, UUID: "GPU-a", MemoryMiB: 500}}, gpushare.GiB)
 	if err == nil {
 		t.Error("a 500 MiB card in GiB units: want an error")
 	}
-	_, err = BuildCards([]gpunvml.Device{{Index: 0, UUID: "GPU-a", MemoryMiB: 2048}, {Index: 1, UUID: "GPU-a", MemoryMiB: 2048}}, gpushare.GiB)
+	_, err = buildCards([]gpunvml.Device{{Index: 0, UUID: "GPU-a", MemoryMiB: 2048}, {Index: 1, UUID: "GPU-a", MemoryMiB: 2048}}, gpushare.GiB)
 	if err == nil {
 		t.Error("duplicate UUIDs: want an error")
 	}
-	if _, err := BuildCards(nil, gpushare.GiB); err == nil {
+	if _, err := buildCards(nil, gpushare.GiB); err == nil {
 		t.Error("no cards: want an error")
 	}
 }

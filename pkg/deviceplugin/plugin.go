@@ -16,8 +16,8 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-// SocketName is the plugin's socket in the device-plugin folder (the old plugin's name).
-const SocketName = "aliyungpushare.sock"
+// socketName is the plugin's socket in the device-plugin folder (the old plugin's name).
+const socketName = "aliyungpushare.sock"
 
 // Config is what New needs. Zero durations take the defaults.
 type Config struct {
@@ -102,11 +102,11 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing GPUs: %w", err)
 	}
-	cards, err := BuildCards(devs, cfg.Unit)
+	cards, err := buildCards(devs, cfg.Unit)
 	if err != nil {
 		return nil, err
 	}
-	if err := CheckMessageSize(cards, cfg.Unit); err != nil {
+	if err := checkMessageSize(cards, cfg.Unit); err != nil {
 		return nil, err
 	}
 	return &Plugin{
@@ -122,5 +122,5 @@ func New(cfg Config) (*Plugin, error) {
 // Cards returns the cards the plugin advertises, in index order.
 func (p *Plugin) Cards() []Card { return append([]Card(nil), p.cards.list...) }
 
-func (p *Plugin) socketPath() string  { return filepath.Join(p.cfg.PluginDir, SocketName) }
+func (p *Plugin) socketPath() string  { return filepath.Join(p.cfg.PluginDir, socketName) }
 func (p *Plugin) kubeletPath() string { return filepath.Join(p.cfg.PluginDir, "kubelet.sock") }

@@ -29,7 +29,7 @@ func runPlugin(t *testing.T, e *testEnv) *stubKubelet {
 	})
 	r := k.waitRegister(t, 5*time.Second)
 	want := &pluginapi.RegisterRequest{
-		Version: pluginapi.Version, Endpoint: SocketName, ResourceName: string(gpushare.DefaultMemResource),
+		Version: pluginapi.Version, Endpoint: socketName, ResourceName: string(gpushare.DefaultMemResource),
 		Options: &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true},
 	}
 	if r.Version != want.Version || r.Endpoint != want.Endpoint || r.ResourceName != want.ResourceName || !r.Options.GetGetPreferredAllocationAvailable() {
@@ -185,7 +185,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestServesAgainWhenItsSocketIsDeleted(t *testing.T) {
 	e := newTestEnv(t, "t4")
 	k := runPlugin(t, e)
-	if err := os.Remove(filepath.Join(e.dir, SocketName)); err != nil {
+	if err := os.Remove(filepath.Join(e.dir, socketName)); err != nil {
 		t.Fatal(err)
 	}
 	// Kubelet lost its connection to the old socket: the plugin serves anew and registers.

@@ -104,16 +104,16 @@ func isSidecar(pod *corev1.Pod, i int) bool {
 	return p != nil && *p == corev1.ContainerRestartPolicyAlways
 }
 
-// MarshalAllocation encodes an Allocation in the compatible JSON form.
-func MarshalAllocation(a Allocation) string {
+// marshalAllocation encodes an Allocation in the compatible JSON form.
+func marshalAllocation(a Allocation) string {
 	// encoding/json writes integer map keys as strings and sorts them: stable output.
 	b, _ := json.Marshal(a) // a map of ints to maps of ints cannot fail to encode
 	return string(b)
 }
 
-// ParseAllocation decodes {"<containerIndex>":{"<cardIndex>":units}}; negative indexes or
+// parseAllocation decodes {"<containerIndex>":{"<cardIndex>":units}}; negative indexes or
 // units are errors.
-func ParseAllocation(s string) (Allocation, error) {
+func parseAllocation(s string) (Allocation, error) {
 	var a Allocation
 	if err := json.Unmarshal([]byte(s), &a); err != nil {
 		return nil, fmt.Errorf("decoding allocation %q: %w", s, err)
@@ -138,13 +138,13 @@ func ParseAllocation(s string) (Allocation, error) {
 func (r Resources) ReadAllocation(pod *corev1.Pod) (a PodAllocation, ok bool, err error) {
 	ann := pod.Annotations
 	if s, has := ann[AnnotationAllocation]; has {
-		if a.App, err = ParseAllocation(s); err != nil {
+		if a.App, err = parseAllocation(s); err != nil {
 			return PodAllocation{}, false, err
 		}
 		ok = true
 	}
 	if s, has := ann[AnnotationInitAllocation]; has {
-		if a.Init, err = ParseAllocation(s); err != nil {
+		if a.Init, err = parseAllocation(s); err != nil {
 			return PodAllocation{}, false, err
 		}
 		ok = true
@@ -179,13 +179,13 @@ func (r Resources) ReadAllocation(pod *corev1.Pod) (a PodAllocation, ok bool, er
 // IDX and DEV (cardUnits gives each card's size) that older readers use.
 func BindAnnotations(a PodAllocation, podUnits int64, cardUnits CardUnits, now time.Time) map[string]string {
 	out := map[string]string{
-		AnnotationAllocation: MarshalAllocation(nonNil(a.App)),
+		AnnotationAllocation: marshalAllocation(nonNil(a.App)),
 		AnnotationPodUnits:   strconv.FormatInt(podUnits, 10),
 		AnnotationAssigned:   "false",
 		AnnotationAssumeTime: strconv.FormatInt(now.UnixNano(), 10),
 	}
 	if len(a.Init) > 0 {
-		out[AnnotationInitAllocation] = MarshalAllocation(a.Init)
+		out[AnnotationInitAllocation] = marshalAllocation(a.Init)
 	}
 	if cards := a.Cards(); len(cards) == 1 {
 		out[AnnotationIndex] = strconv.Itoa(cards[0])

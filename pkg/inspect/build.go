@@ -10,9 +10,9 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// IsSharingNode reports whether the node shares GPUs: it carries the cgpu=true label,
+// isSharingNode reports whether the node shares GPUs: it carries the cgpu=true label,
 // share-plugin's inventory annotation, or a positive allocatable res.Mem.
-func IsSharingNode(node *corev1.Node, res gpushare.Resources) bool {
+func isSharingNode(node *corev1.Node, res gpushare.Resources) bool {
 	if node.Labels[gpushare.NodeLabelKey] == gpushare.NodeLabelValue {
 		return true
 	}
@@ -23,7 +23,7 @@ func IsSharingNode(node *corev1.Node, res gpushare.Resources) bool {
 	return ok && q.Value() > 0
 }
 
-// Build computes the occupancy of the GPU-sharing nodes among nodes (others are skipped)
+// buildModel computes the occupancy of the GPU-sharing nodes among nodes (others are skipped)
 // from the pods bound to them. Terminated pods (Succeeded, Failed) and pods of other nodes
 // are ignored, and duplicates counted once, so callers may pass a wider list than needed. Per-card inventory comes from
 // res.NodeInventory (annotation first, else allocatable gpu-mem/gpu-count); allocations from
@@ -31,7 +31,7 @@ func IsSharingNode(node *corev1.Node, res gpushare.Resources) bool {
 // A bound pod that requests res.Mem but has no card annotation counts as pending on its
 // node. Problems with annotations become Node.Warnings, never errors. Nodes are sorted by
 // name, pods by namespace and name.
-func Build(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) Model {
+func buildModel(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) model {
 	byNode := map[string][]*corev1.Pod{}
 	seen := map[types.NamespacedName]bool{}
 	for i := range pods {
@@ -47,10 +47,10 @@ func Build(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) Model
 		seen[key] = true
 		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 	}
-	var m Model
+	var m model
 	for i := range nodes {
 		n := &nodes[i]
-		if !IsSharingNode(n, res) {
+		if !isSharingNode(n, res) {
 			continue
 		}
 		m.Nodes = append(m.Nodes, buildNode(n, byNode[n.Name], res))
@@ -60,15 +60,15 @@ func Build(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) Model
 	return m
 }
 
-func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) Node {
+func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) nodeUsage {
 	inv, src, err := res.NodeInventory(node)
-	n := Node{
+	n := nodeUsage{
 		Name:            node.Name,
 		IPAddress:       nodeAddress(node),
 		Unit:            inv.Unit,
 		InventorySource: src,
-		Cards:           []Card{},
-		Pods:            []Pod{},
+		Cards:           []cardUsage{},
+		Pods:            []podUsage{},
 	}
 	switch {
 	case err != nil:
@@ -77,7 +77,7 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) No
 		n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: shares GPUs but publishes no cards (is share-plugin running on it?)", node.Name))
 	}
 	for _, d := range inv.Devices {
-		n.Cards = append(n.Cards, Card{Index: d.Index, UUID: d.UUID, Model: d.Model, Total: d.Units, Healthy: d.Healthy})
+		n.Cards = append(n.Cards, cardUsage{Index: d.Index, UUID: d.UUID, Model: d.Model, Total: d.Units, Healthy: d.Healthy})
 	}
 	for _, p := range pods {
 		pod, warn, ok := buildPod(p, res)
@@ -111,21 +111,21 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) No
 
 // addToCard charges a pod's units to its card, adding a Missing card when the inventory
 // does not list the index (so the units are still shown, not silently dropped).
-func (n *Node) addToCard(pc PodCard) {
+func (n *nodeUsage) addToCard(pc podCard) {
 	for i := range n.Cards {
 		if n.Cards[i].Index == pc.Index {
 			n.Cards[i].Allocated += pc.Allocated
 			return
 		}
 	}
-	n.Cards = append(n.Cards, Card{Index: pc.Index, Allocated: pc.Allocated, Missing: true})
+	n.Cards = append(n.Cards, cardUsage{Index: pc.Index, Allocated: pc.Allocated, Missing: true})
 	n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: pods use card %d, which the node's inventory does not list", n.Name, pc.Index))
 }
 
 // buildPod reads one pod's placement. ok is false for pods that neither request res.Mem nor
 // carry a card annotation. warn describes an unreadable request or annotation.
-func buildPod(p *corev1.Pod, res gpushare.Resources) (pod Pod, warn string, ok bool) {
-	pod = Pod{Name: p.Name, Namespace: p.Namespace, Cards: []PodCard{}}
+func buildPod(p *corev1.Pod, res gpushare.Resources) (pod podUsage, warn string, ok bool) {
+	pod = podUsage{Name: p.Name, Namespace: p.Namespace, Cards: []podCard{}}
 	req, reqErr := res.PodRequest(p)
 	alloc, placed, allocErr := res.ReadAllocation(p)
 	switch {
@@ -134,18 +134,18 @@ func buildPod(p *corev1.Pod, res gpushare.Resources) (pod Pod, warn string, ok b
 		warn = fmt.Sprintf("pod %s/%s: %v (counted as pending)", p.Namespace, p.Name, allocErr)
 		pod.PendingAllocated = req.TotalUnits()
 	case allocErr != nil:
-		return Pod{}, fmt.Sprintf("pod %s/%s: %v (ignored)", p.Namespace, p.Name, allocErr), false
+		return podUsage{}, fmt.Sprintf("pod %s/%s: %v (ignored)", p.Namespace, p.Name, allocErr), false
 	case placed:
 		usage := alloc.CardUsage(p)
 		for _, idx := range alloc.Cards() {
 			if u := usage[idx]; u > 0 {
-				pod.Cards = append(pod.Cards, PodCard{Index: idx, Allocated: u})
+				pod.Cards = append(pod.Cards, podCard{Index: idx, Allocated: u})
 			}
 		}
 	case reqErr != nil:
-		return Pod{}, fmt.Sprintf("pod %s/%s: %v (ignored)", p.Namespace, p.Name, reqErr), false
+		return podUsage{}, fmt.Sprintf("pod %s/%s: %v (ignored)", p.Namespace, p.Name, reqErr), false
 	case req.IsZero():
-		return Pod{}, "", false
+		return podUsage{}, "", false
 	default:
 		pod.PendingAllocated = req.TotalUnits()
 	}
@@ -154,7 +154,7 @@ func buildPod(p *corev1.Pod, res gpushare.Resources) (pod Pod, warn string, ok b
 	}
 	pod.Allocated += pod.PendingAllocated
 	if pod.Allocated == 0 && !placed {
-		return Pod{}, warn, false
+		return podUsage{}, warn, false
 	}
 	return pod, warn, true
 }
@@ -175,8 +175,8 @@ func nodeAddress(node *corev1.Node) string {
 
 // totals sums the nodes in the largest unit dividing every node's unit, so mixed GiB and
 // MiB nodes add up in MiB rather than adding GiB to MiB.
-func totals(nodes []Node) Totals {
-	t := Totals{Unit: commonUnit(nodes)}
+func totals(nodes []nodeUsage) sums {
+	t := sums{Unit: commonUnit(nodes)}
 	var allocMiB, totalMiB int64
 	for _, n := range nodes {
 		allocMiB += n.Allocated * unitMiB(n.Unit)
@@ -190,7 +190,7 @@ func totals(nodes []Node) Totals {
 
 // commonUnit is the nodes' unit when they agree (GiB without nodes), else the largest unit
 // that divides all of them.
-func commonUnit(nodes []Node) gpushare.Unit {
+func commonUnit(nodes []nodeUsage) gpushare.Unit {
 	if len(nodes) == 0 {
 		return gpushare.GiB
 	}
@@ -202,7 +202,7 @@ func commonUnit(nodes []Node) gpushare.Unit {
 }
 
 // mixedUnits reports nodes that do not all use the same unit.
-func mixedUnits(nodes []Node) bool {
+func mixedUnits(nodes []nodeUsage) bool {
 	for _, n := range nodes[min(1, len(nodes)):] {
 		if unitMiB(n.Unit) != unitMiB(nodes[0].Unit) {
 			return true

@@ -34,27 +34,27 @@ func TestTotals(t *testing.T) {
 	mib := gpushare.Unit{MiB: 1}
 	tests := []struct {
 		name  string
-		nodes []Node
-		want  Totals
+		nodes []nodeUsage
+		want  sums
 	}{
-		{name: "no nodes", want: Totals{Unit: gpushare.GiB}},
+		{name: "no nodes", want: sums{Unit: gpushare.GiB}},
 		{
 			// 4+8 / 14+16 = 12/30 → 40%
 			name:  "same unit",
-			nodes: []Node{{Unit: gpushare.GiB, Allocated: 4, Total: 14}, {Unit: gpushare.GiB, Allocated: 8, Total: 16}},
-			want:  Totals{Unit: gpushare.GiB, Allocated: 12, Total: 30, Percent: 40},
+			nodes: []nodeUsage{{Unit: gpushare.GiB, Allocated: 4, Total: 14}, {Unit: gpushare.GiB, Allocated: 8, Total: 16}},
+			want:  sums{Unit: gpushare.GiB, Allocated: 12, Total: 30, Percent: 40},
 		},
 		{
 			// GiB + MiB sum in MiB: 4*1024+4096 = 8192 / 14*1024+15079 = 29415 → 27%
 			name:  "GiB and MiB",
-			nodes: []Node{{Unit: gpushare.GiB, Allocated: 4, Total: 14}, {Unit: mib, Allocated: 4096, Total: 15079}},
-			want:  Totals{Unit: mib, Allocated: 8192, Total: 29415, Percent: 27},
+			nodes: []nodeUsage{{Unit: gpushare.GiB, Allocated: 4, Total: 14}, {Unit: mib, Allocated: 4096, Total: 15079}},
+			want:  sums{Unit: mib, Allocated: 8192, Total: 29415, Percent: 27},
 		},
 		{
 			// GiB and 256MiB sum in 256MiB: 2*4+3 = 11 / 14*4+60 = 116 → 9%
 			name:  "GiB and 256MiB",
-			nodes: []Node{{Unit: gpushare.GiB, Allocated: 2, Total: 14}, {Unit: gpushare.Unit{MiB: 256}, Allocated: 3, Total: 60}},
-			want:  Totals{Unit: gpushare.Unit{MiB: 256}, Allocated: 11, Total: 116, Percent: 9},
+			nodes: []nodeUsage{{Unit: gpushare.GiB, Allocated: 2, Total: 14}, {Unit: gpushare.Unit{MiB: 256}, Allocated: 3, Total: 60}},
+			want:  sums{Unit: gpushare.Unit{MiB: 256}, Allocated: 11, Total: 116, Percent: 9},
 		},
 	}
 	for _, tc := range tests {
@@ -72,33 +72,33 @@ func TestBuildPod(t *testing.T) {
 	tests := []struct {
 		name   string
 		pod    *corev1.Pod
-		want   Pod
+		want   podUsage
 		wantOK bool
 		warn   bool
 	}{
 		{
 			name:   "per-container JSON",
 			pod:    makePod("ns", "p").GPU(4, 0).Alloc(`{"0":{"1":4}}`).Obj(),
-			want:   Pod{Name: "p", Namespace: "ns", Cards: []PodCard{{Index: 1, Allocated: 4}}, Allocated: 4},
+			want:   podUsage{Name: "p", Namespace: "ns", Cards: []podCard{{Index: 1, Allocated: 4}}, Allocated: 4},
 			wantOK: true,
 		},
 		{
 			name:   "old single-card index",
 			pod:    makePod("ns", "p").GPU(3, 0).GPU(2, 0).Index("1").Obj(),
-			want:   Pod{Name: "p", Namespace: "ns", Cards: []PodCard{{Index: 1, Allocated: 5}}, Allocated: 5},
+			want:   podUsage{Name: "p", Namespace: "ns", Cards: []podCard{{Index: 1, Allocated: 5}}, Allocated: 5},
 			wantOK: true,
 		},
 		{
 			// JSON wins over IDX when both are present (the extender writes both).
 			name:   "JSON before IDX",
 			pod:    makePod("ns", "p").GPU(8, 2).Alloc(`{"0":{"0":4,"2":4}}`).Index("0").Obj(),
-			want:   Pod{Name: "p", Namespace: "ns", Cards: []PodCard{{Index: 0, Allocated: 4}, {Index: 2, Allocated: 4}}, Allocated: 8},
+			want:   podUsage{Name: "p", Namespace: "ns", Cards: []podCard{{Index: 0, Allocated: 4}, {Index: 2, Allocated: 4}}, Allocated: 8},
 			wantOK: true,
 		},
 		{
 			name:   "bound without annotation: pending",
 			pod:    makePod("ns", "p").GPU(6, 0).Obj(),
-			want:   Pod{Name: "p", Namespace: "ns", Cards: []PodCard{}, PendingAllocated: 6, Allocated: 6},
+			want:   podUsage{Name: "p", Namespace: "ns", Cards: []podCard{}, PendingAllocated: 6, Allocated: 6},
 			wantOK: true,
 		},
 		{
@@ -108,7 +108,7 @@ func TestBuildPod(t *testing.T) {
 		{
 			name:   "bad IDX with a request: pending, warned",
 			pod:    makePod("ns", "p").GPU(2, 0).Index("x").Obj(),
-			want:   Pod{Name: "p", Namespace: "ns", Cards: []PodCard{}, PendingAllocated: 2, Allocated: 2},
+			want:   podUsage{Name: "p", Namespace: "ns", Cards: []podCard{}, PendingAllocated: 2, Allocated: 2},
 			wantOK: true,
 			warn:   true,
 		},
@@ -134,7 +134,7 @@ func TestBuildPod(t *testing.T) {
 	}
 }
 
-// TestBuildSkipsAndDeduplicates: Build ignores non-sharing nodes, finished and unbound pods,
+// TestBuildSkipsAndDeduplicates: buildModel ignores non-sharing nodes, finished and unbound pods,
 // pods of other nodes, and counts a pod listed twice once.
 func TestBuildSkipsAndDeduplicates(t *testing.T) {
 	nodes := []corev1.Node{
@@ -148,15 +148,15 @@ func TestBuildSkipsAndDeduplicates(t *testing.T) {
 		*makePod("ns", "unbound").GPU(4, 0).Phase(corev1.PodPending).Obj(),
 		*makePod("ns", "elsewhere").Node("cpu").GPU(4, 0).Index("0").Obj(),
 	}
-	m := Build(nodes, pods, gpushare.DefaultResources())
-	want := Model{
-		Nodes: []Node{{
+	m := buildModel(nodes, pods, gpushare.DefaultResources())
+	want := model{
+		Nodes: []nodeUsage{{
 			Name: "gpu", IPAddress: "10.0.0.1", Unit: gpushare.GiB, InventorySource: gpushare.FromAnnotation,
-			Cards:     []Card{{Index: 0, UUID: "GPU-a", Model: "Tesla V100", Total: 16, Allocated: 4, Healthy: true}},
+			Cards:     []cardUsage{{Index: 0, UUID: "GPU-a", Model: "Tesla V100", Total: 16, Allocated: 4, Healthy: true}},
 			Allocated: 4, Total: 16, Percent: 25,
-			Pods: []Pod{{Name: "a", Namespace: "ns", Cards: []PodCard{{Index: 0, Allocated: 4}}, Allocated: 4}},
+			Pods: []podUsage{{Name: "a", Namespace: "ns", Cards: []podCard{{Index: 0, Allocated: 4}}, Allocated: 4}},
 		}},
-		Totals: Totals{Unit: gpushare.GiB, Allocated: 4, Total: 16, Percent: 25},
+		Totals: sums{Unit: gpushare.GiB, Allocated: 4, Total: 16, Percent: 25},
 	}
 	if diff := cmp.Diff(want, m); diff != "" {
 		t.Errorf("model (-want,+got):\n%s", diff)

@@ -134,7 +134,7 @@ func runE(ctx context.Context, flags *flagpole, node string, connect connectFunc
 		if err != nil {
 			return explain(err)
 		}
-		return render(streams.Out, flags, m, RenderPending)
+		return render(streams.Out, flags, m, renderPending)
 	}
 	m, err := fetchModel(ctx, c.Client, node, flags.resources())
 	if err != nil {
@@ -145,9 +145,9 @@ func runE(ctx context.Context, flags *flagpole, node string, connect connectFunc
 			fmt.Fprintf(streams.ErrOut, "warning: %s\n", w)
 		}
 	}
-	text := RenderSummary
+	text := renderSummary
 	if flags.Details {
-		text = RenderDetails
+		text = renderDetails
 	}
 	return render(streams.Out, flags, m, text)
 }
@@ -156,9 +156,9 @@ func runE(ctx context.Context, flags *flagpole, node string, connect connectFunc
 func render[M any](w io.Writer, flags *flagpole, m M, text func(io.Writer, M) error) error {
 	switch flags.Output {
 	case "json":
-		return JSON(w, m)
+		return writeJSON(w, m)
 	case "yaml":
-		return YAML(w, m)
+		return writeYAML(w, m)
 	}
 	return text(w, m)
 }

@@ -177,10 +177,10 @@ func TestCommandGolden(t *testing.T) {
 			return append(referenceScenario(t), makeNode("gpu-new", "10.0.0.10").Sharing().Obj())
 		}},
 		{name: "error_unknown_node", objs: referenceScenario, args: []string{"gpu-zz"}, wantFail: true},
-		{name: "error_not_sharing_node", objs: referenceScenario, args: []string{"cpu-1"}, wantFail: true, wantIs: ErrNotSharingNode},
+		{name: "error_not_sharing_node", objs: referenceScenario, args: []string{"cpu-1"}, wantFail: true, wantIs: errNotSharingNode},
 		{name: "error_no_sharing_nodes", objs: func(*testing.T) []runtime.Object {
 			return []runtime.Object{makeNode("cpu-1", "192.168.0.80").Obj(), makePod("default", "web").Node("cpu-1").Obj()}
-		}, wantFail: true, wantIs: ErrNoSharingNodes},
+		}, wantFail: true, wantIs: errNoSharingNodes},
 		{name: "error_bad_output", objs: referenceScenario, args: []string{"-o", "wide"}, wantFail: true},
 		{name: "error_pending_with_node", objs: referenceScenario, args: []string{"--pending", "gpu-a"}, wantFail: true},
 	}

@@ -12,11 +12,11 @@ import (
 
 // Errors with a fixed meaning, for callers and tests (errors.Is).
 var (
-	// ErrNoSharingNodes: the cluster has no node labelled cgpu=true, with the inventory
+	// errNoSharingNodes: the cluster has no node labelled cgpu=true, with the inventory
 	// annotation or with allocatable gpu-mem.
-	ErrNoSharingNodes = errors.New("no GPU-sharing nodes found")
-	// ErrNotSharingNode: the NODE argument names a node that does not share GPUs.
-	ErrNotSharingNode = errors.New("does not share GPUs")
+	errNoSharingNodes = errors.New("no GPU-sharing nodes found")
+	// errNotSharingNode: the NODE argument names a node that does not share GPUs.
+	errNotSharingNode = errors.New("does not share GPUs")
 )
 
 // explain turns an error from talking to the cluster into the one line the user sees,

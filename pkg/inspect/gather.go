@@ -20,43 +20,43 @@ import (
 const perNodeListMax = 10
 
 // fetchModel reads the sharing nodes (or the one named) and the non-terminated pods bound
-// to them, and builds the Model.
-func fetchModel(ctx context.Context, cs kubernetes.Interface, node string, res gpushare.Resources) (Model, error) {
+// to them, and builds the model.
+func fetchModel(ctx context.Context, cs kubernetes.Interface, node string, res gpushare.Resources) (model, error) {
 	var nodes []corev1.Node
 	if node != "" {
 		n, err := getNode(ctx, cs, node)
 		if apierrors.IsNotFound(err) {
-			return Model{}, fmt.Errorf("node %q not found", node)
+			return model{}, fmt.Errorf("node %q not found", node)
 		}
 		if err != nil {
-			return Model{}, err
+			return model{}, err
 		}
-		if !IsSharingNode(n, res) {
-			return Model{}, fmt.Errorf("node %q %w (no %s=%s label, no %s annotation, no allocatable %s)",
-				node, ErrNotSharingNode, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
+		if !isSharingNode(n, res) {
+			return model{}, fmt.Errorf("node %q %w (no %s=%s label, no %s annotation, no allocatable %s)",
+				node, errNotSharingNode, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
 		}
 		nodes = []corev1.Node{*n}
 	} else {
 		all, err := listNodes(ctx, cs)
 		if err != nil {
-			return Model{}, err
+			return model{}, err
 		}
 		for i := range all {
-			if IsSharingNode(&all[i], res) {
+			if isSharingNode(&all[i], res) {
 				nodes = append(nodes, all[i])
 			}
 		}
 		if len(nodes) == 0 {
-			return Model{}, fmt.Errorf("%w (no node has the %s=%s label, the %s annotation or allocatable %s)",
-				ErrNoSharingNodes, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
+			return model{}, fmt.Errorf("%w (no node has the %s=%s label, the %s annotation or allocatable %s)",
+				errNoSharingNodes, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
 		}
 	}
 	pods, err := podsOf(ctx, cs, nodes)
 	if err != nil {
-		return Model{}, err
+		return model{}, err
 	}
 	klog.V(2).InfoS("Read cluster", "nodes", len(nodes), "pods", len(pods))
-	return Build(nodes, pods, res), nil
+	return buildModel(nodes, pods, res), nil
 }
 
 // podsOf lists the non-terminated pods that can sit on nodes: node by node for a few nodes,
@@ -79,12 +79,12 @@ func podsOf(ctx context.Context, cs kubernetes.Interface, nodes []corev1.Node) (
 // fetchPending reads the unscheduled pods (of -n's namespace, else all) and, when some of
 // them wait for gpu-mem, the FailedScheduling events of their namespace (one namespace) or
 // of all namespaces (several).
-func fetchPending(ctx context.Context, c cluster, res gpushare.Resources) (PendingModel, error) {
+func fetchPending(ctx context.Context, c cluster, res gpushare.Resources) (pendingModel, error) {
 	pods, err := listUnscheduledPods(ctx, c.Client, c.Namespace)
 	if err != nil {
-		return PendingModel{}, err
+		return pendingModel{}, err
 	}
-	m := BuildPending(pods, nil, res)
+	m := buildPending(pods, nil, res)
 	if len(m.Pending) == 0 {
 		return m, nil
 	}
@@ -97,7 +97,7 @@ func fetchPending(ctx context.Context, c cluster, res gpushare.Resources) (Pendi
 	}
 	events, err := listFailedSchedulingEvents(ctx, c.Client, ns)
 	if err != nil {
-		return PendingModel{}, err
+		return pendingModel{}, err
 	}
-	return BuildPending(pods, events, res), nil
+	return buildPending(pods, events, res), nil
 }

@@ -2,44 +2,44 @@ package inspect
 
 import "github.com/gpushare/gpushare/pkg/gpushare"
 
-// Model is the occupancy of the GPU-sharing nodes: what every output form prints. Its JSON
+// model is the occupancy of the GPU-sharing nodes: what every output form prints. Its JSON
 // field names are a stable interface (documented in docs/inspect.md); add fields, never
 // rename them.
-type Model struct {
-	Nodes  []Node `json:"nodes"`
-	Totals Totals `json:"totals"`
+type model struct {
+	Nodes  []nodeUsage `json:"nodes"`
+	Totals sums        `json:"totals"`
 }
 
-// Totals sums every node. When the nodes use different units the sums are converted to the
+// sums sums every node. When the nodes use different units the sums are converted to the
 // largest unit that divides all of them (GiB and MiB nodes sum in MiB).
-type Totals struct {
+type sums struct {
 	Unit      gpushare.Unit `json:"unit"`
 	Allocated int64         `json:"allocated"` // units of Unit
 	Total     int64         `json:"total"`     // units of Unit
 	Percent   int64         `json:"percent"`   // floor(100*Allocated/Total); 0 when Total is 0
 }
 
-// Node is one GPU-sharing node. All amounts are in the node's Unit.
-type Node struct {
+// nodeUsage is one GPU-sharing node. All amounts are in the node's Unit.
+type nodeUsage struct {
 	Name      string        `json:"name"`
 	IPAddress string        `json:"ipAddress"` // InternalIP, else the first address, else "unknown"
 	Unit      gpushare.Unit `json:"unit"`
 	// InventorySource is "annotation" (share-plugin's per-card inventory) or "allocatable"
 	// (gpu-mem / gpu-count identical cards: old device plugin or a hand-made node).
 	InventorySource  gpushare.InventorySource `json:"inventorySource"`
-	Cards            []Card                   `json:"cards"`
+	Cards            []cardUsage              `json:"cards"`
 	PendingAllocated int64                    `json:"pendingAllocated"` // bound pods without a card annotation
 	Allocated        int64                    `json:"allocated"`        // sum of cards' Allocated + PendingAllocated
 	Total            int64                    `json:"total"`            // sum of cards' Total, healthy or not
 	Percent          int64                    `json:"percent"`          // floor(100*Allocated/Total)
-	Pods             []Pod                    `json:"pods"`
+	Pods             []podUsage               `json:"pods"`
 	// Warnings are problems found while reading the node and its pods (malformed
 	// annotations); the numbers above are still the best reading.
 	Warnings []string `json:"warnings,omitempty"`
 }
 
-// Card is one GPU of a node.
-type Card struct {
+// cardUsage is one GPU of a node.
+type cardUsage struct {
 	Index     int    `json:"index"`           // NVML index, as in ALIYUN_COM_GPU_MEM_IDX
 	UUID      string `json:"uuid,omitempty"`  // empty for allocatable-derived cards
 	Model     string `json:"model,omitempty"` // e.g. "Tesla T4"
@@ -51,26 +51,26 @@ type Card struct {
 	Missing bool `json:"missing,omitempty"`
 }
 
-// Pod is a pod bound to a node that holds or waits for gpu-mem on it.
-type Pod struct {
+// podUsage is a pod bound to a node that holds or waits for gpu-mem on it.
+type podUsage struct {
 	Name      string    `json:"name"`
 	Namespace string    `json:"namespace"`
-	Cards     []PodCard `json:"cards"` // per card, app/init/sidecar containers combined
+	Cards     []podCard `json:"cards"` // per card, app/init/sidecar containers combined
 	// PendingAllocated is the pod's gpu-mem when it is bound but carries no card annotation
 	// yet (counted under PENDING(Allocated)); 0 otherwise.
 	PendingAllocated int64 `json:"pendingAllocated"`
 	Allocated        int64 `json:"allocated"` // sum of Cards + PendingAllocated
 }
 
-// PodCard is what one pod holds on one card.
-type PodCard struct {
+// podCard is what one pod holds on one card.
+type podCard struct {
 	Index     int   `json:"index"`
 	Allocated int64 `json:"allocated"`
 }
 
 // maxCardColumns is one more than the highest card index on the node (0 without cards):
 // the number of GPUn columns its rows need.
-func (n Node) maxCardColumns() int {
+func (n nodeUsage) maxCardColumns() int {
 	m := 0
 	for _, c := range n.Cards {
 		if c.Index+1 > m {
@@ -81,17 +81,17 @@ func (n Node) maxCardColumns() int {
 }
 
 // card returns the card with the given index.
-func (n Node) card(index int) (Card, bool) {
+func (n nodeUsage) card(index int) (cardUsage, bool) {
 	for _, c := range n.Cards {
 		if c.Index == index {
 			return c, true
 		}
 	}
-	return Card{}, false
+	return cardUsage{}, false
 }
 
 // units returns the pod's units on card index (0 when it holds none there).
-func (p Pod) units(index int) int64 {
+func (p podUsage) units(index int) int64 {
 	for _, c := range p.Cards {
 		if c.Index == index {
 			return c.Allocated

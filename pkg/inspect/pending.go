@@ -17,13 +17,13 @@ import (
 // (the extender's filter reasons are part of its message).
 const reasonFailedScheduling = "FailedScheduling"
 
-// PendingModel lists the pods waiting for gpu-mem: what `--pending` prints.
-type PendingModel struct {
-	Pending []PendingPod `json:"pending"`
+// pendingModel lists the pods waiting for gpu-mem: what `--pending` prints.
+type pendingModel struct {
+	Pending []pendingPod `json:"pending"`
 }
 
-// PendingPod is an unbound pod that requests gpu-mem.
-type PendingPod struct {
+// pendingPod is an unbound pod that requests gpu-mem.
+type pendingPod struct {
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
 	Requested int64  `json:"requested"` // gpu-mem units the pod needs on its node (effective request)
@@ -35,11 +35,11 @@ type PendingPod struct {
 	LastSeen *time.Time `json:"lastSeen,omitempty"`
 }
 
-// BuildPending picks from pods the unbound Pending pods that request res.Mem and attaches
+// buildPending picks from pods the unbound Pending pods that request res.Mem and attaches
 // the latest FailedScheduling event of each (events of other pods or reasons are
 // ignored). Pods are sorted by namespace and name. Pods whose gpu-mem request is malformed
 // are listed with the problem as their reason.
-func BuildPending(pods []corev1.Pod, events []corev1.Event, res gpushare.Resources) PendingModel {
+func buildPending(pods []corev1.Pod, events []corev1.Event, res gpushare.Resources) pendingModel {
 	latest := map[types.UID]*corev1.Event{}
 	for i := range events {
 		e := &events[i]
@@ -50,14 +50,14 @@ func BuildPending(pods []corev1.Pod, events []corev1.Event, res gpushare.Resourc
 			latest[e.InvolvedObject.UID] = e
 		}
 	}
-	m := PendingModel{Pending: []PendingPod{}}
+	m := pendingModel{Pending: []pendingPod{}}
 	for i := range pods {
 		p := &pods[i]
 		if p.Spec.NodeName != "" || p.Status.Phase != corev1.PodPending {
 			continue
 		}
 		req, err := res.PodRequest(p)
-		pp := PendingPod{Namespace: p.Namespace, Name: p.Name}
+		pp := pendingPod{Namespace: p.Namespace, Name: p.Name}
 		switch {
 		case err != nil:
 			pp.Reason = fmt.Sprintf("invalid gpu-mem request: %v", err)
@@ -109,14 +109,14 @@ func scheduledConditionMessage(p *corev1.Pod) string {
 	return ""
 }
 
-// RenderPending writes the pending pods as a table
+// renderPending writes the pending pods as a table
 //
 //	NAMESPACE  NAME   GPU-MEM  CARDS  REASON
 //	default    big-1  10       1      0/3 nodes are available: …
 //
 // or a one-line note when no pod waits for gpu-mem. A pod without any recorded reason shows
 // "<none>". Errors are the writer's.
-func RenderPending(w io.Writer, m PendingModel) error {
+func renderPending(w io.Writer, m pendingModel) error {
 	if len(m.Pending) == 0 {
 		_, err := io.WriteString(w, "No pods are waiting for gpu-mem.\n")
 		return err

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// RenderDetails writes the compatible `-d` form: for each node
+// renderDetails writes the compatible `-d` form: for each node
 //
 //	NAME:       node
 //	IPADDRESS:  10.0.0.1
@@ -21,9 +21,9 @@ import (
 // row shows the pod's units on each card of the node (0 where it holds none): a multi-card
 // pod has several non-zero cells, a multi-container pod the sum of its containers per card.
 // Pending(Allocated) (the old tool's spelling) appears for nodes with pending pods. With
-// mixed units the node and cluster amounts carry their unit, as in RenderSummary. Errors
+// mixed units the node and cluster amounts carry their unit, as in renderSummary. Errors
 // are the writer's.
-func RenderDetails(w io.Writer, m Model) error {
+func renderDetails(w io.Writer, m model) error {
 	mixed := mixedUnits(m.Nodes)
 	var b strings.Builder
 	for _, n := range m.Nodes {

@@ -8,9 +8,9 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// JSON writes v (a Model or a PendingModel) as indented JSON with the field names documented
+// writeJSON writes v (a model or a pendingModel) as indented JSON with the field names documented
 // in docs/inspect.md. Errors are encoding or writer errors.
-func JSON(w io.Writer, v any) error {
+func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding JSON: %w", err)
@@ -19,8 +19,8 @@ func JSON(w io.Writer, v any) error {
 	return err
 }
 
-// YAML writes v with the same field names as JSON. Errors are encoding or writer errors.
-func YAML(w io.Writer, v any) error {
+// writeYAML writes v with the same field names as JSON. Errors are encoding or writer errors.
+func writeYAML(w io.Writer, v any) error {
 	b, err := yaml.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding YAML: %w", err)

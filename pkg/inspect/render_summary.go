@@ -9,7 +9,7 @@ import (
 // clusterHeader is the line scripts of the old tool look for; keep it byte for byte.
 const clusterHeader = "Allocated/Total GPU Memory In Cluster:"
 
-// RenderSummary writes the compatible summary table:
+// renderSummary writes the compatible summary table:
 //
 //	NAME  IPADDRESS  GPU0(Allocated/Total)  …  [PENDING(Allocated)]  GPU Memory(GiB)
 //	node  10.0.0.1   12/14                     0                     12/14
@@ -24,7 +24,7 @@ const clusterHeader = "Allocated/Total GPU Memory In Cluster:"
 // units differ the header is "GPU Memory" and each node's amounts carry their unit
 // ("12/14GiB"), and the cluster line is in the largest unit dividing all of them
 // ("12288/29415MiB (41%)"). Errors are the writer's.
-func RenderSummary(w io.Writer, m Model) error {
+func renderSummary(w io.Writer, m model) error {
 	mixed := mixedUnits(m.Nodes)
 	cols, pending := 0, false
 	for _, n := range m.Nodes {
@@ -74,7 +74,7 @@ func RenderSummary(w io.Writer, m Model) error {
 
 // cardCell is "allocated/total" of card i, marked when the card is unhealthy or unknown to
 // the inventory.
-func cardCell(n Node, i int) string {
+func cardCell(n nodeUsage, i int) string {
 	c, ok := n.card(i)
 	if !ok {
 		return "0/0"
@@ -90,7 +90,7 @@ func cardCell(n Node, i int) string {
 }
 
 // clusterLine is "12/14 (85%)", with the unit appended to the total when units are mixed.
-func clusterLine(m Model, mixed bool) string {
+func clusterLine(m model, mixed bool) string {
 	suffix := ""
 	if mixed {
 		suffix = m.Totals.Unit.String()

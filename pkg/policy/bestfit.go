@@ -9,10 +9,7 @@ import "github.com/gpushare/gpushare/pkg/gpushare"
 // relative to the node's capacity.
 type bestfit struct{}
 
-var (
-	_ Policy     = bestfit{}
-	_ usageRater = bestfit{}
-)
+var _ usageRater = bestfit{}
 
 func (bestfit) Name() string { return "bestfit" }
 
@@ -22,7 +19,8 @@ func (b bestfit) Place(node Node, req gpushare.PodRequest) (Placement, error) {
 
 func (bestfit) chooser() chooser { return chooseBestFit }
 
-func (bestfit) Score(node Node, p Placement) int64 {
+// score is the node's fullness after the placement, scaled to 0..10.
+func (bestfit) score(node Node, p Placement) int64 {
 	var buf [16]int64
 	_, whole := fullness(node, usageOf(node, p, buf[:0]))
 	return scale(whole)

@@ -7,10 +7,7 @@ import "github.com/gpushare/gpushare/pkg/gpushare"
 // Score: 3/4 the fullness of the chosen cards after placement, 1/4 the node's, scaled 0..10.
 type binpack struct{}
 
-var (
-	_ Policy     = binpack{}
-	_ usageRater = binpack{}
-)
+var _ usageRater = binpack{}
 
 func (binpack) Name() string { return "binpack" }
 
@@ -20,12 +17,9 @@ func (b binpack) Place(node Node, req gpushare.PodRequest) (Placement, error) {
 
 func (binpack) chooser() chooser { return chooseBestFit }
 
-func (binpack) Score(node Node, p Placement) int64 {
-	var buf [16]int64
-	return scale(binpack{}.rateUsage(node, usageOf(node, p, buf[:0]), nil))
-}
+// score is Rate scaled to 0..10.
+func (r binpack) score(node Node, p Placement) int64 { return scale(r.Rate(node, p)) }
 
-// Rate is the unrounded Score.
 func (binpack) Rate(node Node, p Placement) float64 {
 	var buf [16]int64
 	return binpack{}.rateUsage(node, usageOf(node, p, buf[:0]), nil)

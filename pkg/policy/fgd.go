@@ -61,18 +61,15 @@ func newFGD(w Workload) fgd {
 }
 
 var (
-	_ Policy        = fgd{}
 	_ usageRater    = fgd{}
 	_ WorkloadAware = fgd{}
 )
 
-// WorkloadAware policies take the current workload before each decision.
+// WorkloadAware policies take the current workload before each decision: WithWorkload
+// returns the policy rating against w (nil: not known yet).
 type WorkloadAware interface {
 	WithWorkload(w Workload) Policy
 }
-
-// NewFGD returns the fragmentation-aware policy for workload w (nil: not known yet).
-func NewFGD(w Workload) Policy { return newFGD(w) }
 
 func (fgd) Name() string { return "fgd" }
 
@@ -172,9 +169,8 @@ func (f fgd) frag(free []int64, host *Host) float64 {
 	return out
 }
 
-func (f fgd) Score(node Node, p Placement) int64 {
-	return binpack{}.Score(node, p)
-}
+// score is binpack's.
+func (fgd) score(node Node, p Placement) int64 { return binpack{}.score(node, p) }
 
 // Rate is -ΔF plus a tie-breaker scaled below one unit.
 func (f fgd) Rate(node Node, p Placement) float64 {

@@ -45,7 +45,7 @@ func TestFGDCardChoice(t *testing.T) {
 	// card0.
 	w := Workload{{Cards: 1, PerCard: 600, Weight: 1}}
 	node := Node{Cards: []Card{{Index: 0, Total: 1000, Used: 300, Healthy: true}, {Index: 1, Total: 1000, Healthy: true}}}
-	p, err := NewFGD(w).Place(node, req(app(0, 300, 1)))
+	p, err := newFGD(w).Place(node, req(app(0, 300, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,19 +64,19 @@ func TestFGDRateHostAware(t *testing.T) {
 	// node a has 10 cores free, node b 40. A pod without gpu-mem asking 4 cores on node a
 	// leaves 6 < 8 cores: a's free card is stranded (ΔF = +1000); on b nothing changes.
 	w := Workload{{Cards: 1, PerCard: 1000, Host: Host{CPUMilli: 8000}, Weight: 1}}
-	pol := NewFGD(w)
+	pol := newFGD(w)
 	card := []Card{{Index: 0, Total: 1000, Healthy: true}}
 	a := Node{Name: "a", Cards: card, Host: &Host{CPUMilli: 10000, MemoryMiB: 1 << 20}}
 	b := Node{Name: "b", Cards: card, Host: &Host{CPUMilli: 40000, MemoryMiB: 1 << 20}}
 	cpuPod := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 4000}}
-	got := Scores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
-	if diff := cmp.Diff([]int64{0, MaxScore}, got); diff != "" {
+	got := scores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
+	if diff := cmp.Diff([]int64{0, maxScore}, got); diff != "" {
 		t.Errorf("scores (-want,+got):\n%s", diff)
 	}
 	// Without host accounting both look the same: tie, both best.
 	a.Host, b.Host = nil, nil
-	got = Scores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
-	if diff := cmp.Diff([]int64{MaxScore, MaxScore}, got); diff != "" {
+	got = scores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
+	if diff := cmp.Diff([]int64{maxScore, maxScore}, got); diff != "" {
 		t.Errorf("scores without host (-want,+got):\n%s", diff)
 	}
 }
@@ -85,12 +85,12 @@ func TestFGDPodsWithoutGPUPreferSpentNodes(t *testing.T) {
 	// No typical shape is affected by CPU here (ample cores), so ΔF = 0 everywhere and the
 	// tie-breaker sends the pod to the node whose cards are most used.
 	w := Workload{{Cards: 1, PerCard: 500, Weight: 1}}
-	pol := NewFGD(w)
+	pol := newFGD(w)
 	host := &Host{CPUMilli: 64000, MemoryMiB: 1 << 20}
 	full := Node{Cards: []Card{{Index: 0, Total: 1000, Used: 1000, Healthy: true}}, Host: host}
 	empty := Node{Cards: []Card{{Index: 0, Total: 1000, Healthy: true}}, Host: host}
 	p := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 1000}}
-	if diff := cmp.Diff([]int64{MaxScore, 0}, Scores(pol, []Node{full, empty}, []Placement{p, p})); diff != "" {
+	if diff := cmp.Diff([]int64{maxScore, 0}, scores(pol, []Node{full, empty}, []Placement{p, p})); diff != "" {
 		t.Errorf("scores (-want,+got):\n%s", diff)
 	}
 }
@@ -107,7 +107,7 @@ func TestScoresNormalisation(t *testing.T) {
 	}
 	p := Placement{Usage: gpushare.CardUnits{0: 4}}
 	bp, _ := New("binpack")
-	if diff := cmp.Diff([]int64{10, 0, 4}, Scores(bp, nodes, []Placement{p, p, p})); diff != "" {
+	if diff := cmp.Diff([]int64{10, 0, 4}, scores(bp, nodes, []Placement{p, p, p})); diff != "" {
 		t.Errorf("scores (-want,+got):\n%s", diff)
 	}
 }
@@ -119,11 +119,11 @@ func TestBestfitPrefersLeastLeftover(t *testing.T) {
 	big := Node{Cards: []Card{{Index: 0, Total: 80, Used: 40, Healthy: true}}}
 	p := Placement{Usage: gpushare.CardUnits{0: 4}}
 	bf, _ := New("bestfit")
-	if diff := cmp.Diff([]int64{10, 0}, Scores(bf, []Node{small, big}, []Placement{p, p})); diff != "" {
+	if diff := cmp.Diff([]int64{10, 0}, scores(bf, []Node{small, big}, []Placement{p, p})); diff != "" {
 		t.Errorf("bestfit (-want,+got):\n%s", diff)
 	}
 	bp, _ := New("binpack")
-	if diff := cmp.Diff([]int64{0, 10}, Scores(bp, []Node{small, big}, []Placement{p, p})); diff != "" {
+	if diff := cmp.Diff([]int64{0, 10}, scores(bp, []Node{small, big}, []Placement{p, p})); diff != "" {
 		t.Errorf("binpack (-want,+got):\n%s", diff)
 	}
 }
@@ -141,7 +141,7 @@ func TestFitAgreesWithEveryPolicy(t *testing.T) {
 		}
 		for i, r := range reqs {
 			_, perr := pol.Place(node, r)
-			ferr := Fit(node, r)
+			ferr := fit(node, r)
 			if (perr == nil) != (ferr == nil) {
 				t.Errorf("%s req %d: Place err %v, Fit err %v", name, i, perr, ferr)
 			}
@@ -198,8 +198,8 @@ func TestFGDHostCap(t *testing.T) {
 	b := Node{Name: "b", Cards: cards(), Host: &Host{CPUMilli: 45000, MemoryMiB: 1 << 20}}
 	cpuPod := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 6000}}
 	c := Node{Name: "c", Cards: cards(), Host: &Host{CPUMilli: 51000, MemoryMiB: 1 << 20}}
-	got := Scores(f, []Node{a, b, c}, []Placement{cpuPod, cpuPod, cpuPod})
-	if got[2] != MaxScore || got[0] == MaxScore || got[1] == MaxScore {
+	got := scores(f, []Node{a, b, c}, []Placement{cpuPod, cpuPod, cpuPod})
+	if got[2] != maxScore || got[0] == maxScore || got[1] == maxScore {
 		t.Errorf("scores a, b, c = %v: want c (CPU to spare beyond its cards) best", got)
 	}
 }

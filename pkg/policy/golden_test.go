@@ -27,9 +27,9 @@ func TestPlacementGoldenDigest(t *testing.T) {
 	}
 }
 
-// writeOutcomes writes, through the public API only, every policy's answer for every node
-// of every group: Fit's and Place's error or allocation and usage, Rate's exact bits and
-// Score; then Scores over each group's fitting nodes.
+// writeOutcomes writes every policy's answer for every node of every group: fit's and
+// Place's error or allocation and usage, Score and Rate's exact bits; then Rank over each
+// group's fitting nodes.
 func writeOutcomes(w io.Writer, groups []group) {
 	for gi, g := range groups {
 		names, pols := policiesFor(g)
@@ -37,21 +37,27 @@ func writeOutcomes(w io.Writer, groups []group) {
 			var fitNodes []Node
 			var fitPlacements []Placement
 			for ni, node := range g.nodes {
-				fmt.Fprintf(w, "%s g%d n%d fit %v: ", names[pi], gi, ni, Fit(node, g.req))
+				fmt.Fprintf(w, "%s g%d n%d fit %v: ", names[pi], gi, ni, fit(node, g.req))
 				p, err := pol.Place(node, g.req)
 				if err != nil {
 					fmt.Fprintf(w, "err %v\n", err)
 					continue
 				}
 				p.Host = g.host
-				fmt.Fprintf(w, "alloc %v usage %v score %d", p.Allocation, p.Usage, pol.Score(node, p))
-				if r, ok := pol.(Rater); ok {
-					fmt.Fprintf(w, " rate %016x", math.Float64bits(r.Rate(node, p)))
-				}
-				fmt.Fprintln(w)
+				fmt.Fprintf(w, "alloc %v usage %v score %d", p.Allocation, p.Usage, Score(pol, node, p))
+				fmt.Fprintf(w, " rate %016x\n", math.Float64bits(pol.Rate(node, p)))
 				fitNodes, fitPlacements = append(fitNodes, node), append(fitPlacements, p)
 			}
-			fmt.Fprintf(w, "%s g%d scores %v\n", names[pi], gi, Scores(pol, fitNodes, fitPlacements))
+			fmt.Fprintf(w, "%s g%d scores %v\n", names[pi], gi, scores(pol, fitNodes, fitPlacements))
 		}
 	}
+}
+
+// scores is Rank over the rates of placements[i] on nodes[i], all fitting.
+func scores(pol Policy, nodes []Node, placements []Placement) []int64 {
+	rates := make([]float64, len(nodes))
+	for i := range nodes {
+		rates[i] = pol.Rate(nodes[i], placements[i])
+	}
+	return Rank(rates, nil)
 }

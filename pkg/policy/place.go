@@ -2,10 +2,10 @@ package policy
 
 import "github.com/gpushare/gpushare/pkg/gpushare"
 
-// Fit reports whether req can be placed on node, with the same answer every policy's Place
-// gives (each falls back to the best-fit order when its own order fails). It is what filter
-// calls: nil, or a *FitError naming the per-card shortfall.
-func Fit(node Node, req gpushare.PodRequest) error {
+// fit reports whether req can be placed on node, with the same answer every policy's Place
+// gives (each falls back to the best-fit order when its own order fails): nil, or a
+// *FitError naming the per-card shortfall.
+func fit(node Node, req gpushare.PodRequest) error {
 	_, err := place(node, req, chooseBestFit)
 	return err
 }
@@ -15,7 +15,7 @@ func Fit(node Node, req gpushare.PodRequest) error {
 // it: each container's cards by NVML index, and the pod's usage per card index.
 func place(node Node, req gpushare.PodRequest, choose chooser) (Placement, error) {
 	if len(node.Cards) == 0 {
-		return Placement{}, fitErrorf("node has no GPU cards")
+		return Placement{}, &FitError{msg: "node has no GPU cards"}
 	}
 	if req.IsZero() {
 		return Placement{Usage: gpushare.CardUnits{}}, nil

@@ -31,8 +31,8 @@ func cards(tu ...int64) []Card {
 }
 
 func TestMaxScoreMatchesExtenderAPI(t *testing.T) {
-	if MaxScore != extenderv1.MaxExtenderPriority {
-		t.Fatalf("MaxScore %d != extenderv1.MaxExtenderPriority %d", MaxScore, extenderv1.MaxExtenderPriority)
+	if maxScore != extenderv1.MaxExtenderPriority {
+		t.Fatalf("maxScore %d != extenderv1.MaxExtenderPriority %d", maxScore, extenderv1.MaxExtenderPriority)
 	}
 }
 
@@ -172,8 +172,8 @@ func TestPlace(t *testing.T) {
 				if !ok {
 					t.Fatalf("error = %v (%T), want *FitError", err, err)
 				}
-				if fe.Reason != tc.wantErr {
-					t.Fatalf("reason:\n got %q\nwant %q", fe.Reason, tc.wantErr)
+				if fe.Error() != tc.wantErr {
+					t.Fatalf("reason:\n got %q\nwant %q", fe.Error(), tc.wantErr)
 				}
 				return
 			}

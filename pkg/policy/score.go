@@ -1,5 +1,16 @@
 package policy
 
+// Score is node's priority for placement p judged alone, 0..10, without comparing it with
+// other nodes (Rank does that): the coarser integer the extender answered before it ranked
+// nodes against each other, kept so that the offline replay can still compare the two. A
+// policy defined outside this package gets its Rate, read as a share in [0,1], scaled.
+func Score(pol Policy, node Node, p Placement) int64 {
+	if s, ok := pol.(interface{ score(Node, Placement) int64 }); ok {
+		return s.score(node, p)
+	}
+	return scale(pol.Rate(node, p))
+}
+
 // fullness returns, after the placement u, the used share of the cards u touches and of the
 // whole node (healthy cards), each in [0,1].
 func fullness(node Node, u usage) (cards, whole float64) {
@@ -30,14 +41,14 @@ func fullness(node Node, u usage) (cards, whole float64) {
 	return cards, whole
 }
 
-// scale maps a value in [0,1] to 0..MaxScore, rounding to nearest and clamping.
+// scale maps a value in [0,1] to 0..maxScore, rounding to nearest and clamping.
 func scale(v float64) int64 {
-	s := int64(v*float64(MaxScore) + 0.5)
+	s := int64(v*float64(maxScore) + 0.5)
 	switch {
 	case s < 0:
 		return 0
-	case s > MaxScore:
-		return MaxScore
+	case s > maxScore:
+		return maxScore
 	}
 	return s
 }

@@ -41,7 +41,7 @@ func TestScore(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pol, _ := New(tc.policy)
-			if got := pol.Score(tc.node, Placement{Usage: tc.usage}); got != tc.want {
+			if got := Score(pol, tc.node, Placement{Usage: tc.usage}); got != tc.want {
 				t.Errorf("Score = %d, want %d", got, tc.want)
 			}
 		})

@@ -2,19 +2,18 @@ package policy
 
 import "github.com/gpushare/gpushare/pkg/gpushare"
 
-// usageRater is what the registered policies implement besides Policy and Rater, so that a
-// Scorer can place and rate without building a Placement: the card order their Place uses,
-// and their Rate over a usage (Rate(node, p) is rateUsage of p's usage). s provides buffers.
+// usageRater is what the registered policies implement besides Policy, so that a Scorer can
+// place and rate without building a Placement: the card order their Place uses, and their
+// Rate over a usage (Rate(node, p) is rateUsage of p's usage). s provides buffers.
 type usageRater interface {
-	Rater
+	Policy
 	chooser() chooser
 	rateUsage(node Node, u usage, s *scratch) float64
 }
 
 // Scorer rates one pod's placement on node after node, as one prioritize call does. Rate
 // gives the same fit answer as the policy's Place and, bit for bit, the same value as its
-// Rate of that placement (its Score for a policy that is not a Rater), but for the
-// registered policies it builds no Placement: once its buffers have grown to the largest
+// Rate of that placement, but for the registered policies it builds no Placement: once its buffers have grown to the largest
 // node, it allocates nothing. Not safe for concurrent use; make one per call.
 type Scorer struct {
 	pol    Policy
@@ -64,8 +63,5 @@ func (sc *Scorer) rateByPlace(node Node) (float64, bool) {
 		}
 	}
 	p.Host = sc.host
-	if r, ok := sc.pol.(Rater); ok {
-		return r.Rate(node, p), true
-	}
-	return float64(sc.pol.Score(node, p)), true
+	return sc.pol.Rate(node, p), true
 }

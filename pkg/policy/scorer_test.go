@@ -9,8 +9,8 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// placeAndRate is what prioritize computed before the Scorer: Place, then Rate (Score for
-// a policy that is not a Rater) of the placement with the pod's host request.
+// placeAndRate is what prioritize computed before the Scorer: Place, then Rate of the
+// placement with the pod's host request.
 func placeAndRate(pol Policy, node Node, req gpushare.PodRequest, host Host) (Placement, float64, bool) {
 	p := Placement{Usage: gpushare.CardUnits{}}
 	if !req.IsZero() {
@@ -20,10 +20,7 @@ func placeAndRate(pol Policy, node Node, req gpushare.PodRequest, host Host) (Pl
 		}
 	}
 	p.Host = host
-	if r, ok := pol.(Rater); ok {
-		return p, r.Rate(node, p), true
-	}
-	return p, float64(pol.Score(node, p)), true
+	return p, pol.Rate(node, p), true
 }
 
 // sameRate is exact equality of the bits, stricter than == (it tells -0 from +0).
@@ -83,30 +80,24 @@ func TestScorerMatchesPlaceAndRate(t *testing.T) {
 	}
 }
 
-// foreignRater and foreign stand for policies defined outside this package: the Scorer
-// knows no rateUsage for them and goes through Place, Rate or Score.
-type (
-	foreignRater struct {
-		Policy
-		Rater
-	}
-	foreign struct{ Policy }
-)
+// foreign stands for a policy defined outside this package: the Scorer knows no rateUsage
+// for it and goes through Place and Rate.
+type foreign struct{ Policy }
 
 // TestScorerMatchesPlaceAndRateRandom holds the Scorer to Place+Rate on 2000 random nodes
 // (0..16 cards, mixed sizes, unhealthy and over-committed cards, half with host resources)
 // for random pods (several containers of every kind, multi-card containers, no gpu-mem),
 // for every registered policy, fgd with and without a workload, and for policies it does
 // not know. One Scorer serves each pod's ten nodes of varying sizes, as in a prioritize
-// call, so its reused buffers are exercised. Rank must equal Scores over the fitting nodes.
+// call, so its reused buffers are exercised. Rank over all nodes must equal Rank over the
+// fitting nodes' placements.
 func TestScorerMatchesPlaceAndRateRandom(t *testing.T) {
 	var fits, misses, multi, inits, fellBack int
 	for gi, g := range corpus(11, 200, 10) {
 		names, pols := policiesFor(g)
 		for pi, pol := range pols {
-			rater, _ := pol.(Rater)
-			names = append(names, names[pi]+"/foreign", names[pi]+"/foreign-rater")
-			pols = append(pols, foreign{pol}, foreignRater{pol, rater})
+			names = append(names, names[pi]+"/foreign")
+			pols = append(pols, foreign{pol})
 		}
 		for pi, pol := range pols {
 			sc := NewScorer(pol, g.req, g.host)
@@ -130,14 +121,14 @@ func TestScorerMatchesPlaceAndRateRandom(t *testing.T) {
 				}
 			}
 			want := make([]int64, len(g.nodes))
-			scores := Scores(pol, fitNodes, fitPlacements)
+			fitRanks := scores(pol, fitNodes, fitPlacements)
 			for ni := range g.nodes {
 				if ok[ni] {
-					want[ni], scores = scores[0], scores[1:]
+					want[ni], fitRanks = fitRanks[0], fitRanks[1:]
 				}
 			}
-			if diff := cmp.Diff(want, Rank(pol, rates, ok)); diff != "" {
-				t.Fatalf("%s group %d: Rank (-Scores,+Rank):\n%s", names[pi], gi, diff)
+			if diff := cmp.Diff(want, Rank(rates, ok)); diff != "" {
+				t.Fatalf("%s group %d: Rank (-fitting nodes only,+all nodes):\n%s", names[pi], gi, diff)
 			}
 		}
 	}

@@ -1,7 +1,7 @@
 package policy
 
 import (
-	"strconv"
+	"unsafe"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -32,55 +32,20 @@ func singleShortfall(node Node, req gpushare.PodRequest) *FitError {
 }
 
 // shortfall builds the FitError for container c given the free units at the time it failed.
-// It appends into one buffer: filter builds a reason for every failing node of every call.
+// It builds the text here, once, into one sized buffer: filter reports a reason for every
+// failing node of every call, often the same memoised error (cache's lastMiss) again.
 func shortfall(node Node, free []int64, c gpushare.ContainerRequest, multi bool) *FitError {
-	b := make([]byte, 0, 64+16*len(node.Cards))
+	e := &FitError{Requested: c.PerCard(), Cards: c.Cards, Free: make([]CardFree, len(node.Cards))}
 	if multi {
-		b = append(b, "container "...)
-		b = strconv.AppendQuote(b, c.Name)
-		b = append(b, ": "...)
+		e.Container = c.Name
 	}
-	need := c.PerCard()
-	var largest int64
-	fitting := 0
-	for _, f := range free {
-		if f > largest {
-			largest = f
-		}
-		if f >= need {
-			fitting++
-		}
-	}
-	b = append(b, "need "...)
-	b = strconv.AppendInt(b, need, 10)
-	if c.Cards == 1 {
-		b = append(b, " on one card; largest free "...)
-		b = strconv.AppendInt(b, largest, 10)
-	} else {
-		b = append(b, " on each of "...)
-		b = strconv.AppendInt(b, int64(c.Cards), 10)
-		b = append(b, " cards; "...)
-		b = strconv.AppendInt(b, int64(fitting), 10)
-		b = append(b, " of "...)
-		b = strconv.AppendInt(b, int64(len(node.Cards)), 10)
-		b = append(b, " cards have that free"...)
-	}
-	b = append(b, " ("...)
 	for i, card := range node.Cards {
-		if i > 0 {
-			b = append(b, ", "...)
-		}
-		b = append(b, "card"...)
-		b = strconv.AppendInt(b, int64(card.Index), 10)
-		if !card.Healthy {
-			b = append(b, " unhealthy"...)
-			continue
-		}
-		b = append(b, ' ')
-		b = strconv.AppendInt(b, free[i], 10)
-		b = append(b, '/')
-		b = strconv.AppendInt(b, card.Total, 10)
+		e.Free[i] = CardFree{Index: card.Index, Free: free[i], Total: card.Total, Unhealthy: !card.Healthy}
+		e.LargestFree = max(e.LargestFree, free[i])
 	}
-	b = append(b, ')')
-	return &FitError{Reason: string(b)}
+	// The buffer is never written again, so the text can be the buffer itself (as
+	// strings.Builder does), saving a copy per failing node.
+	b := e.appendReason(make([]byte, 0, 64+16*len(node.Cards)))
+	e.msg = unsafe.String(unsafe.SliceData(b), len(b))
+	return e
 }

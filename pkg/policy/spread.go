@@ -8,10 +8,7 @@ import "github.com/gpushare/gpushare/pkg/gpushare"
 // node's, scaled 0..10.
 type spread struct{}
 
-var (
-	_ Policy     = spread{}
-	_ usageRater = spread{}
-)
+var _ usageRater = spread{}
 
 func (spread) Name() string { return "spread" }
 
@@ -21,12 +18,9 @@ func (s spread) Place(node Node, req gpushare.PodRequest) (Placement, error) {
 
 func (spread) chooser() chooser { return chooseMostFree }
 
-func (spread) Score(node Node, p Placement) int64 {
-	var buf [16]int64
-	return scale(spread{}.rateUsage(node, usageOf(node, p, buf[:0]), nil))
-}
+// score is Rate scaled to 0..10.
+func (r spread) score(node Node, p Placement) int64 { return scale(r.Rate(node, p)) }
 
-// Rate is the unrounded Score.
 func (spread) Rate(node Node, p Placement) float64 {
 	var buf [16]int64
 	return spread{}.rateUsage(node, usageOf(node, p, buf[:0]), nil)

@@ -1,10 +1,6 @@
 package policy
 
-import (
-	"fmt"
-
-	"github.com/gpushare/gpushare/pkg/gpushare"
-)
+import "github.com/gpushare/gpushare/pkg/gpushare"
 
 // Card is one card as placement sees it.
 type Card struct {
@@ -39,28 +35,6 @@ type Node struct {
 	Host *Host
 }
 
-// TotalUnits sums the capacity of healthy cards.
-func (n Node) TotalUnits() int64 {
-	var t int64
-	for _, c := range n.Cards {
-		if c.Healthy {
-			t += c.Total
-		}
-	}
-	return t
-}
-
-// UsedUnits sums what is held on healthy cards.
-func (n Node) UsedUnits() int64 {
-	var t int64
-	for _, c := range n.Cards {
-		if c.Healthy {
-			t += c.Used
-		}
-	}
-	return t
-}
-
 // Placement is the card choice for one pod on one node.
 type Placement struct {
 	// Allocation is each container's cards, as written to the pod annotations.
@@ -72,28 +46,18 @@ type Placement struct {
 	Host Host
 }
 
-// FitError says why a pod cannot be placed on a node, in words a user can act on, e.g.
-// "need 10 on one card; largest free 8 (card0 8/16, card1 8/16)" (free/total per card).
-type FitError struct {
-	Reason string
-}
-
-func (e *FitError) Error() string { return e.Reason }
-
-func fitErrorf(format string, args ...any) *FitError {
-	return &FitError{Reason: fmt.Sprintf(format, args...)}
-}
-
 // Policy chooses cards and rates placements. Implementations are stateless values.
 type Policy interface {
 	// Name is the flag value that selects the policy.
 	Name() string
 	// Place chooses cards for every container of req on node, or returns a *FitError.
 	Place(node Node, req gpushare.PodRequest) (Placement, error)
-	// Score rates placing p on node from 0 to MaxScore; higher is better.
-	Score(node Node, p Placement) int64
+	// Rate rates placing p on node on a continuous scale, higher is better; only the order
+	// of the rates of one pod on several nodes means anything (Rank turns them into
+	// priorities).
+	Rate(node Node, p Placement) float64
 }
 
-// MaxScore equals extenderv1.MaxExtenderPriority (kept here so this package stays free of
+// maxScore equals extenderv1.MaxExtenderPriority (kept here so this package stays free of
 // scheduler imports; a test checks they agree).
-const MaxScore int64 = 10
+const maxScore int64 = 10

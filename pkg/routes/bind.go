@@ -94,7 +94,7 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 	if err != nil {
 		var fit *policy.FitError
 		if errors.As(err, &fit) {
-			err = errors.New(s.memName + ": " + fit.Reason)
+			err = errors.New(s.memName + ": " + fit.Error())
 		}
 		return failBind(metrics.BindNoFit, "choosing cards for pod %s/%s on %s: %w", ns, name, args.Node, err)
 	}

@@ -57,7 +57,7 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 		s.Cache.ViewEach(names, func(i int, node policy.Node) {
 			rates[i], fits[i] = scorer.Rate(node)
 		})
-		scores = policy.Rank(pol, rates, fits)
+		scores = policy.Rank(rates, fits)
 	}
 	writePriorities(w, names, scores)
 }

@@ -28,7 +28,7 @@ func (s *server) reject(err error) rejection {
 	case errors.Is(err, cache.ErrNoCards):
 		return rejection{reason: s.notGPUNode(), label: metrics.RejectNoCards}
 	case errors.As(err, &fit):
-		return rejection{reason: s.memName + ": " + fit.Reason, label: metrics.RejectCardShortfall, resolvable: true}
+		return rejection{reason: s.memName + ": " + fit.Error(), label: metrics.RejectCardShortfall, resolvable: true}
 	default:
 		return rejection{reason: s.memName + ": " + err.Error(), label: metrics.RejectCardShortfall, resolvable: true}
 	}

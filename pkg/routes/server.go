@@ -26,9 +26,9 @@ const Prefix = "/gpushare-scheduler"
 // is tens of MiB.
 const DefaultMaxRequestBytes int64 = 64 << 20
 
-// DefaultBindTimeout bounds a bind's API writes. They run detached from the scheduler's
+// defaultBindTimeout bounds a bind's API writes. They run detached from the scheduler's
 // request (see bind), so this, not the scheduler's httpTimeout, ends a stuck write.
-const DefaultBindTimeout = 30 * time.Second
+const defaultBindTimeout = 30 * time.Second
 
 // Config is what New needs.
 type Config struct {
@@ -47,7 +47,7 @@ type Config struct {
 	MaxRequestBytes int64
 	// Clock stamps the assume-time annotation; defaults to the real clock.
 	Clock clock.PassiveClock
-	// BindTimeout defaults to DefaultBindTimeout.
+	// BindTimeout defaults to 30s (defaultBindTimeout).
 	BindTimeout time.Duration
 	// Version is served at /version.
 	Version string
@@ -82,7 +82,7 @@ func (c *Config) validate() error {
 		c.Clock = clock.RealClock{}
 	}
 	if c.BindTimeout == 0 {
-		c.BindTimeout = DefaultBindTimeout
+		c.BindTimeout = defaultBindTimeout
 	}
 	return nil
 }

@@ -137,7 +137,7 @@ func BenchmarkCacheRates(b *testing.B) {
 				sc := policy.NewScorer(c.policy, req, policy.Host{})
 				rates, fits := make([]float64, len(c.names)), make([]bool, len(c.names))
 				c.cache.ViewEach(c.names, func(i int, n policy.Node) { rates[i], fits[i] = sc.Rate(n) })
-				_ = policy.Rank(c.policy, rates, fits)
+				_ = policy.Rank(rates, fits)
 			}
 			cpu.report(b)
 		})

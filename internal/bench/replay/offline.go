@@ -21,15 +21,15 @@ type offlineNode struct {
 
 // Tie-breaking of replayOffline.
 const (
-	// TiesFirst: the best-rated node (policy.Rater, else Score), lowest node index on ties.
+	// TiesFirst: the best-rated node (Policy.Rate), lowest node index on ties.
 	// Deterministic; the policy's own ranking at full resolution.
 	TiesFirst = "first"
 	// TiesRandom emulates the cluster path: nodes get the extender's integer priorities
-	// (policy.Scores over the candidates) and a seeded random pick among the top ones, as
+	// (policy.Rank over the candidates) and a seeded random pick among the top ones, as
 	// kube-scheduler does; CPU-only pods as offlineConfig.CPUPods says.
 	TiesRandom = "random"
-	// TiesRandomScore is TiesRandom with each node's own integer Score instead of
-	// policy.Scores (the extender's prioritize before it ranked nodes against each other):
+	// TiesRandomScore is TiesRandom with each node's own integer policy.Score instead of
+	// policy.Rank (the extender's prioritize before it ranked nodes against each other):
 	// coarser, so many more ties.
 	TiesRandomScore = "random-score"
 )
@@ -55,7 +55,7 @@ const (
 	// CPURandom: the extender sees them (REPLAY_ALL_PODS=yes) but scores every node alike:
 	// a random feasible node.
 	CPURandom = "random"
-	// CPURanked: the extender ranks them like GPU pods (policy.Scores).
+	// CPURanked: the extender ranks them like GPU pods (policy.Rank).
 	CPURanked = "ranked"
 	// CPUExtender: what the extender's prioritize does with them (REPLAY_ALL_PODS=yes):
 	// CPURanked for a policy.WorkloadAware policy, CPURandom for the others, which score
@@ -192,11 +192,15 @@ func (o *offline) choose(p policy.Policy, pod PodSpec, nodes []policy.Node, plac
 		}
 		var scores []int64
 		if o.cfg.Ties == TiesRandom {
-			scores = policy.Scores(p, nodes, placements)
+			rates := make([]float64, len(nodes))
+			for i := range nodes {
+				rates[i] = p.Rate(nodes[i], placements[i])
+			}
+			scores = policy.Rank(rates, nil)
 		} else {
 			scores = make([]int64, len(nodes))
 			for i := range nodes {
-				scores[i] = p.Score(nodes[i], placements[i])
+				scores[i] = policy.Score(p, nodes[i], placements[i])
 			}
 		}
 		best, ties := 0, 0
@@ -213,15 +217,9 @@ func (o *offline) choose(p policy.Policy, pod PodSpec, nodes []policy.Node, plac
 		}
 		return best
 	}
-	rater, fine := p.(policy.Rater)
 	best, bestRate := 0, 0.0
 	for i := range nodes {
-		var rate float64
-		if fine {
-			rate = rater.Rate(nodes[i], placements[i])
-		} else {
-			rate = float64(p.Score(nodes[i], placements[i]))
-		}
+		rate := p.Rate(nodes[i], placements[i])
 		if i == 0 || rate > bestRate {
 			best, bestRate = i, rate
 		}
