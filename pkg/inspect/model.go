@@ -30,7 +30,7 @@ type nodeUsage struct {
 	Cards            []cardUsage              `json:"cards"`
 	PendingAllocated int64                    `json:"pendingAllocated"` // bound pods without a card annotation
 	Allocated        int64                    `json:"allocated"`        // sum of cards' Allocated + PendingAllocated
-	Total            int64                    `json:"total"`            // sum of cards' Total, healthy or not
+	Total            int64                    `json:"total"`            // sum of healthy cards' Total (an unhealthy card takes no pods)
 	Percent          int64                    `json:"percent"`          // floor(100*Allocated/Total)
 	Pods             []podUsage               `json:"pods"`
 	// Warnings are problems found while reading the node and its pods (malformed
