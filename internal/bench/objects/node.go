@@ -3,10 +3,12 @@ package objects
 import (
 	"fmt"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -53,9 +55,14 @@ func (n Node) Build(res gpushare.Resources) (*corev1.Node, error) {
 	}
 	labels := map[string]string{gpushare.NodeLabelKey: gpushare.NodeLabelValue, LabelHostname: n.Name}
 	if n.Model != "" {
-		labels[LabelGPUProduct] = n.Model
+		labels[LabelGPUProduct] = ProductLabel(n.Model)
 	}
 	maps.Copy(labels, n.Labels)
+	for k, v := range labels {
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return nil, fmt.Errorf("building node %s: label %s=%q: %s", n.Name, k, v, strings.Join(errs, "; "))
+		}
+	}
 	annotations := map[string]string{gpushare.AnnotationNodeInventory: invJSON}
 	maps.Copy(annotations, n.Annotations)
 	node := &corev1.Node{
@@ -71,4 +78,18 @@ func (n Node) Build(res gpushare.Resources) (*corev1.Node, error) {
 		}}
 	}
 	return node, nil
+}
+
+// ProductLabel is the LabelGPUProduct value of a card model, as NVIDIA's GPU feature
+// discovery writes it: every character a label value cannot hold becomes '-'
+// ("NVIDIA A100-SXM4-80GB" → "NVIDIA-A100-SXM4-80GB"). Trace model names ("V100M16") pass
+// through unchanged.
+func ProductLabel(model string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
+			return r
+		}
+		return '-'
+	}, model)
 }

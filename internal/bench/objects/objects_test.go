@@ -132,3 +132,36 @@ func TestPodBuild(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeBuildLabels: a card model becomes a valid product label (the API server refuses a
+// node whose label value has spaces), and an invalid label is refused before any request.
+func TestNodeBuildLabels(t *testing.T) {
+	res := gpushare.DefaultResources()
+	for _, tc := range []struct {
+		model   string
+		labels  map[string]string
+		product string
+		wantErr bool
+	}{
+		{model: "V100M16", product: "V100M16"},
+		{model: "NVIDIA A100-SXM4-16GB", product: "NVIDIA-A100-SXM4-16GB"},
+		{model: "Tesla T4", product: "Tesla-T4"},
+		{model: "T4", labels: map[string]string{"team": "a b"}, wantErr: true},
+	} {
+		n := Node{Name: "n1", Model: tc.model, Cards: 1, CardUnits: 16, Unit: gpushare.GiB,
+			MilliCPU: 1000, MemoryMiB: 1024, MaxPods: 10, Labels: tc.labels}
+		node, err := n.Build(res)
+		if tc.wantErr {
+			if err == nil {
+				t.Errorf("%q %v: no error", tc.model, tc.labels)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.model, err)
+		}
+		if got := node.Labels[LabelGPUProduct]; got != tc.product {
+			t.Errorf("%q: product label %q, want %q", tc.model, got, tc.product)
+		}
+	}
+}
