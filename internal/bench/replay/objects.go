@@ -69,13 +69,19 @@ func (o Objects) Pod(p PodSpec) (*corev1.Pod, error) {
 	}
 	pod := spec.Build(o.Resources)
 	if len(p.GPUSpec) > 0 {
+		// The node labels carry objects.ProductLabel of the model: the same mapping here, so
+		// selector and label agree for any model name.
+		models := make([]string, len(p.GPUSpec))
+		for i, m := range p.GPUSpec {
+			models[i] = objects.ProductLabel(m)
+		}
 		pod.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 				NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 					MatchExpressions: []corev1.NodeSelectorRequirement{{
 						Key:      objects.LabelGPUProduct,
 						Operator: corev1.NodeSelectorOpIn,
-						Values:   append([]string(nil), p.GPUSpec...),
+						Values:   models,
 					}},
 				}},
 			},

@@ -196,3 +196,18 @@ func TestObjectErrors(t *testing.T) {
 		t.Errorf("units error = %v", err)
 	}
 }
+
+// TestPodAffinityMatchesNodeLabel: a gpu_spec model selects the label value its nodes carry,
+// even where the model name is not a valid label value as it stands.
+func TestPodAffinityMatchesNodeLabel(t *testing.T) {
+	o := newObjects(t, UnitMilli)
+	pod, err := o.Pod(PodSpec{Name: "p", MilliCPU: 1000, NumGPU: 1, GPUMilli: 500, GPUSpec: []string{"Tesla T4", "G2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pod.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[0].MatchExpressions[0].Values
+	want := []string{objects.ProductLabel("Tesla T4"), "G2"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("affinity values (-want,+got):\n%s", d)
+	}
+}
