@@ -48,6 +48,7 @@ type Metrics struct {
 
 	filterRejections *prometheus.CounterVec
 	bindFailures     *prometheus.CounterVec
+	notReady         *prometheus.CounterVec
 }
 
 // New builds the metrics on a fresh registry, with Go/process collectors and, when cards is
@@ -66,6 +67,9 @@ func New(cards CardSource) *Metrics {
 			Name: "gpushare_filter_rejections_total", Help: "Nodes rejected by filter, by reason."}, []string{"reason"}),
 		bindFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpushare_bind_failures_total", Help: "Failed bind calls, by reason."}, []string{"reason"}),
+		notReady: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpushare_requests_not_ready_total",
+			Help: "Requests answered 503 because the node and pod caches had not synced yet, by verb."}, []string{"verb"}),
 	}
 	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards} {
 		m.filterRejections.WithLabelValues(r)
@@ -74,7 +78,7 @@ func New(cards CardSource) *Metrics {
 		m.bindFailures.WithLabelValues(r)
 	}
 	m.registry.MustRegister(m.FilterDuration, m.PrioritizeDuration, m.BindDuration,
-		m.filterRejections, m.bindFailures,
+		m.filterRejections, m.bindFailures, m.notReady,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cards != nil {
 		m.registry.MustRegister(&cardCollector{src: cards})
@@ -91,6 +95,10 @@ func (m *Metrics) Reject(reason string, n int) {
 
 // BindFailed counts one failed bind.
 func (m *Metrics) BindFailed(reason string) { m.bindFailures.WithLabelValues(reason).Inc() }
+
+// NotReady counts one request refused before the caches synced (verb: filter, prioritize,
+// bind or inspect).
+func (m *Metrics) NotReady(verb string) { m.notReady.WithLabelValues(verb).Inc() }
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

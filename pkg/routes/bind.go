@@ -22,7 +22,7 @@ import (
 )
 
 func (s *server) installBind(r *httprouter.Router) {
-	r.POST(Prefix+"/bind", s.bind)
+	r.POST(Prefix+"/bind", s.whenSynced("bind", s.bind))
 }
 
 // bindError is a failed bind with its metric label.

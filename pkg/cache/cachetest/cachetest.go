@@ -13,8 +13,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	toolscache "k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/cache"
@@ -117,17 +120,25 @@ type Env struct {
 // and waits until the cache is ready. Everything stops when the test ends.
 func Start(tb testing.TB, ttl time.Duration, objs ...runtime.Object) *Env {
 	tb.Helper()
-	return start(tb, ttl, false, objs)
+	return start(tb, ttl, false, nil, objs)
 }
 
 // StartTracking is Start with Config.TrackWorkload (host accounting and workload learning,
 // as the extender runs for the fgd policy).
 func StartTracking(tb testing.TB, objs ...runtime.Object) *Env {
 	tb.Helper()
-	return start(tb, 0, true, objs)
+	return start(tb, 0, true, nil, objs)
 }
 
-func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) *Env {
+// StartWithSlowPods is Start whose pod LIST is held until release is closed, while the node
+// LIST answers at once: the order an extender restarting in a large cluster sees. It does not
+// wait for the cache to be ready.
+func StartWithSlowPods(tb testing.TB, release <-chan struct{}, objs ...runtime.Object) *Env {
+	tb.Helper()
+	return start(tb, time.Minute, false, release, objs)
+}
+
+func start(tb testing.TB, ttl time.Duration, track bool, holdPods <-chan struct{}, objs []runtime.Object) *Env {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)
@@ -135,7 +146,7 @@ func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) 
 	clk := testingclock.NewFakeClock(Epoch)
 	c, err := cache.New(cache.Config{
 		Nodes:          factory.Core().V1().Nodes().Informer(),
-		Pods:           factory.Core().V1().Pods().Informer(),
+		Pods:           podInformer(ctx, factory, client, holdPods),
 		Resources:      gpushare.DefaultResources(),
 		ReservationTTL: ttl,
 		Clock:          clk,
@@ -155,6 +166,10 @@ func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) 
 		<-done
 		factory.Shutdown()
 	})
+	env := &Env{Client: client, Cache: c, Clock: clk}
+	if holdPods != nil {
+		return env
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for !c.Ready() {
 		if time.Now().After(deadline) {
@@ -162,7 +177,7 @@ func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) 
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return &Env{Client: client, Cache: c, Clock: clk}
+	return env
 }
 
 // Eventually polls cond every millisecond for up to 10 s and fails the test with msg if it
@@ -176,4 +191,40 @@ func Eventually(tb testing.TB, msg string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// podInformer is the factory's pod informer; with hold, one whose LIST and WATCH both wait
+// until hold is closed (the fake clientset serialises its reactors, so delaying there would
+// hold the node LIST too).
+func podInformer(ctx context.Context, f informers.SharedInformerFactory, client *fake.Clientset, hold <-chan struct{}) toolscache.SharedIndexInformer {
+	if hold == nil {
+		return f.Core().V1().Pods().Informer()
+	}
+	wait := func() error {
+		select {
+		case <-hold:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return f.InformerFor(&corev1.Pod{}, func(kubernetes.Interface, time.Duration) toolscache.SharedIndexInformer {
+		lw := &toolscache.ListWatch{
+			ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+				if err := wait(); err != nil {
+					return nil, err
+				}
+				return client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, o)
+			},
+			WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				if err := wait(); err != nil {
+					return nil, err
+				}
+				return client.CoreV1().Pods(metav1.NamespaceAll).Watch(ctx, o)
+			},
+		}
+		// The fake clientset cannot stream a watch-list; say so, as its own informers do.
+		return toolscache.NewSharedIndexInformer(toolscache.ToListWatcherWithWatchListSemantics(lw, client),
+			&corev1.Pod{}, 0, toolscache.Indexers{})
+	})
 }
