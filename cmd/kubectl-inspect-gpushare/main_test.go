@@ -60,7 +60,9 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	help := out.String()
-	for _, want := range []string{"(env GPUSHARE_DETAILS)", "(env GPUSHARE_OUTPUT)", "(env GPUSHARE_PENDING)", "(env GPUSHARE_MEM_RESOURCE)", "(env GPUSHARE_COUNT_RESOURCE)"} {
+	want := []string{"(env GPUSHARE_DETAILS)", "(env GPUSHARE_OUTPUT)", "(env GPUSHARE_PENDING)", "(env GPUSHARE_MEM_RESOURCE)", "(env GPUSHARE_COUNT_RESOURCE)",
+		"(env GPUSHARE_CHECK)", "(env GPUSHARE_EXTENDER_URL)", "(env GPUSHARE_EXTENDER_NAMESPACE)", "(env GPUSHARE_EXTENDER_SERVICE)", "(env GPUSHARE_SHARE_PLUGIN_URLS)"}
+	for _, want := range want {
 		if !strings.Contains(help, want) {
 			t.Errorf("help lacks %q:\n%s", want, help)
 		}
@@ -72,8 +74,8 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(help, "(env "); n != 5 {
-		t.Errorf("help names %d variables, want 5:\n%s", n, help)
+	if n := strings.Count(help, "(env "); n != len(want) {
+		t.Errorf("help names %d variables, want %d:\n%s", n, len(want), help)
 	}
 	cmd.PersistentFlags().VisitAll(func(f *pflag.Flag) {
 		if v := flagenv.Vars(f); v != nil {
