@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
+	"github.com/gpushare/gpushare/pkg/inspect"
 )
 
 // TestFlagsAndEnv runs the command without a cluster: a bad --output stops it before it
@@ -82,4 +83,32 @@ func TestHelp(t *testing.T) {
 			t.Errorf("kubectl's --%s reads %v", f.Name, v)
 		}
 	})
+}
+
+// TestExitCode: main exits with inspect.ExitCode; a misused --check is 2, other failures 1.
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{name: "bad output", args: []string{"-o", "xml"}, want: 1},
+		{name: "bad output with --check", args: []string{"--check", "-o", "xml"}, want: 2},
+		{name: "--check from the environment", args: []string{"-o", "xml"}, env: map[string]string{"GPUSHARE_CHECK": "true"}, want: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var out bytes.Buffer
+			cmd := newCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+			cmd.SetArgs(tc.args)
+			err := cmd.ExecuteContext(context.Background())
+			if got := inspect.ExitCode(err); got != tc.want {
+				t.Errorf("ExitCode(%v) = %d, want %d", err, got, tc.want)
+			}
+		})
+	}
 }
