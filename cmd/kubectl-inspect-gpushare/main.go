@@ -28,7 +28,8 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		stop()
-		os.Exit(1)
+		// --check's statuses: 1 disagreement, 2 could not check (inspect.ExitCode).
+		os.Exit(inspect.ExitCode(err))
 	}
 }
 

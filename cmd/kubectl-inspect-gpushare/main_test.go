@@ -10,6 +10,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
+	"github.com/gpushare/gpushare/pkg/inspect"
 )
 
 // TestFlagsAndEnv runs the command without a cluster: a bad --output stops it before it
@@ -60,7 +61,9 @@ func TestHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	help := out.String()
-	for _, want := range []string{"(env GPUSHARE_DETAILS)", "(env GPUSHARE_OUTPUT)", "(env GPUSHARE_PENDING)", "(env GPUSHARE_MEM_RESOURCE)", "(env GPUSHARE_COUNT_RESOURCE)"} {
+	want := []string{"(env GPUSHARE_DETAILS)", "(env GPUSHARE_OUTPUT)", "(env GPUSHARE_PENDING)", "(env GPUSHARE_MEM_RESOURCE)", "(env GPUSHARE_COUNT_RESOURCE)",
+		"(env GPUSHARE_CHECK)", "(env GPUSHARE_EXTENDER_URL)", "(env GPUSHARE_EXTENDER_NAMESPACE)", "(env GPUSHARE_EXTENDER_SERVICE)", "(env GPUSHARE_SHARE_PLUGIN_URLS)"}
+	for _, want := range want {
 		if !strings.Contains(help, want) {
 			t.Errorf("help lacks %q:\n%s", want, help)
 		}
@@ -72,12 +75,40 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
-	if n := strings.Count(help, "(env "); n != 5 {
-		t.Errorf("help names %d variables, want 5:\n%s", n, help)
+	if n := strings.Count(help, "(env "); n != len(want) {
+		t.Errorf("help names %d variables, want %d:\n%s", n, len(want), help)
 	}
 	cmd.PersistentFlags().VisitAll(func(f *pflag.Flag) {
 		if v := flagenv.Vars(f); v != nil {
 			t.Errorf("kubectl's --%s reads %v", f.Name, v)
 		}
 	})
+}
+
+// TestExitCode: main exits with inspect.ExitCode; a misused --check is 2, other failures 1.
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want int
+	}{
+		{name: "bad output", args: []string{"-o", "xml"}, want: 1},
+		{name: "bad output with --check", args: []string{"--check", "-o", "xml"}, want: 2},
+		{name: "--check from the environment", args: []string{"-o", "xml"}, env: map[string]string{"GPUSHARE_CHECK": "true"}, want: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			var out bytes.Buffer
+			cmd := newCommand(genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+			cmd.SetArgs(tc.args)
+			err := cmd.ExecuteContext(context.Background())
+			if got := inspect.ExitCode(err); got != tc.want {
+				t.Errorf("ExitCode(%v) = %d, want %d", err, got, tc.want)
+			}
+		})
+	}
 }

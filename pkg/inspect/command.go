@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +24,12 @@ type flagpole struct {
 	Pending       bool
 	MemResource   string
 	CountResource string
+
+	Check             bool
+	ExtenderURL       string
+	ExtenderNamespace string
+	ExtenderService   string
+	SharePluginURLs   []string
 }
 
 // cluster is what the command needs from the connection flags: a client, and the
@@ -45,13 +52,17 @@ const example = `  # GPU memory per card of every GPU-sharing node, and the clus
   kubectl inspect gpushare node-1 -o json
 
   # Pods waiting for gpu-mem, with the scheduler's last reason
-  kubectl inspect gpushare --pending -n team-a`
+  kubectl inspect gpushare --pending -n team-a
+
+  # Do the pods' annotations, the extender's ledger and share-plugin agree? (exit 1 if not)
+  kubectl inspect gpushare --check`
 
 // NewCommand returns the `kubectl inspect gpushare [NODE]` command with kubectl's connection
 // flags (--kubeconfig, --context, -n, --server, …). It writes results to streams.Out and
 // warnings to streams.ErrOut, and returns an error (for main to print on one line and exit
-// 1) when the cluster cannot be reached, access is denied, no GPU-sharing node exists, or
-// NODE is unknown.
+// with ExitCode) when the cluster cannot be reached, access is denied, no GPU-sharing node
+// exists, NODE is unknown, or --check finds a disagreement or cannot read a view it was
+// told to read.
 func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	config := genericclioptions.NewConfigFlags(true)
 	cmd := newCommand(streams, func() (cluster, error) {
@@ -82,7 +93,9 @@ func newCommand(streams genericiooptions.IOStreams, connect connectFunc) *cobra.
 share-plugin's inventory annotation, or allocatable gpu-mem), read from the same node and
 pod annotations the gpushare scheduler extender uses. Pods bound to a node but not yet
 given a card count under PENDING(Allocated). With --pending, list the pods still waiting
-for gpu-mem and the scheduler's last reason.`,
+for gpu-mem and the scheduler's last reason. With --check, compare the pods' annotations
+with the extender's ledger and with the cards share-plugin served, print one line per
+disagreement, and exit 1 when there is any (2 when the check could not run).`,
 		Example:       example,
 		Args:          cobra.MaximumNArgs(1),
 		SilenceUsage:  true,
@@ -102,6 +115,17 @@ for gpu-mem and the scheduler's last reason.`,
 	f.BoolVar(&flags.Pending, "pending", false, "list pods waiting for gpu-mem with their last FailedScheduling reason")
 	f.StringVar(&flags.MemResource, "mem-resource", string(def.Mem), "extended resource of GPU memory units")
 	f.StringVar(&flags.CountResource, "count-resource", string(def.Count), "extended resource of the GPU count")
+	f.BoolVar(&flags.Check, "check", false, "compare the pods' annotations, the extender's ledger and share-plugin's served cards; exit 1 on any disagreement")
+	f.StringVar(&flags.ExtenderURL, "extender-url", "", "with --check: the extender's base URL, e.g. http://127.0.0.1:12345 (default: through the API server's service proxy)")
+	f.StringVar(&flags.ExtenderNamespace, "extender-namespace", defaultExtenderNamespace, "with --check: namespace of the extender's service")
+	f.StringVar(&flags.ExtenderService, "extender-service", defaultExtenderService, "with --check: name of the extender's service (port named http)")
+	f.StringSliceVar(&flags.SharePluginURLs, "share-plugin-urls", nil, "with --check: share-plugin base URLs, comma separated (default: each share-plugin pod through the API server's pod proxy)")
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		if flags.Check {
+			return exitError{code: exitCheckIncomplete, err: err}
+		}
+		return err
+	})
 	return cmd
 }
 
@@ -114,6 +138,19 @@ func (f *flagpole) validate(node string) error {
 	if f.Pending && (node != "" || f.Details) {
 		return fmt.Errorf("--pending lists unscheduled pods: it takes neither NODE nor -d")
 	}
+	if f.Check {
+		if f.Pending || f.Details {
+			return fmt.Errorf("--check compares the views of occupancy: it takes neither --pending nor -d")
+		}
+		for _, u := range append([]string{f.ExtenderURL}, f.SharePluginURLs...) {
+			if err := validateBaseURL(u); err != nil {
+				return err
+			}
+		}
+		if f.ExtenderURL == "" && (f.ExtenderNamespace == "" || f.ExtenderService == "") {
+			return fmt.Errorf("--extender-namespace and --extender-service must not be empty without --extender-url")
+		}
+	}
 	return f.resources().Validate()
 }
 
@@ -123,11 +160,14 @@ func (f *flagpole) resources() gpushare.Resources {
 
 func runE(ctx context.Context, flags *flagpole, node string, connect connectFunc, streams genericiooptions.IOStreams) error {
 	if err := flags.validate(node); err != nil {
-		return err
+		return checkIncomplete(flags, err)
 	}
 	c, err := connect()
 	if err != nil {
-		return explain(err)
+		return checkIncomplete(flags, explain(err))
+	}
+	if flags.Check {
+		return runCheck(ctx, flags, node, c, streams)
 	}
 	if flags.Pending {
 		m, err := fetchPending(ctx, c, flags.resources())
@@ -161,4 +201,16 @@ func render[M any](w io.Writer, flags *flagpole, m M, text func(io.Writer, M) er
 		return writeYAML(w, m)
 	}
 	return text(w, m)
+}
+
+// validateBaseURL accepts "" or an http(s) URL with a host.
+func validateBaseURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL with a host (e.g. http://127.0.0.1:12345)", s)
+	}
+	return nil
 }

@@ -55,7 +55,12 @@ func (r result) golden(ns string, args []string) string {
 // -n namespace; react, when set, is tried before the fake's own handling.
 func runCommand(t *testing.T, objs []runtime.Object, ns string, react k8stesting.ReactionFunc, args ...string) result {
 	t.Helper()
-	cs := fake.NewClientset(objs...)
+	return runOn(t, fake.NewClientset(objs...), ns, react, args...)
+}
+
+// runOn is runCommand on a clientset the test has prepared (proxy reactors).
+func runOn(t *testing.T, cs *fake.Clientset, ns string, react k8stesting.ReactionFunc, args ...string) result {
+	t.Helper()
 	applyFieldSelectors(cs)
 	var r result
 	cs.PrependReactor("*", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {

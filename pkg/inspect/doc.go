@@ -1,14 +1,19 @@
 // Package inspect implements `kubectl inspect gpushare`: GPU-memory occupancy per card of the
-// GPU-sharing nodes, and the pods waiting for gpu-mem with the scheduler's last reason.
+// GPU-sharing nodes, the pods waiting for gpu-mem with the scheduler's last reason, and
+// (--check) a comparison of the pods' annotations with the extender's ledger and the cards
+// share-plugin served.
 //
-// NewCommand is the package's only export. Inside, the work is split:
+// NewCommand and ExitCode are the package's exports. Inside, the work is split:
 //   - buildModel and buildPending are pure: API objects in, a model out (no client, no I/O).
 //   - renderSummary, renderDetails, renderPending, writeJSON and writeYAML write a model to an
 //     io.Writer; the model's field names and JSON tags are the -o json/yaml output shape.
 //     The text forms keep the column names and cluster line of the old
 //     kubectl-inspect-gpushare so scripts that parse them keep working.
-//   - fetch.go is the only code that talks to the API server (a kubernetes.Interface), always
-//     with field selectors.
+//   - buildAnnotatedView and compareViews are --check's pure part: API objects and the
+//     decoded extender and share-plugin answers in, problem lines out.
+//   - fetch.go talks to the API server (a kubernetes.Interface), always with field
+//     selectors; check_fetch.go reads the extender and share-plugin by URL or through the
+//     API server's service and pod proxies.
 //   - NewCommand wires flags (kubectl's genericclioptions), fetching, building and rendering.
 //
 // All memory numbers are gpu-mem units as the node publishes them (GiB unless share-plugin

@@ -62,3 +62,43 @@ type oneLineErr struct{ err error }
 
 func (o oneLineErr) Error() string { return strings.Join(strings.Fields(o.err.Error()), " ") }
 func (o oneLineErr) Unwrap() error { return o.err }
+
+// Exit statuses of --check (without --check every failure is 1).
+const (
+	// exitDisagreement: the views disagree, or an error outside --check.
+	exitDisagreement = 1
+	// exitCheckIncomplete: --check was misused, or could not read the API server or a
+	// component the user named.
+	exitCheckIncomplete = 2
+)
+
+// exitError carries the process exit status of an error.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
+// ExitCode is the exit status for an error the command returned: 0 for nil; with --check, 1
+// when the views disagree and 2 when the check was misused or could not read the API server,
+// or the extender or a share-plugin whose URL was given; 1 for every other error.
+func ExitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var e exitError
+	if errors.As(err, &e) {
+		return e.code
+	}
+	return exitDisagreement
+}
+
+// checkIncomplete gives err the exit status 2 when --check is on.
+func checkIncomplete(flags *flagpole, err error) error {
+	if err == nil || !flags.Check {
+		return err
+	}
+	return exitError{code: exitCheckIncomplete, err: err}
+}

@@ -22,24 +22,34 @@ const perNodeListMax = 10
 // fetchModel reads the sharing nodes (or the one named) and the non-terminated pods bound
 // to them, and builds the model.
 func fetchModel(ctx context.Context, cs kubernetes.Interface, node string, res gpushare.Resources) (model, error) {
+	nodes, pods, err := fetchSharing(ctx, cs, node, res)
+	if err != nil {
+		return model{}, err
+	}
+	return buildModel(nodes, pods, res), nil
+}
+
+// fetchSharing reads the sharing nodes (or the one named, which must share GPUs) and the
+// non-terminated pods bound to them.
+func fetchSharing(ctx context.Context, cs kubernetes.Interface, node string, res gpushare.Resources) ([]corev1.Node, []corev1.Pod, error) {
 	var nodes []corev1.Node
 	if node != "" {
 		n, err := getNode(ctx, cs, node)
 		if apierrors.IsNotFound(err) {
-			return model{}, fmt.Errorf("node %q not found", node)
+			return nil, nil, fmt.Errorf("node %q not found", node)
 		}
 		if err != nil {
-			return model{}, err
+			return nil, nil, err
 		}
 		if !isSharingNode(n, res) {
-			return model{}, fmt.Errorf("node %q %w (no %s=%s label, no %s annotation, no allocatable %s)",
+			return nil, nil, fmt.Errorf("node %q %w (no %s=%s label, no %s annotation, no allocatable %s)",
 				node, errNotSharingNode, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
 		}
 		nodes = []corev1.Node{*n}
 	} else {
 		all, err := listNodes(ctx, cs)
 		if err != nil {
-			return model{}, err
+			return nil, nil, err
 		}
 		for i := range all {
 			if isSharingNode(&all[i], res) {
@@ -47,16 +57,16 @@ func fetchModel(ctx context.Context, cs kubernetes.Interface, node string, res g
 			}
 		}
 		if len(nodes) == 0 {
-			return model{}, fmt.Errorf("%w (no node has the %s=%s label, the %s annotation or allocatable %s)",
+			return nil, nil, fmt.Errorf("%w (no node has the %s=%s label, the %s annotation or allocatable %s)",
 				errNoSharingNodes, gpushare.NodeLabelKey, gpushare.NodeLabelValue, gpushare.AnnotationNodeInventory, res.Mem)
 		}
 	}
 	pods, err := podsOf(ctx, cs, nodes)
 	if err != nil {
-		return model{}, err
+		return nil, nil, err
 	}
 	klog.V(2).InfoS("Read cluster", "nodes", len(nodes), "pods", len(pods))
-	return buildModel(nodes, pods, res), nil
+	return nodes, pods, nil
 }
 
 // podsOf lists the non-terminated pods that can sit on nodes: node by node for a few nodes,

@@ -1,0 +1,413 @@
+package inspect
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// checkViews is what --check compares: the API server's annotations always; the extender's
+// ledger and share-plugin's served cards when they could be read.
+type checkViews struct {
+	Annotations annotatedView
+	// Extender is nil when the extender was not reached (NotChecked says why).
+	Extender *extenderInspect
+	// Plugins are the share-plugin answers that were read, one per node reached.
+	Plugins []servedReport
+	// NotChecked lists the components (or nodes of them) that could not be read.
+	NotChecked []notChecked
+	// Node restricts the extender's and share-plugin's nodes to one ("" for all); the
+	// annotations are already restricted when it is set.
+	Node string
+}
+
+// notChecked is a component that was not compared. Required marks one the user named
+// (--extender-url, --share-plugin-urls): not reaching it fails the check.
+type notChecked struct {
+	Component string `json:"component"`
+	Reason    string `json:"reason"`
+	Required  bool   `json:"required"`
+}
+
+func (n notChecked) String() string {
+	return fmt.Sprintf("%s: not checked (%s)", n.Component, n.Reason)
+}
+
+// Kinds of problem, the "kind" of -o json.
+const (
+	problemInvalidRecord        = "invalid-record"        // a bound gpu-mem pod's allocation is missing or invalid
+	problemCardOvercommitted    = "card-overcommitted"    // annotations give a card more units than it has
+	problemExtenderDiffers      = "extender-differs"      // the extender's ledger disagrees with the annotations
+	problemExtenderConservative = "extender-conservative" // the extender counts a pod on every card
+	problemPluginDiffers        = "share-plugin-differs"  // share-plugin served other cards than annotated
+	problemPluginOvercommitted  = "share-plugin-overcommitted"
+	problemPluginInvalid        = "share-plugin-invalid" // share-plugin's answer names no valid container
+)
+
+// checkProblem is one disagreement. Line is the text form: node, card and what each view
+// says.
+type checkProblem struct {
+	Kind string `json:"kind"`
+	Node string `json:"node"`
+	Card *int   `json:"card,omitempty"`
+	Pod  string `json:"pod,omitempty"` // namespace/name
+	Line string `json:"line"`
+}
+
+// checkReport is the outcome of --check and its -o json/yaml shape. Counts are of the
+// annotations' view.
+type checkReport struct {
+	OK         bool           `json:"ok"` // no problem and every required component read
+	Nodes      int            `json:"nodes"`
+	Cards      int            `json:"cards"`
+	Pods       int            `json:"pods"`
+	Problems   []checkProblem `json:"problems"`
+	Notes      []string       `json:"notes"` // reservations: not disagreements
+	NotChecked []notChecked   `json:"notChecked"`
+}
+
+// failedRequired reports a required component that was not read.
+func (r checkReport) failedRequired() bool {
+	for _, n := range r.NotChecked {
+		if n.Required {
+			return true
+		}
+	}
+	return false
+}
+
+// compareViews lists every disagreement between the views, in a stable order: per node by
+// name, the annotations' own problems, then the extender's, then share-plugin's.
+func compareViews(v checkViews) checkReport {
+	r := checkReport{Problems: []checkProblem{}, Notes: []string{}, NotChecked: append([]notChecked{}, v.NotChecked...)}
+	ann := map[string]*annotatedNode{}
+	for i := range v.Annotations.Nodes {
+		n := &v.Annotations.Nodes[i]
+		ann[n.Name] = n
+		r.Nodes++
+		r.Cards += len(n.Cards)
+		r.Pods += len(n.Pods)
+	}
+	ext := map[string]*extenderNode{}
+	if v.Extender != nil {
+		for i := range v.Extender.Nodes {
+			n := &v.Extender.Nodes[i]
+			if v.Node == "" || n.Name == v.Node {
+				ext[n.Name] = n
+			}
+		}
+	}
+	plugins := map[string][]servedReport{}
+	for _, p := range v.Plugins {
+		if v.Node == "" || p.Node == v.Node {
+			plugins[p.Node] = append(plugins[p.Node], p)
+		}
+	}
+	names := map[string]bool{}
+	for n := range ann {
+		names[n] = true
+	}
+	for n := range ext {
+		names[n] = true
+	}
+	for n := range plugins {
+		names[n] = true
+	}
+	for _, name := range sortedKeys(names) {
+		a := ann[name]
+		if a == nil {
+			// Nodes the annotations do not share: no cards, no pods.
+			a = &annotatedNode{Name: name, Cards: gpushare.CardUnits{}}
+		}
+		r.annotationProblems(a)
+		if v.Extender != nil {
+			r.extenderProblems(a, ext[name])
+		}
+		for _, p := range plugins[name] {
+			r.pluginProblems(a, p)
+		}
+	}
+	r.OK = len(r.Problems) == 0 && !r.failedRequired()
+	return r
+}
+
+func (r *checkReport) add(kind, node string, card *int, pod, format string, args ...any) {
+	r.Problems = append(r.Problems, checkProblem{Kind: kind, Node: node, Card: card, Pod: pod, Line: fmt.Sprintf(format, args...)})
+}
+
+// annotationProblems: invalid records, and cards given more units than they have.
+func (r *checkReport) annotationProblems(n *annotatedNode) {
+	for _, p := range n.Pods {
+		if p.Invalid != "" {
+			r.add(problemInvalidRecord, n.Name, nil, p.key(), "node %s: pod %s: %s", n.Name, p.key(), p.Invalid)
+		}
+	}
+	used := n.used()
+	for _, c := range sortedCards(used.total) {
+		size, listed := n.Cards[c]
+		if used.total[c] > size && listed {
+			r.add(problemCardOvercommitted, n.Name, ptr(c), "", "node %s card %d: annotations give %d units, card size %d (%s)",
+				n.Name, c, used.total[c], size, formatPods(used.byPod[c]))
+		}
+	}
+}
+
+// cardSums is the units per card of the valid pods, in total and per pod key.
+type cardSums struct {
+	total gpushare.CardUnits
+	byPod map[int]map[string]int64
+}
+
+func (n *annotatedNode) used() cardSums {
+	s := cardSums{total: gpushare.CardUnits{}, byPod: map[int]map[string]int64{}}
+	for _, p := range n.Pods {
+		for c, u := range p.Usage {
+			if u == 0 {
+				continue
+			}
+			s.total[c] += u
+			if s.byPod[c] == nil {
+				s.byPod[c] = map[string]int64{}
+			}
+			s.byPod[c][p.key()] += u
+		}
+	}
+	return s
+}
+
+// extenderProblems compares the extender's ledger of one node with the annotations. Per
+// card, the extender's Used less its reserved and conservative pods must equal the valid
+// annotated pods' units; reserved pods are left out on both sides (a hold whose pod the
+// extender has not seen bound yet is no disagreement) and noted.
+func (r *checkReport) extenderProblems(a *annotatedNode, e *extenderNode) {
+	if e == nil {
+		e = &extenderNode{Name: a.Name}
+	}
+	pods := map[string]annotatedPod{}
+	for _, p := range a.Pods {
+		pods[p.key()] = p
+	}
+	reserved := map[string]bool{}
+	conservative := map[string][]int{}
+	extCards := map[int]*extenderCard{}
+	for i := range e.Cards {
+		c := &e.Cards[i]
+		extCards[c.Index] = c
+		for _, p := range c.Pods {
+			key := extenderPodKey(p, pods)
+			switch {
+			case p.Reserved:
+				reserved[key] = true
+				r.Notes = append(r.Notes, fmt.Sprintf("node %s card %d: extender holds %d units for %s, reserved and not yet seen bound", a.Name, c.Index, p.Units, key))
+			case p.Conservative:
+				conservative[key] = append(conservative[key], c.Index)
+			}
+		}
+	}
+	for _, key := range sortedKeys(conservative) {
+		cards := conservative[key]
+		sort.Ints(cards)
+		r.add(problemExtenderConservative, a.Name, nil, key, "node %s: pod %s: extender counts it on every card (%s) because its record is invalid",
+			a.Name, key, joinInts(cards))
+	}
+	used := a.used()
+	cards := map[int]bool{}
+	for c := range used.total {
+		cards[c] = true
+	}
+	for c := range extCards {
+		cards[c] = true
+	}
+	for _, c := range sortedKeys(cards) {
+		annPods := map[string]int64{}
+		var annTotal int64
+		for key, u := range used.byPod[c] {
+			if !reserved[key] {
+				annPods[key] = u
+				annTotal += u
+			}
+		}
+		extPods := map[string]int64{}
+		var extTotal int64
+		if ec := extCards[c]; ec != nil {
+			extTotal = ec.Used
+			for _, p := range ec.Pods {
+				key := extenderPodKey(p, pods)
+				if p.Reserved || p.Conservative {
+					extTotal -= p.Units
+					continue
+				}
+				extPods[key] += p.Units
+			}
+		}
+		if extTotal == annTotal && equalUnits(annPods, extPods) {
+			continue
+		}
+		r.add(problemExtenderDiffers, a.Name, ptr(c), "", "node %s card %d: extender counts %d units, annotations %d (%s)",
+			a.Name, c, extTotal, annTotal, podDiffs(annPods, extPods, pods))
+	}
+}
+
+// extenderPodKey is the annotations' key of an extender pod; a pod whose UID differs from
+// the bound pod of that name is another pod (a deleted one the ledger still holds), so its
+// key carries the UID.
+func extenderPodKey(p extenderPod, pods map[string]annotatedPod) string {
+	key := p.Namespace + "/" + p.Name
+	if ap, ok := pods[key]; ok && p.UID != "" && ap.UID != "" && p.UID != ap.UID {
+		return key + " (uid " + p.UID + ")"
+	}
+	return key
+}
+
+// podDiffs lists the pods whose units differ between the annotations and the extender.
+func podDiffs(ann, ext map[string]int64, pods map[string]annotatedPod) string {
+	keys := map[string]bool{}
+	for k := range ann {
+		keys[k] = true
+	}
+	for k := range ext {
+		keys[k] = true
+	}
+	var parts []string
+	for _, k := range sortedKeys(keys) {
+		if ann[k] == ext[k] {
+			continue
+		}
+		annSays := fmt.Sprint(ann[k])
+		if p, ok := pods[k]; ok && p.Invalid != "" {
+			annSays = "invalid"
+		} else if !ok {
+			annSays = "not bound here"
+		}
+		parts = append(parts, fmt.Sprintf("%s: extender %d, annotations %s", k, ext[k], annSays))
+	}
+	if len(parts) == 0 {
+		return "its pods agree; its used total does not"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// pluginProblems compares what share-plugin served on one node with the annotations: each
+// served container's cards, and each card's served units against its size.
+func (r *checkReport) pluginProblems(a *annotatedNode, s servedReport) {
+	pods := map[string]annotatedPod{}
+	for _, p := range a.Pods {
+		pods[p.key()] = p
+	}
+	containers := append([]servedContainer{}, s.Containers...)
+	sort.SliceStable(containers, func(i, j int) bool {
+		ki, kj := containers[i].Namespace+"/"+containers[i].Name, containers[j].Namespace+"/"+containers[j].Name
+		if ki != kj {
+			return ki < kj
+		}
+		return containers[i].Container < containers[j].Container
+	})
+	for _, c := range containers {
+		key := c.Namespace + "/" + c.Name
+		ref, err := parseContainerRef(c.Container)
+		if err != nil {
+			r.add(problemPluginInvalid, a.Name, nil, key, "node %s: pod %s: share-plugin served container %q, which is not app/N or init/N", a.Name, key, c.Container)
+			continue
+		}
+		p, bound := pods[key]
+		if bound && c.UID != "" && p.UID != "" && c.UID != p.UID {
+			bound = false
+		}
+		var annSays string
+		switch {
+		case !bound:
+			annSays = "pod not bound here"
+		case p.Invalid != "" && len(p.Alloc.For(ref)) == 0:
+			annSays = "invalid record"
+		default:
+			want := p.Alloc.For(ref)
+			if equalCardUnits(want, c.Cards) {
+				continue
+			}
+			annSays = formatCards(want)
+		}
+		r.add(problemPluginDiffers, a.Name, nil, key, "node %s: pod %s %s: share-plugin served %s, annotations %s",
+			a.Name, key, ref, formatCards(c.Cards), annSays)
+	}
+	cards := append([]servedCard{}, s.Cards...)
+	sort.SliceStable(cards, func(i, j int) bool { return cards[i].Index < cards[j].Index })
+	for _, c := range cards {
+		if c.ServedUnits > c.TotalUnits {
+			r.add(problemPluginOvercommitted, a.Name, ptr(c.Index), "", "node %s card %d: share-plugin served %d units, card size %d",
+				a.Name, c.Index, c.ServedUnits, c.TotalUnits)
+		}
+	}
+}
+
+// parseContainerRef reads one "app/N" or "init/N" (gpushare.ContainerRef.String).
+func parseContainerRef(s string) (gpushare.ContainerRef, error) {
+	refs, err := gpushare.ParseAllocated(s)
+	if err != nil {
+		return gpushare.ContainerRef{}, err
+	}
+	if len(refs) != 1 {
+		return gpushare.ContainerRef{}, fmt.Errorf("%q names %d containers, want one", s, len(refs))
+	}
+	var out gpushare.ContainerRef
+	for ref := range refs {
+		out = ref
+	}
+	return out, nil
+}
+
+func equalUnits(a, b map[string]int64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// equalCardUnits compares two card maps, a card with 0 units counting as absent.
+func equalCardUnits(a, b gpushare.CardUnits) bool {
+	for c, u := range a {
+		if b[c] != u {
+			return false
+		}
+	}
+	for c, u := range b {
+		if a[c] != u {
+			return false
+		}
+	}
+	return true
+}
+
+// formatPods writes per-pod units as "ns/a 10, ns/b 8".
+func formatPods(m map[string]int64) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func joinInts(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}
+
+func sortedKeys[K int | string, V any](m map[K]V) []K {
+	out := make([]K, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

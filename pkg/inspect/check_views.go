@@ -1,0 +1,228 @@
+package inspect
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// The three views --check compares. The extender's and share-plugin's are decoded from
+// their JSON here rather than imported from pkg/cache and pkg/deviceplugin: inspect talks to
+// them over HTTP and must not pull in the extender or the plugin.
+
+// extenderInspect is the extender's GET /gpushare-scheduler/inspect answer (pkg/cache
+// NodeInfo as JSON). Amounts are gpu-mem units of each node.
+type extenderInspect struct {
+	Nodes []extenderNode `json:"nodes"`
+}
+
+type extenderNode struct {
+	Name  string         `json:"name"`
+	Total int64          `json:"totalGPU"`
+	Used  int64          `json:"usedGPU"`
+	Cards []extenderCard `json:"devs"`
+}
+
+type extenderCard struct {
+	Index   int           `json:"id"`
+	Total   int64         `json:"totalGPU"`
+	Used    int64         `json:"usedGPU"` // placed and reserved pods together
+	Healthy bool          `json:"healthy"`
+	Pods    []extenderPod `json:"pods"`
+}
+
+type extenderPod struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	UID       string `json:"uid"`
+	Units     int64  `json:"usedGPU"`
+	// Reserved: held at bind, not yet seen bound by the extender's informer.
+	Reserved bool `json:"reserved"`
+	// Conservative: the extender could not trust the pod's record and counts it on every
+	// card of the node.
+	Conservative bool `json:"conservative"`
+}
+
+// servedReport is share-plugin's GET /served answer: what the device plugin of one node has
+// handed out through kubelet's Allocate. Amounts are gpu-mem units.
+type servedReport struct {
+	Node       string            `json:"node"`
+	Cards      []servedCard      `json:"cards"`
+	Containers []servedContainer `json:"containers"`
+}
+
+type servedCard struct {
+	Index       int    `json:"index"`
+	UUID        string `json:"uuid"`
+	TotalUnits  int64  `json:"totalUnits"`
+	ServedUnits int64  `json:"servedUnits"`
+}
+
+type servedContainer struct {
+	Namespace string             `json:"namespace"`
+	Name      string             `json:"name"`
+	UID       string             `json:"uid"`
+	Container string             `json:"container"` // gpushare.ContainerRef.String(): "app/N" or "init/N"
+	Cards     gpushare.CardUnits `json:"cards"`     // card index → units served to this container
+}
+
+// annotatedView is what the API server's node and pod objects say: the sharing nodes' cards
+// and the allocations of the non-terminated gpu-mem pods bound to them.
+type annotatedView struct {
+	Nodes []annotatedNode // by name
+}
+
+// annotatedNode is one sharing node. Units are the node's gpu-mem units.
+type annotatedNode struct {
+	Name  string
+	Cards gpushare.CardUnits // inventory: card index → size
+	Pods  []annotatedPod     // by namespace and name
+}
+
+// annotatedPod is one bound pod that requests gpu-mem or carries a card annotation.
+type annotatedPod struct {
+	Namespace, Name, UID string
+	// Alloc is the parsed allocation; its zero value when the annotations do not parse.
+	Alloc gpushare.PodAllocation
+	// Usage is the pod's effective units per card (Kubernetes' init/app rule); nil when
+	// Invalid is set, so an untrusted record never adds to a card's sum.
+	Usage gpushare.CardUnits
+	// Invalid says why the pod's record cannot be trusted ("" when it can).
+	Invalid string
+}
+
+func (p annotatedPod) key() string { return p.Namespace + "/" + p.Name }
+
+// buildAnnotatedView reads the sharing nodes among nodes and the non-terminated pods bound
+// to them (other pods are ignored, duplicates counted once), validating each allocation
+// against the pod's request and the node's inventory.
+func buildAnnotatedView(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) annotatedView {
+	byNode := map[string][]*corev1.Pod{}
+	seen := map[types.NamespacedName]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	var v annotatedView
+	for i := range nodes {
+		n := &nodes[i]
+		if !isSharingNode(n, res) {
+			continue
+		}
+		// A malformed inventory still yields the allocatable fallback: the best reading of
+		// the card sizes, and the one the extender uses too.
+		inv, _, _ := res.NodeInventory(n)
+		an := annotatedNode{Name: n.Name, Cards: gpushare.CardUnits{}}
+		for _, d := range inv.Devices {
+			an.Cards[d.Index] = d.Units
+		}
+		for _, p := range byNode[n.Name] {
+			if ap, ok := annotatePod(p, an.Cards, res); ok {
+				an.Pods = append(an.Pods, ap)
+			}
+		}
+		sort.Slice(an.Pods, func(i, j int) bool { return an.Pods[i].key() < an.Pods[j].key() })
+		v.Nodes = append(v.Nodes, an)
+	}
+	sort.Slice(v.Nodes, func(i, j int) bool { return v.Nodes[i].Name < v.Nodes[j].Name })
+	return v
+}
+
+// annotatePod reads and validates one bound pod; ok is false for a pod that neither
+// requests gpu-mem nor carries a card annotation.
+func annotatePod(p *corev1.Pod, cards gpushare.CardUnits, res gpushare.Resources) (annotatedPod, bool) {
+	ap := annotatedPod{Namespace: p.Namespace, Name: p.Name, UID: string(p.UID)}
+	req, reqErr := res.PodRequest(p)
+	alloc, placed, allocErr := res.ReadAllocation(p)
+	switch {
+	case reqErr != nil:
+		ap.Invalid = fmt.Sprintf("request invalid: %v", reqErr)
+		ap.Alloc = alloc
+	case allocErr != nil:
+		ap.Invalid = fmt.Sprintf("allocation invalid: %v", allocErr)
+	case !placed && req.IsZero():
+		return annotatedPod{}, false
+	case !placed:
+		ap.Invalid = fmt.Sprintf("requests %d units but has no allocation annotation", req.TotalUnits())
+	default:
+		ap.Alloc = alloc
+		if err := validateAllocation(req, alloc, cards); err != nil {
+			ap.Invalid = fmt.Sprintf("allocation invalid: %v", err)
+		}
+	}
+	if ap.Invalid == "" {
+		ap.Usage = alloc.CardUsage(p)
+	}
+	return ap, true
+}
+
+// validateAllocation checks that every gpu-mem container holds exactly its request (Cards
+// distinct cards of PerCard units each) on cards the node's inventory lists, and that no
+// other container holds anything. The error names the first container at fault.
+func validateAllocation(req gpushare.PodRequest, alloc gpushare.PodAllocation, cards gpushare.CardUnits) error {
+	wanted := map[gpushare.ContainerRef]bool{}
+	for _, c := range req.Containers {
+		wanted[c.Ref] = true
+		got := alloc.For(c.Ref)
+		if len(got) != c.Cards {
+			return fmt.Errorf("container %q (%s) holds %s, requests %d units on %d card(s)", c.Name, c.Ref, formatCards(got), c.Units, c.Cards)
+		}
+		for _, idx := range sortedCards(got) {
+			if _, ok := cards[idx]; !ok {
+				return fmt.Errorf("container %q (%s) is on card %d, which the node's inventory does not list", c.Name, c.Ref, idx)
+			}
+			if got[idx] != c.PerCard() {
+				return fmt.Errorf("container %q (%s) holds %s, requests %d units on %d card(s)", c.Name, c.Ref, formatCards(got), c.Units, c.Cards)
+			}
+		}
+	}
+	var extra []gpushare.ContainerRef
+	for _, list := range []struct {
+		init  bool
+		alloc gpushare.Allocation
+	}{{false, alloc.App}, {true, alloc.Init}} {
+		for i, cu := range list.alloc {
+			ref := gpushare.ContainerRef{InitList: list.init, Index: i}
+			if !wanted[ref] && len(cu) > 0 {
+				extra = append(extra, ref)
+			}
+		}
+	}
+	if len(extra) > 0 {
+		sort.Slice(extra, func(i, j int) bool { return extra[i].String() < extra[j].String() })
+		return fmt.Errorf("container %s holds %s but requests no gpu-mem", extra[0], formatCards(alloc.For(extra[0])))
+	}
+	return nil
+}
+
+// sortedCards lists the card indexes of cu, ascending.
+func sortedCards(cu gpushare.CardUnits) []int {
+	out := make([]int, 0, len(cu))
+	for c := range cu {
+		out = append(out, c)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// formatCards writes card units as {card:units,...} in card order ("{0:4,1:4}", "{}").
+func formatCards(cu gpushare.CardUnits) string {
+	parts := make([]string, 0, len(cu))
+	for _, c := range sortedCards(cu) {
+		parts = append(parts, fmt.Sprintf("%d:%d", c, cu[c]))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
