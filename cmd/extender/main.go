@@ -161,7 +161,7 @@ func run(ctx context.Context, o *options) error {
 	pods := factory.Core().V1().Pods().Informer()
 	// A workload-aware policy (fgd) needs free CPU/memory per node and the pod shapes seen.
 	_, track := pol.(policy.WorkloadAware)
-	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, Resources: res, ReservationTTL: o.reservationTTL, TrackWorkload: track})
+	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, PodClient: client.CoreV1(), Resources: res, ReservationTTL: o.reservationTTL, TrackWorkload: track})
 	if err != nil {
 		return err
 	}

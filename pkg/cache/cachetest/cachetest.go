@@ -137,6 +137,7 @@ func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) 
 		Nodes:          factory.Core().V1().Nodes().Informer(),
 		Pods:           factory.Core().V1().Pods().Informer(),
 		Resources:      gpushare.DefaultResources(),
+		PodClient:      client.CoreV1(),
 		ReservationTTL: ttl,
 		Clock:          clk,
 		TrackWorkload:  track,
