@@ -64,7 +64,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.nodeSelector, "node-selector", gpushare.NodeLabelKey+"="+gpushare.NodeLabelValue, "label selector of GPU-sharing nodes")
 	fs.StringVar(&o.memResource, "mem-resource", string(def.Mem), "extended resource pods request GPU memory units with")
 	fs.StringVar(&o.countResource, "count-resource", string(def.Count), "extended resource giving the GPU count (node) or cards per container (pod)")
-	fs.DurationVar(&o.reservationTTL, "reservation-ttl", cache.DefaultReservationTTL, "how long cards reserved at bind wait for the pod to show up bound")
+	fs.DurationVar(&o.reservationTTL, "reservation-ttl", cache.DefaultReservationTTL, "how long cards reserved at bind wait for the pod to show up bound before expiry asks the API server whether it is")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", routes.DefaultMaxRequestBytes, "largest accepted request body in bytes")
 	fs.Float32Var(&o.qps, "kube-api-qps", 100, "API client queries per second (binds must not be throttled)")
 	fs.IntVar(&o.burst, "kube-api-burst", 200, "API client burst")
@@ -161,7 +161,7 @@ func run(ctx context.Context, o *options) error {
 	pods := factory.Core().V1().Pods().Informer()
 	// A workload-aware policy (fgd) needs free CPU/memory per node and the pod shapes seen.
 	_, track := pol.(policy.WorkloadAware)
-	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, Resources: res, ReservationTTL: o.reservationTTL, TrackWorkload: track})
+	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, PodClient: client.CoreV1(), Resources: res, ReservationTTL: o.reservationTTL, TrackWorkload: track})
 	if err != nil {
 		return err
 	}

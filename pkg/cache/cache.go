@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -16,8 +17,8 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// DefaultReservationTTL is how long a bind-time reservation lives when its pod never shows
-// up bound with the allocation annotations.
+// DefaultReservationTTL is how long a bind-time reservation waits for its pod to show up
+// bound with the allocation annotations before expiry asks the API server whether it is.
 const DefaultReservationTTL = 2 * time.Minute
 
 // Config is what New needs. Nodes and Pods are informers from the one SharedInformerFactory
@@ -29,6 +30,10 @@ type Config struct {
 	Nodes     toolscache.SharedIndexInformer
 	Pods      toolscache.SharedIndexInformer
 	Resources gpushare.Resources
+	// PodClient reads pods from the API server (not the informer): expiry drops a
+	// reservation only once a fresh read shows its pod not bound by it. main passes the
+	// clientset's CoreV1().
+	PodClient corev1client.PodsGetter
 	// ReservationTTL defaults to DefaultReservationTTL when zero.
 	ReservationTTL time.Duration
 	// Clock defaults to the real clock; tests inject k8s.io/utils/clock/testing.FakeClock.
@@ -44,6 +49,8 @@ func (c *Config) validate() error {
 		return errors.New("cache config: node informer is nil")
 	case c.Pods == nil:
 		return errors.New("cache config: pod informer is nil")
+	case c.PodClient == nil:
+		return errors.New("cache config: pod client is nil (expiry confirms reservations unbound with it)")
 	case c.ReservationTTL < 0:
 		return fmt.Errorf("cache config: reservation TTL %s is negative", c.ReservationTTL)
 	}
@@ -64,9 +71,10 @@ type Cache struct {
 	res   gpushare.Resources
 	ttl   time.Duration
 	clock clock.WithTicker
+	api   corev1client.PodsGetter // expiry's fresh pod reads
 
 	// podsMu serialises every change of a pod's accounting (informer events, Reserve,
-	// Release, expiry, node removal) so a uid is held on at most one node.
+	// Finish, expiry, node removal) so a uid is held on at most one node.
 	podsMu   sync.Mutex
 	where    map[types.UID]string      // node holding the uid (placed or reserved); podsMu
 	reserved map[types.UID]reservation // the subset of where that is a reservation; podsMu
@@ -94,6 +102,7 @@ func New(cfg Config) (*Cache, error) {
 		res:      cfg.Resources,
 		ttl:      cfg.ReservationTTL,
 		clock:    cfg.Clock,
+		api:      cfg.PodClient,
 		where:    map[types.UID]string{},
 		reserved: map[types.UID]reservation{},
 		nodes:    map[string]*nodeState{},
@@ -126,9 +135,10 @@ func New(cfg Config) (*Cache, error) {
 }
 
 // Run waits until the handlers have seen every existing node and pod (so every allocation
-// is rebuilt from pod annotations), marks the cache ready, then expires stale reservations
-// until ctx is done. The informers must be started by the caller. It returns ctx's error,
-// or an error when ctx ends before the caches synced.
+// is rebuilt from pod annotations), marks the cache ready, then expires reservations past
+// their TTL whose pod is confirmed not bound (see Reserve) until ctx is done. The informers
+// must be started by the caller. It returns ctx's error, or an error when ctx ends before
+// the caches synced.
 func (c *Cache) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	if !toolscache.WaitForCacheSync(ctx.Done(), c.synced...) {
@@ -150,7 +160,7 @@ func (c *Cache) Run(ctx context.Context) error {
 			c.ready.Store(false)
 			return ctx.Err()
 		case <-t.C():
-			c.expire(logger)
+			c.expire(ctx)
 		}
 	}
 }

@@ -249,12 +249,16 @@ func TestReserve(t *testing.T) {
 	env := ct.Start(t, time.Minute, ct.Node("hetero", 16, 8),
 		ct.NodeWith("sick", gpushare.Device{Index: 0, Units: 16}, gpushare.Device{Index: 1, Units: 8, Healthy: true}))
 	pol := binpack(t)
+	var first cache.Reservation
 	// binpack: best fit. 6 → card1 (8 free beats 16); then 6 → card0 (card1 has 2 left)
 	for i, want := range []string{"0:0/16 1:6/8", "0:6/16 1:6/8"} {
 		pod := ct.Pod(fmt.Sprintf("r%d", i), 6)
-		r, err := env.Cache.Reserve("hetero", pod, request(t, pod), pol)
+		r, err := env.Cache.Reserve(context.Background(), "hetero", pod, request(t, pod), pol)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if i == 0 {
+			first = r
 		}
 		if got := cards(env.Cache, "hetero"); got != want {
 			t.Errorf("after reserve %d: %q, want %q", i, got, want)
@@ -272,16 +276,15 @@ func TestReserve(t *testing.T) {
 	// unhealthy card takes nothing, even when it is the only one with room
 	pod := ct.Pod("big", 10)
 	var fit *policy.FitError
-	if _, err := env.Cache.Reserve("sick", pod, request(t, pod), pol); !errors.As(err, &fit) {
+	if _, err := env.Cache.Reserve(context.Background(), "sick", pod, request(t, pod), pol); !errors.As(err, &fit) {
 		t.Errorf("reserve 10 on sick: got %v, want a FitError", err)
 	}
 	if got, want := cards(env.Cache, "sick"), "0:0/16! 1:0/8"; got != want {
 		t.Errorf("sick after refused reserve: %q, want %q", got, want)
 	}
-	// Release drops the reservation; a second Release does nothing
-	if !env.Cache.Release("uid-r0") || env.Cache.Release("uid-r0") {
-		t.Error("Release: want true then false")
-	}
+	// A refused Binding frees the cards; a second Finish does nothing.
+	env.Cache.Finish(first, cache.BindRefused)
+	env.Cache.Finish(first, cache.BindRefused)
 	if got, want := cards(env.Cache, "hetero"), "0:6/16 1:0/8"; got != want {
 		t.Errorf("after release: %q, want %q", got, want)
 	}
@@ -297,9 +300,11 @@ func TestReservationLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := env.Cache.Reserve("n1", pod, request(t, pod), pol); err != nil {
+		rsv, err := env.Cache.Reserve(ctx, "n1", pod, request(t, pod), pol)
+		if err != nil {
 			t.Fatal(err)
 		}
+		env.Cache.Finish(rsv, cache.BindUnknown) // a Binding in flight would keep it held
 	}
 	if got, want := cards(env.Cache, "n1"), "0:10/16 1:0/16"; got != want {
 		t.Fatalf("after reserve: %q, want %q", got, want)
@@ -322,7 +327,8 @@ func TestReservationLifecycle(t *testing.T) {
 	if got, want := cards(env.Cache, "n1"), "0:10/16 1:0/16"; got != want {
 		t.Errorf("after bound: %q, want %q (no double counting)", got, want)
 	}
-	// Just before the TTL nothing expires; after it, only the lost reservation goes.
+	// Just before the TTL nothing expires; after it, only the lost reservation goes (the
+	// API server shows its pod unbound).
 	env.Clock.Step(ttl - time.Second)
 	time.Sleep(20 * time.Millisecond)
 	if got, want := cards(env.Cache, "n1"), "0:10/16 1:0/16"; got != want {
@@ -396,7 +402,7 @@ func TestFitsReasonFollowsNodeChanges(t *testing.T) {
 		}
 	}
 	other := ct.Pod("b", 2)
-	if _, err := env.Cache.Reserve("n1", other, request(t, other), pol); err != nil {
+	if _, err := env.Cache.Reserve(context.Background(), "n1", other, request(t, other), pol); err != nil {
 		t.Fatal(err)
 	}
 	if err := env.Cache.Fits("n1", req, pol); err == nil || err.Error() != "need 10 on one card; largest free 6 (card0 6/16)" {

@@ -20,3 +20,17 @@ type AlreadyPlacedError struct {
 func (e *AlreadyPlacedError) Error() string {
 	return fmt.Sprintf("pod already holds cards on node %s", e.Node)
 }
+
+// ErrBindInFlight: Reserve gave up waiting (its context ended) for the outcome of an earlier
+// Binding call of the same pod. Retry later: the cards stay held meanwhile.
+var ErrBindInFlight = errors.New("an earlier Binding of the pod is still in flight; retry later")
+
+// HeldElsewhereError: Reserve was asked for a node other than the one where the pod already
+// holds cards for an earlier bind, whose Binding may still land.
+type HeldElsewhereError struct {
+	Node string
+}
+
+func (e *HeldElsewhereError) Error() string {
+	return fmt.Sprintf("pod holds cards on node %s for an earlier bind whose Binding may still land", e.Node)
+}

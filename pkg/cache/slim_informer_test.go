@@ -28,7 +28,7 @@ func TestInformerStoresSlimObjects(t *testing.T) {
 	client := fake.NewClientset(node, pod)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	nodes, pods := factory.Core().V1().Nodes().Informer(), factory.Core().V1().Pods().Informer()
-	c, err := New(Config{Nodes: nodes, Pods: pods, Resources: res, TrackWorkload: true})
+	c, err := New(Config{Nodes: nodes, Pods: pods, PodClient: client.CoreV1(), Resources: res, TrackWorkload: true})
 	if err != nil {
 		t.Fatal(err)
 	}

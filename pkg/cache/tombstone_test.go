@@ -18,9 +18,10 @@ import (
 // after a missed watch event. They wrap the stored, transformed objects.
 func TestTombstones(t *testing.T) {
 	res := gpushare.DefaultResources()
-	factory := informers.NewSharedInformerFactory(fake.NewClientset(), 0)
+	client := fake.NewClientset()
+	factory := informers.NewSharedInformerFactory(client, 0)
 	c, err := New(Config{Nodes: factory.Core().V1().Nodes().Informer(), Pods: factory.Core().V1().Pods().Informer(),
-		Resources: res, TrackWorkload: true})
+		PodClient: client.CoreV1(), Resources: res, TrackWorkload: true})
 	if err != nil {
 		t.Fatal(err)
 	}

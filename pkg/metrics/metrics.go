@@ -31,6 +31,13 @@ const (
 	BindNoFit       = "no_fit"
 	BindPatch       = "patch"
 	BindBinding     = "binding"
+	// BindUnknown: the Binding failed ambiguously and the pod is not seen bound; its cards
+	// stay held.
+	BindUnknown = "binding_unknown"
+	// BindHeldElsewhere: the pod holds cards on another node for an earlier bind.
+	BindHeldElsewhere = "held_elsewhere"
+	// BindInFlight: an earlier Binding of the pod was still in flight when the request ended.
+	BindInFlight = "in_flight"
 )
 
 // CardSource gives the per-card view at scrape time (implemented by *cache.Cache).
@@ -74,7 +81,8 @@ func New(cards CardSource) *Metrics {
 	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards} {
 		m.filterRejections.WithLabelValues(r)
 	}
-	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding} {
+	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding,
+		BindUnknown, BindHeldElsewhere, BindInFlight} {
 		m.bindFailures.WithLabelValues(r)
 	}
 	m.registry.MustRegister(m.FilterDuration, m.PrioritizeDuration, m.BindDuration,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -37,9 +38,11 @@ func failBind(label string, format string, args ...any) *bindError {
 	return &bindError{label: label, err: fmt.Errorf(format, args...)}
 }
 
-// bind reserves cards for the pod, then creates a Binding that carries the allocation
-// annotations (one API write); if it fails, the reservation is released. Failures are answered with
-// HTTP 200 and ExtenderBindingResult.Error, which is how the scheduler expects them.
+// bind holds cards for the pod, then creates a Binding that carries the allocation
+// annotations (one API write). A failed write is resolved by reading the pod back (see
+// settle): the cards are freed only when the pod is definitely not bound by them. Retries of
+// the same bind reuse the held cards (see cache.Reserve). Failures are answered with HTTP 200
+// and ExtenderBindingResult.Error, which is how the scheduler expects them.
 func (s *server) bind(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	start := time.Now()
 	defer func() { s.Metrics.BindDuration.Observe(since(start)) }()
@@ -90,34 +93,124 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 		return nil
 	}
 
-	rsv, err := s.Cache.Reserve(args.Node, pod, req, s.Cache.ForPod(s.Policy))
+	// Waiting for an earlier Binding of the same pod is bounded by this request: the
+	// scheduler retries later.
+	rsv, err := s.Cache.Reserve(ctx, args.Node, pod, req, s.Cache.ForPod(s.Policy))
 	if err != nil {
-		var fit *policy.FitError
-		if errors.As(err, &fit) {
-			err = errors.New(s.memName + ": " + fit.Error())
-		}
-		return failBind(metrics.BindNoFit, "choosing cards for pod %s/%s on %s: %w", ns, name, args.Node, err)
+		return s.reserveFailed(pod, args.Node, err)
 	}
+	if rsv.Landed {
+		return nil // a retry of a bind whose Binding succeeded
+	}
+	outcome := cache.BindUnknown // what a panic below leaves: the cards stay held
+	defer func() { s.Cache.Finish(rsv, outcome) }()
+
 	// The API writes run on their own deadline, detached from the scheduler's request: when a
 	// slow API server makes the scheduler give up, a Binding already on its way must finish
 	// (or fail) on its own, not be cancelled half-way and retried into the same slowness.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.BindTimeout)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.BindTimeout)
 	defer cancel()
-	ann := gpushare.BindAnnotations(rsv.Placement.Allocation, req.TotalUnits(), rsv.CardUnits, s.Clock.Now())
+	ann := gpushare.BindAnnotations(rsv.Placement.Allocation, req.TotalUnits(), rsv.CardUnits, rsv.Since)
 	if stale := staleAnnotations(pod, ann); stale != nil {
 		// Rare: the pod was created carrying bind annotations (e.g. copied from another pod).
 		// They must not outlive this bind, and a Binding can only add annotations.
-		if err := s.patchAnnotations(ctx, pod, annotationPatch(uid, stale)); err != nil {
-			s.Cache.Release(uid)
-			return failBind(metrics.BindPatch, "removing stale allocation annotations from pod %s/%s: %w", ns, name, err)
+		if err := s.patchAnnotations(wctx, pod, annotationPatch(uid, stale)); err != nil {
+			err = fmt.Errorf("removing stale allocation annotations from pod %s/%s: %w", ns, name, err)
+			if !rsv.Reused { // no Binding was ever sent with these cards
+				outcome = cache.BindRefused
+				return &bindError{label: metrics.BindPatch, err: fmt.Errorf("%w (reservation released)", err)}
+			}
+			outcome, err = s.settle(ctx, pod, args.Node, ann, err)
+			return err
 		}
 	}
-	if err := s.createBinding(ctx, pod, args.Node, ann); err != nil {
-		s.Cache.Release(uid)
-		return failBind(metrics.BindBinding, "binding pod %s/%s to %s (reservation released): %w",
-			ns, name, args.Node, err)
+	if err := s.createBinding(wctx, pod, args.Node, ann); err != nil {
+		outcome, err = s.settle(ctx, pod, args.Node, ann,
+			fmt.Errorf("binding pod %s/%s to %s: %w", ns, name, args.Node, err))
+		return err
 	}
+	outcome = cache.BindLanded
 	return nil
+}
+
+// reserveFailed turns a Reserve error into the bind's answer: nil for a pod already placed
+// on the requested node (a retry after the informer saw the bind land).
+func (s *server) reserveFailed(pod *cache.Pod, node string, err error) error {
+	ns, name := pod.GetNamespace(), pod.GetName()
+	var (
+		fit       *policy.FitError
+		placed    *cache.AlreadyPlacedError
+		elsewhere *cache.HeldElsewhereError
+	)
+	switch {
+	case errors.As(err, &placed) && placed.Node == node:
+		return nil
+	case errors.As(err, &elsewhere):
+		return failBind(metrics.BindHeldElsewhere, "binding pod %s/%s to %s: %w", ns, name, node, err)
+	case errors.Is(err, cache.ErrBindInFlight):
+		return failBind(metrics.BindInFlight, "binding pod %s/%s to %s: %w", ns, name, node, err)
+	case errors.As(err, &fit):
+		err = errors.New(s.memName + ": " + fit.Error())
+	}
+	return failBind(metrics.BindNoFit, "choosing cards for pod %s/%s on %s: %w", ns, name, node, err)
+}
+
+// settle decides, after a failed write, what became of the pod's Binding, by reading the
+// pod from the API server (the informer may lag): bound to node with ann → the bind
+// succeeded (nil error); gone, re-created or bound elsewhere → refused; unbound → refused
+// only when the failure was definite (the API server refused the call), else unknown and
+// the cards stay held. It returns the outcome for cache.Finish and the bind's error.
+func (s *server) settle(ctx context.Context, pod *cache.Pod, node string, ann map[string]string, callErr error) (cache.BindOutcome, error) {
+	// Its own deadline: callErr may be the write's deadline running out.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.BindTimeout)
+	defer cancel()
+	got, err := s.Client.CoreV1().Pods(pod.GetNamespace()).Get(ctx, pod.GetName(), metav1.GetOptions{})
+	refused := func(why string) (cache.BindOutcome, error) {
+		return cache.BindRefused, &bindError{label: metrics.BindBinding, err: fmt.Errorf("%w (%s; reservation released)", callErr, why)}
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return refused("pod deleted")
+	case err != nil:
+		return cache.BindUnknown, &bindError{label: metrics.BindUnknown, err: fmt.Errorf(
+			"%w; outcome unknown, reading the pod back failed: %v (its cards stay held until the pod is seen bound or the reservation expires)", callErr, err)}
+	case got.UID != pod.GetUID():
+		return refused("pod re-created with UID " + string(got.UID))
+	case got.Spec.NodeName == node && carries(got, ann):
+		return cache.BindLanded, nil
+	case got.Spec.NodeName != "":
+		return refused("pod is bound to node " + got.Spec.NodeName + " without this allocation")
+	case definite(callErr):
+		return refused("pod not bound")
+	}
+	return cache.BindUnknown, &bindError{label: metrics.BindUnknown, err: fmt.Errorf(
+		"%w; outcome unknown, pod not bound yet (its cards stay held until the pod is seen bound or the reservation expires)", callErr)}
+}
+
+// carries reports whether the pod has every annotation of ann with the same value.
+func carries(pod *corev1.Pod, ann map[string]string) bool {
+	for k, v := range ann {
+		if got, ok := pod.Annotations[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// definite reports an error the API server answered with a refusal of the request itself
+// (bad request, forbidden, not found, conflict, gone, invalid): nothing was written. Timeouts,
+// 5xx, throttling and transport errors may hide a write that happened.
+func definite(err error) bool {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) {
+		return false
+	}
+	switch st.Status().Code {
+	case http.StatusBadRequest, http.StatusForbidden, http.StatusNotFound, http.StatusConflict,
+		http.StatusGone, http.StatusUnprocessableEntity:
+		return true
+	}
+	return false
 }
 
 // staleAnnotations returns a merge-patch value deleting the bind annotation keys the pod

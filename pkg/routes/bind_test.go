@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -167,14 +168,14 @@ func TestBindFailures(t *testing.T) {
 			wantError: "gpu-mem: need 20 on one card; largest free 16 (card0 16/16)",
 		},
 		{
-			name: "binding fails: reservation released, nothing written",
+			name: "binding refused: reservation released, nothing written",
 			args: extenderv1.ExtenderBindingArgs{PodName: "p", PodNamespace: "default", PodUID: "uid-p", Node: "n1"},
 			reactor: func(f *fixture) {
 				f.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
-					return a.GetSubresource() == "binding", nil, errors.New("etcd is on fire")
+					return a.GetSubresource() == "binding", nil, apierrors.NewForbidden(podsGVR.GroupResource(), "p", errors.New("admission says no"))
 				})
 			},
-			wantError: "etcd is on fire",
+			wantError: "admission says no (pod not bound; reservation released)",
 		},
 		{
 			name: "stale annotations cannot be removed: reservation released",

@@ -3,12 +3,14 @@ package routes_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
@@ -22,7 +24,8 @@ import (
 var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // fixture is a running cache plus the extender handler on a fake clientset whose Binding
-// sets spec.nodeName, as the API server does.
+// sets spec.nodeName and the Binding's annotations, as the API server does, and is refused
+// (409) for a pod already bound or of another UID.
 type fixture struct {
 	*ct.Env
 	h http.Handler
@@ -52,21 +55,7 @@ func build(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture
 			return false, nil, nil
 		}
 		b := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
-		obj, err := env.Client.Tracker().Get(podsGVR, b.Namespace, b.Name)
-		if err != nil {
-			return true, nil, err
-		}
-		pod := obj.(*corev1.Pod).DeepCopy()
-		// As the API server does: a Binding's annotations land on the pod with nodeName.
-		for k, v := range b.Annotations {
-			if pod.Annotations == nil {
-				pod.Annotations = map[string]string{}
-			}
-			pod.Annotations[k] = v
-		}
-		pod.Spec.NodeName = b.Target.Name
-		pod.Status.Phase = corev1.PodRunning
-		return true, b, env.Client.Tracker().Update(podsGVR, pod, b.Namespace)
+		return true, b, applyBinding(env, b)
 	})
 	pol, err := policy.New(policyName)
 	if err != nil {
@@ -74,12 +63,40 @@ func build(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture
 	}
 	h, err := routes.New(routes.Config{
 		Cache: env.Cache, Policy: pol, Resources: gpushare.DefaultResources(), Client: env.Client,
-		MaxRequestBytes: maxBody, Clock: env.Clock, Version: "test-version",
+		MaxRequestBytes: maxBody, Version: "test-version",
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &fixture{Env: env, h: h}
+}
+
+// applyBinding does what the API server does for a Binding: it sets the pod's nodeName and
+// copies the Binding's annotations onto it, or answers 409 for a pod already bound or of
+// another UID than the Binding's.
+func applyBinding(env *ct.Env, b *corev1.Binding) error {
+	obj, err := env.Client.Tracker().Get(podsGVR, b.Namespace, b.Name)
+	if err != nil {
+		return err
+	}
+	pod := obj.(*corev1.Pod).DeepCopy()
+	if pod.Spec.NodeName != "" {
+		return apierrors.NewConflict(podsGVR.GroupResource(), b.Name,
+			fmt.Errorf("pod %s is already assigned to node %q", b.Name, pod.Spec.NodeName))
+	}
+	if b.UID != "" && b.UID != pod.UID {
+		return apierrors.NewConflict(podsGVR.GroupResource(), b.Name,
+			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", b.UID, pod.UID))
+	}
+	for k, v := range b.Annotations {
+		if pod.Annotations == nil {
+			pod.Annotations = map[string]string{}
+		}
+		pod.Annotations[k] = v
+	}
+	pod.Spec.NodeName = b.Target.Name
+	pod.Status.Phase = corev1.PodRunning
+	return env.Client.Tracker().Update(podsGVR, pod, b.Namespace)
 }
 
 // do sends a request with body (JSON-encoded unless it is []byte or nil) and returns the

@@ -11,7 +11,6 @@ import (
 	"github.com/julienschmidt/httprouter"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
 	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -45,8 +44,6 @@ type Config struct {
 	NodeSelector string
 	// MaxRequestBytes defaults to DefaultMaxRequestBytes.
 	MaxRequestBytes int64
-	// Clock stamps the assume-time annotation; defaults to the real clock.
-	Clock clock.PassiveClock
 	// BindTimeout defaults to 30s (defaultBindTimeout).
 	BindTimeout time.Duration
 	// Version is served at /version.
@@ -77,9 +74,6 @@ func (c *Config) validate() error {
 	}
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
-	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
 	}
 	if c.BindTimeout == 0 {
 		c.BindTimeout = defaultBindTimeout

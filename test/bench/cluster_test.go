@@ -82,7 +82,8 @@ func newCluster() (*cluster, error) {
 	}
 	nodeInf := staticInformer(&corev1.Node{}, &corev1.NodeList{}, nodes)
 	podInf := staticInformer(&corev1.Pod{}, &corev1.PodList{}, pods)
-	c, err := cache.New(cache.Config{Nodes: nodeInf, Pods: podInf, Resources: objs.Resources})
+	client := fake.NewClientset()
+	c, err := cache.New(cache.Config{Nodes: nodeInf, Pods: podInf, PodClient: client.CoreV1(), Resources: objs.Resources})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +102,7 @@ func newCluster() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := routes.New(routes.Config{Cache: c, Policy: pol, Resources: objs.Resources, Client: fake.NewClientset()})
+	h, err := routes.New(routes.Config{Cache: c, Policy: pol, Resources: objs.Resources, Client: client})
 	if err != nil {
 		return nil, err
 	}

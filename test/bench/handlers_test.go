@@ -13,6 +13,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/gpushare/gpushare/internal/bench/scale"
+	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/routes"
@@ -144,8 +145,8 @@ func BenchmarkCacheRates(b *testing.B) {
 	}
 }
 
-// BenchmarkReserve is the card choice at bind: Reserve on one node (then Release, so every
-// iteration sees the same cards).
+// BenchmarkReserve is the card choice at bind: Reserve on one node (then Finish refused, so
+// every iteration sees the same cards).
 func BenchmarkReserve(b *testing.B) {
 	c := getCluster(b)
 	for _, s := range shapes {
@@ -156,10 +157,11 @@ func BenchmarkReserve(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for b.Loop() {
-				if _, err := c.cache.Reserve(node, pod, req, c.policy); err != nil {
+				rsv, err := c.cache.Reserve(b.Context(), node, pod, req, c.policy)
+				if err != nil {
 					b.Fatal(err)
 				}
-				c.cache.Release(pod.UID)
+				c.cache.Finish(rsv, cache.BindRefused)
 			}
 		})
 	}

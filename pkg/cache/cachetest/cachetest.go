@@ -148,6 +148,7 @@ func start(tb testing.TB, ttl time.Duration, track bool, holdPods <-chan struct{
 		Nodes:          factory.Core().V1().Nodes().Informer(),
 		Pods:           podInformer(ctx, factory, client, holdPods),
 		Resources:      gpushare.DefaultResources(),
+		PodClient:      client.CoreV1(),
 		ReservationTTL: ttl,
 		Clock:          clk,
 		TrackWorkload:  track,
