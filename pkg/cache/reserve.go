@@ -200,3 +200,16 @@ func (c *Cache) Finish(rsv Reservation, o BindOutcome) {
 	}
 	c.reserved[rsv.uid] = r
 }
+
+// HeldOn returns the node where uid holds cards for a bind whose Binding may still land
+// (in flight, outcome unknown, or landed but not yet seen by the informer); false when it
+// holds none.
+func (c *Cache) HeldOn(uid types.UID) (string, bool) {
+	c.podsMu.Lock()
+	defer c.podsMu.Unlock()
+	r, ok := c.reserved[uid]
+	if !ok {
+		return "", false
+	}
+	return r.node, true
+}

@@ -20,6 +20,8 @@ const (
 	RejectInvalid       = "invalid_request"
 	RejectUnknownNode   = "unknown_node"
 	RejectNoCards       = "no_cards"
+	// RejectHeldElsewhere: the pod's earlier bind holds cards on another node.
+	RejectHeldElsewhere = "held_elsewhere"
 )
 
 // Bind failure reasons (label values of gpushare_bind_failures_total).
@@ -78,7 +80,7 @@ func New(cards CardSource) *Metrics {
 			Name: "gpushare_requests_not_ready_total",
 			Help: "Requests answered 503 because the node and pod caches had not synced yet, by verb."}, []string{"verb"}),
 	}
-	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards} {
+	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards, RejectHeldElsewhere} {
 		m.filterRejections.WithLabelValues(r)
 	}
 	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding,

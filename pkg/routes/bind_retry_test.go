@@ -331,3 +331,29 @@ func TestBindRetryAfterUnknownOutcome(t *testing.T) {
 	}
 	ct.Eventually(t, "p placed", func() bool { return len(reserved(f, "n1")) == 0 && summary(f, "n1") == "0:6/16 1:0/16" })
 }
+
+// TestFilterWhileHeld: while an earlier bind of the pod holds cards on n1, filter offers only
+// n1 (where a retried bind reuses the cards), even though n1 is full and n2 empty.
+func TestFilterWhileHeld(t *testing.T) {
+	f := newFixture(t, ct.Node("n1", 16), ct.Node("n2", 16), ct.Pod("p", 16))
+	g := gateBinding(t, f, "p")
+	first := f.bindAsync(context.Background(), bindArgs("p", "n1"))
+	g.waitEntered(t)
+
+	names := []string{"n1", "n2"}
+	rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: ct.Pod("p", 16), NodeNames: &names})
+	var got extenderv1.ExtenderFilterResult
+	decodeInto(t, rec, &got)
+	want := extenderv1.ExtenderFilterResult{
+		NodeNames:                  &[]string{"n1"},
+		FailedNodes:                extenderv1.FailedNodesMap{"n2": "an earlier bind of this pod to node n1 holds its cards and may still land"},
+		FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("filter while held (-want,+got):\n%s", d)
+	}
+	g.open()
+	if res := await(t, "bind #1", first); res.Error != "" {
+		t.Errorf("bind #1: %s", res.Error)
+	}
+}

@@ -48,6 +48,13 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 			pass[i] = true
 		}
 	default:
+		if node, held := s.Cache.HeldOn(args.Pod.UID); held {
+			// An earlier bind of this pod holds cards on node and its Binding may still
+			// land: only that node can take the pod (a retried bind there reuses the
+			// cards); any other would be refused at bind.
+			s.filterHeld(names, node, pass, &res)
+			break
+		}
 		counts := map[string]int{}
 		s.Cache.FitsEach(names, req, s.Policy, func(i int, err error) {
 			if err == nil {
@@ -85,6 +92,29 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		res.Nodes = out
 	}
 	writeFilterResult(w, &res)
+}
+
+// filterHeld passes only the node holding the pod's cards.
+func (s *server) filterHeld(names []string, node string, pass []bool, res *extenderv1.ExtenderFilterResult) {
+	reason := "an earlier bind of this pod to node " + node + " holds its cards and may still land"
+	for i, n := range names {
+		if n == node {
+			pass[i] = true
+			continue
+		}
+		res.FailedNodes[n] = reason
+	}
+	s.Metrics.Reject(metrics.RejectHeldElsewhere, len(names)-countTrue(pass))
+}
+
+func countTrue(b []bool) int {
+	n := 0
+	for _, v := range b {
+		if v {
+			n++
+		}
+	}
+	return n
 }
 
 // nodeNames returns the candidate node names of a filter or prioritize call (NodeNames
