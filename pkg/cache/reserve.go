@@ -53,10 +53,10 @@ func (c *Cache) Reserve(nodeName string, pod metav1.Object, req gpushare.PodRequ
 	if err != nil {
 		return Reservation{}, err
 	}
-	n.pods[uid] = &Pod{
+	n.pods[uid] = reservedEntry(&Pod{
 		objectMeta: objectMeta{name: pod.GetName(), namespace: pod.GetNamespace(), uid: uid},
 		nodeName:   nodeName, reserved: true, usage: usageOf(p.Usage),
-	}
+	})
 	n.recompute()
 	c.where[uid] = nodeName
 	c.reserved[uid] = reservation{node: nodeName, expires: c.clock.Now().Add(c.ttl)}
