@@ -144,10 +144,15 @@ func (n *nodeState) decide(e *podEntry) {
 
 func (n *nodeState) invalidNotice(e *podEntry) notice {
 	p := e.Pod
-	anomaly, found := AnomalyInvalid, p.record()
+	anomaly := AnomalyInvalid
 	if e.state == recordMissing {
-		anomaly, found = AnomalyMissing, "no allocation annotation"
-	} else if found == "" { // a valid allocation on cards the node lacks
+		anomaly = AnomalyMissing
+	}
+	found := p.record()
+	switch {
+	case !p.recorded:
+		found = "no allocation annotation"
+	case found == "": // a valid allocation on cards the node lacks
 		found = "allocation " + usageString(p.usage)
 	}
 	why := "not a valid allocation"

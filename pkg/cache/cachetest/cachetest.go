@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/cache"
@@ -117,17 +118,26 @@ type Env struct {
 // and waits until the cache is ready. Everything stops when the test ends.
 func Start(tb testing.TB, ttl time.Duration, objs ...runtime.Object) *Env {
 	tb.Helper()
-	return start(tb, ttl, false, objs)
+	return StartWith(tb, Options{TTL: ttl}, objs...)
 }
 
 // StartTracking is Start with Config.TrackWorkload (host accounting and workload learning,
 // as the extender runs for the fgd policy).
 func StartTracking(tb testing.TB, objs ...runtime.Object) *Env {
 	tb.Helper()
-	return start(tb, 0, true, objs)
+	return StartWith(tb, Options{Track: true}, objs...)
 }
 
-func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) *Env {
+// Options are StartWith's settings: the reservation TTL (0: the default), whether the cache
+// tracks the workload, and where its events go (nil: nowhere).
+type Options struct {
+	TTL      time.Duration
+	Track    bool
+	Recorder record.EventRecorder
+}
+
+// StartWith is Start with every cache setting the tests vary.
+func StartWith(tb testing.TB, o Options, objs ...runtime.Object) *Env {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)
@@ -137,9 +147,10 @@ func start(tb testing.TB, ttl time.Duration, track bool, objs []runtime.Object) 
 		Nodes:          factory.Core().V1().Nodes().Informer(),
 		Pods:           factory.Core().V1().Pods().Informer(),
 		Resources:      gpushare.DefaultResources(),
-		ReservationTTL: ttl,
+		ReservationTTL: o.TTL,
 		Clock:          clk,
-		TrackWorkload:  track,
+		TrackWorkload:  o.Track,
+		Recorder:       o.Recorder,
 	})
 	if err != nil {
 		tb.Fatalf("cache.New: %v", err)
