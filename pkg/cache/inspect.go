@@ -86,7 +86,7 @@ func (n *nodeState) info() NodeInfo {
 			ci.UUID, ci.Model = d.UUID, d.Model
 		}
 		for uid, e := range n.pods {
-			if u := e.counted.on(c.Index); u > 0 {
+			if u := e.counted().on(c.Index); u > 0 {
 				ci.Pods = append(ci.Pods, PodInfo{Name: e.name, Namespace: e.namespace, UID: uid, Units: u,
 					Reserved: e.reserved, Conservative: e.basis == basisConservative})
 			}

@@ -46,17 +46,50 @@ const (
 // podEntry is one pod's accounting on a node: the informer's Pod (shared, never modified;
 // for a reservation, the one Reserve built) plus the usage that counts, which need not be
 // what the Pod's annotations say: tenants can edit those.
+//
+// One entry per placed pod: 24 bytes, because the usage that counts is almost always the
+// Pod's own and is then not stored again.
 type podEntry struct {
 	*Pod
-	counted cardUsage // gpu-mem units per card that count on this node
-	basis   basis
-	state   recordState // of the Pod last decided on; events are sent on its changes only
+	// own is the usage that counts when it is not the Pod's usage (nil: it is).
+	own   *cardUsage
+	basis basis
+	state recordState // of the Pod last decided on; events are sent on its changes only
 }
 
 // reservedEntry is the entry of a reservation: it counts the cards the Pod (built by Reserve,
 // reserved set) holds.
 func reservedEntry(p *Pod) *podEntry {
-	return &podEntry{Pod: p, counted: p.usage, basis: basisReserved}
+	return &podEntry{Pod: p, basis: basisReserved}
+}
+
+// counted is the gpu-mem units per card that count on the node. Do not modify it.
+func (e *podEntry) counted() cardUsage {
+	if e.own != nil {
+		return *e.own
+	}
+	return e.usage
+}
+
+// setCounted makes u the usage that counts.
+func (e *podEntry) setCounted(u cardUsage) {
+	if sameSlice(u, e.usage) {
+		e.own = nil
+		return
+	}
+	e.own = &u
+}
+
+// setPod replaces the entry's Pod by a newer object of the same pod; what counts stays until
+// decided again.
+func (e *podEntry) setPod(p *Pod) {
+	c := e.counted()
+	e.Pod = p
+	e.setCounted(c)
+}
+
+func sameSlice(a, b cardUsage) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
 }
 
 // notice is an event to send about a pod once the node lock is released.
@@ -104,12 +137,13 @@ func (n *nodeState) decide(e *podEntry) {
 	p := e.Pod
 	switch {
 	case p.reserved:
-		e.basis, e.counted = basisReserved, p.usage
+		e.basis = basisReserved
+		e.setCounted(p.usage)
 		return
 	case !n.known && e.basis == basisUndecided:
-		e.counted = nil
+		e.setCounted(nil)
 		if p.validRecord() {
-			e.counted = p.usage
+			e.setCounted(p.usage)
 		}
 		return
 	}
@@ -118,16 +152,22 @@ func (n *nodeState) decide(e *podEntry) {
 	changed := false
 	switch {
 	case state == recordOK && !trusted:
-		e.basis, e.counted = basisRecord, p.usage
+		e.basis = basisRecord
+		e.setCounted(p.usage)
 	case state == recordOK:
 		e.basis = basisRecord
-		if merged := union(e.counted, p.usage); !slices.Equal(merged, e.counted) {
-			e.counted, changed = merged, true
+		cur := e.counted()
+		if slices.Equal(cur, p.usage) {
+			e.setCounted(p.usage) // share the Pod's
+		} else if merged := union(cur, p.usage); !slices.Equal(merged, cur) {
+			e.setCounted(merged)
+			changed = true
 		}
 	case trusted:
 		e.basis = basisRecord
 	default:
-		e.basis, e.counted = basisConservative, n.onEveryCard(p.peakPerCard())
+		e.basis = basisConservative
+		e.setCounted(n.onEveryCard(p.peakPerCard()))
 	}
 	prev := e.state
 	e.state = state
@@ -135,7 +175,7 @@ func (n *nodeState) decide(e *podEntry) {
 	case changed:
 		n.notices = append(n.notices, notice{pod: p, reason: EventAllocationChanged, anomaly: AnomalyChanged,
 			msg: fmt.Sprintf("allocation changed to %s; counted %s (the most of every valid allocation shown)",
-				usageString(p.usage), usageString(e.counted))})
+				usageString(p.usage), usageString(e.counted()))})
 	case state == prev || state == recordOK:
 	default:
 		n.notices = append(n.notices, n.invalidNotice(e))
@@ -167,9 +207,9 @@ func (n *nodeState) invalidNotice(e *podEntry) notice {
 	var msg string
 	if e.basis == basisConservative {
 		msg = fmt.Sprintf("%s: %s; counted on every card of node %s until a valid record appears: %s",
-			found, why, n.name, usageString(e.counted))
+			found, why, n.name, usageString(e.counted()))
 	} else {
-		msg = fmt.Sprintf("%s: %s; still counted %s", found, why, usageString(e.counted))
+		msg = fmt.Sprintf("%s: %s; still counted %s", found, why, usageString(e.counted()))
 	}
 	return notice{pod: p, reason: EventAllocationInvalid, anomaly: anomaly, msg: msg}
 }

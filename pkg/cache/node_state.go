@@ -75,7 +75,7 @@ func (n *nodeState) recompute() {
 		if e.basis == basisConservative {
 			n.conservative++
 		}
-		for _, u := range e.counted {
+		for _, u := range e.counted() {
 			used[u.card] += u.units
 		}
 	}

@@ -93,16 +93,18 @@ func (c *Cache) place(pod *Pod) {
 	n := c.nodeOrCreate(nodeName)
 	n.mu.Lock()
 	e, ok := n.pods[uid]
-	if ok && e.basis == basisRecord && e.state == recordOK && pod.validRecord() && slices.Equal(e.counted, pod.usage) {
-		e.Pod = pod // same record: nothing to recompute; hold the newer object only
+	if ok && e.basis == basisRecord && e.state == recordOK && pod.validRecord() && slices.Equal(e.counted(), pod.usage) {
+		// Same record: nothing to recompute; hold the newer object only, counting its usage
+		// (equal to what the entry counted).
+		e.Pod, e.own = pod, nil
 		n.mu.Unlock()
 		return
 	}
 	if !ok {
-		e = &podEntry{}
+		e = &podEntry{Pod: pod}
 		n.pods[uid] = e
 	}
-	e.Pod = pod
+	e.setPod(pod)
 	n.recompute()
 	var over []int
 	if n.known { // pods may arrive before their node: nothing to warn about yet
