@@ -24,9 +24,12 @@ import (
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
@@ -37,6 +40,9 @@ import (
 	"github.com/gpushare/gpushare/pkg/routes"
 	"github.com/gpushare/gpushare/pkg/version"
 )
+
+// eventComponent is the source of the events the extender records.
+const eventComponent = "gpushare-extender"
 
 // options are the command-line flags; each also reads GPUSHARE_<FLAG> (see flagSet).
 type options struct {
@@ -161,7 +167,14 @@ func run(ctx context.Context, o *options) error {
 	pods := factory.Core().V1().Pods().Informer()
 	// A workload-aware policy (fgd) needs free CPU/memory per node and the pod shapes seen.
 	_, track := pol.(policy.WorkloadAware)
-	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, PodClient: client.CoreV1(), Resources: res, ReservationTTL: o.reservationTTL, TrackWorkload: track})
+	// Warnings about pods whose allocation record the ledger does not take as written go to
+	// the pods' events, where their owners look.
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	defer broadcaster.Shutdown()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent})
+	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, PodClient: client.CoreV1(), Resources: res, ReservationTTL: o.reservationTTL,
+		TrackWorkload: track, Recorder: recorder})
 	if err != nil {
 		return err
 	}

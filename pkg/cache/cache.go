@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -41,6 +42,9 @@ type Config struct {
 	// TrackWorkload adds what a workload-aware policy (fgd) needs: free CPU and memory per
 	// node from every bound pod, and the typical pod shapes seen so far (ForPod, ViewEach).
 	TrackWorkload bool
+	// Recorder receives the Warning events about pods whose card record the cache does not
+	// take as written (EventAllocationChanged, EventAllocationInvalid); nil sends none.
+	Recorder record.EventRecorder
 }
 
 func (c *Config) validate() error {
@@ -86,6 +90,9 @@ type Cache struct {
 	hosts  *hostBook
 	shapes *shapeBook
 
+	recorder  record.EventRecorder // nil: no events
+	anomalies anomalyCounters
+
 	podStore toolscache.Store // the pod informer's, holding *Pod
 	synced   []toolscache.InformerSynced
 	ready    atomic.Bool
@@ -103,6 +110,7 @@ func New(cfg Config) (*Cache, error) {
 		ttl:      cfg.ReservationTTL,
 		clock:    cfg.Clock,
 		api:      cfg.PodClient,
+		recorder: cfg.Recorder,
 		where:    map[types.UID]string{},
 		reserved: map[types.UID]reservation{},
 		nodes:    map[string]*nodeState{},

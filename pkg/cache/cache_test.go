@@ -88,7 +88,9 @@ func TestRebuildFromAnnotationsBeforeReady(t *testing.T) {
 	env := ct.Start(t, time.Minute, objs...)
 	// No waiting: Start returned once Ready, so the rebuild must be complete.
 	want := map[string]string{
-		"n1":         "0:11/16 1:4/16",
+		// a 6 + b 5 on card 0, oldStyle 4 on card 1, and "bad" (2 units, unreadable record)
+		// counted on both cards until a valid record appears: 13 and 6
+		"n1":         "0:13/16 1:6/16",
 		"n2":         "0:4/8 1:4/8",
 		"old-plugin": "0:0/16 1:10/16",
 		"not-a-node": "0:2/0!", // pods on a node the cache does not know still count

@@ -4,6 +4,10 @@
 // whose stores it turns into slim objects (Pod, and a node type of its own) with transforms,
 // and answers the filter, prioritize, bind and inspect handlers.
 //
+// Pods' annotations are tenant-writable: what a placed pod counts is decided from the records
+// it has shown that are valid for its request, and from the reservation bind made for it,
+// never taken as written (ledger.go; docs/extender.md, "What the ledger trusts").
+//
 // All quantities are gpu-mem units (GiB by default; the cache never interprets the unit).
 //
 // Locking: an RWMutex guards the node map, a mutex per node guards that node's cards and

@@ -26,7 +26,7 @@ func TestFitsOneContainerIsExact(t *testing.T) {
 			for j := range devs {
 				devs[j] = gpushare.Device{Index: j, Units: int64(8 + 8*((seed+j)%2)), Healthy: (seed+j)%4 != 0}
 				if used := int64((seed*5 + j*3) % 11); used > 0 {
-					n.pods[types.UID(fmt.Sprintf("p%d", j))] = &Pod{usage: cardUsage{{card: j, units: used}}}
+					n.pods[types.UID(fmt.Sprintf("p%d", j))] = reservedEntry(&Pod{reserved: true, usage: cardUsage{{card: j, units: used}}})
 				}
 			}
 			n.setInventory(gpushare.Inventory{Devices: devs}, gpushare.FromAnnotation)

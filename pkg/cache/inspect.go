@@ -45,6 +45,10 @@ type PodInfo struct {
 	UID       types.UID `json:"uid"`
 	Units     int64     `json:"usedGPU"`
 	Reserved  bool      `json:"reserved"` // reserved at bind; not yet seen bound
+	// Conservative: the pod never showed a valid allocation record (placed without the
+	// extender, a tampered record, or an invalid request): it counts its peak per-card need
+	// on every card of the node.
+	Conservative bool `json:"conservative,omitempty"`
 }
 
 // Inspect returns every node, by name.
@@ -81,9 +85,10 @@ func (n *nodeState) info() NodeInfo {
 		if d, ok := n.device(c.Index); ok {
 			ci.UUID, ci.Model = d.UUID, d.Model
 		}
-		for uid, p := range n.pods {
-			if u := p.usage.on(c.Index); u > 0 {
-				ci.Pods = append(ci.Pods, PodInfo{Name: p.name, Namespace: p.namespace, UID: uid, Units: u, Reserved: p.reserved})
+		for uid, e := range n.pods {
+			if u := e.counted().on(c.Index); u > 0 {
+				ci.Pods = append(ci.Pods, PodInfo{Name: e.name, Namespace: e.namespace, UID: uid, Units: u,
+					Reserved: e.reserved, Conservative: e.basis == basisConservative})
 			}
 		}
 		sort.Slice(ci.Pods, func(i, j int) bool {

@@ -40,7 +40,11 @@ func TestInspectUnhealthyCardRule(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			env := ct.Start(t, time.Minute, ct.NodeWith("n1", tc.devs...), ct.Placed(ct.Pod("p", 6), "n1", tc.held))
+			var units int64 // the pod requests what it holds: a record that does not match is not trusted
+			for _, u := range tc.held {
+				units += u
+			}
+			env := ct.Start(t, time.Minute, ct.NodeWith("n1", tc.devs...), ct.Placed(ct.Pod("p", units), "n1", tc.held))
 			n, ok := env.Cache.InspectNode("n1")
 			if !ok {
 				t.Fatal("node n1 not in the cache")

@@ -31,14 +31,18 @@ type nodeState struct {
 	// cards is devices plus, for pods holding units on an index the inventory no longer
 	// has, an unhealthy zero-size card (shown over-committed). Used sums pods' usage.
 	cards []policy.Card
-	// pods holds units here: the Pods the pod informer stores for pods placed on this node
-	// (shared, not copied: nobody modifies them) and the reservations Reserve made
-	// (Pod.reserved). Their usage gives the units per card.
-	pods map[types.UID]*Pod
+	// pods holds units here: an entry per pod placed on this node, holding the Pod the pod
+	// informer stores (shared, not copied: nobody modifies it), and per reservation Reserve
+	// made (Pod.reserved). The entries' counted usage gives the units per card (see decide).
+	pods map[types.UID]*podEntry
+	// conservative is how many entries count on every card for want of a valid record.
+	conservative int
+	// notices are events decided under mu, sent by whoever releases it (takeNotices).
+	notices []notice
 }
 
 func newNodeState(name string) *nodeState {
-	return &nodeState{name: name, pods: map[types.UID]*Pod{}}
+	return &nodeState{name: name, pods: map[types.UID]*podEntry{}}
 }
 
 // view is the node as policy sees it. It shares n.cards: valid only while n.mu is held,
@@ -60,12 +64,18 @@ func (n *nodeState) setInventory(inv gpushare.Inventory, src gpushare.InventoryS
 	n.recompute()
 }
 
-// recompute rebuilds cards and their Used from devices and pods. Caller holds n.mu.
+// recompute decides what each pod counts (decide), then rebuilds cards and their Used from
+// devices and pods. Caller holds n.mu.
 func (n *nodeState) recompute() {
 	n.lastMiss = missMemo{}
+	n.conservative = 0
 	used := map[int]int64{}
-	for _, p := range n.pods {
-		for _, u := range p.usage {
+	for _, e := range n.pods {
+		n.decide(e)
+		if e.basis == basisConservative {
+			n.conservative++
+		}
+		for _, u := range e.counted() {
 			used[u.card] += u.units
 		}
 	}

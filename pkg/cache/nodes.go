@@ -31,7 +31,9 @@ func (c *Cache) onNode(obj any) {
 	n.known = true
 	n.setInventory(inv, src)
 	over := overcommitted(n)
+	notices := n.takeNotices()
 	n.mu.Unlock()
+	c.send(notices)
 	if len(over) > 0 {
 		klog.InfoS("node cards hold more than they have (card shrank or vanished under running pods)",
 			"node", node.name, "cards", over)
@@ -63,7 +65,9 @@ func (c *Cache) onNodeDelete(obj any) {
 		n.mu.Lock()
 		n.known = false
 		n.setInventory(emptyInventory, "")
+		notices := n.takeNotices()
 		n.mu.Unlock()
+		c.send(notices)
 	}
 	c.dropIfEmpty(node.name)
 	klog.V(2).InfoS("node removed from the gpushare cache", "node", node.name)

@@ -40,9 +40,10 @@ func (c *Cache) podHandler() toolscache.ResourceEventHandler {
 	}
 }
 
-// onPod brings the pod's accounting in line with the object: bound with an allocation
-// annotation → placed (a reservation of the same uid becomes the placed pod, never counted
-// twice); Succeeded/Failed → gone; not yet bound → a reservation stays as it is.
+// onPod brings the pod's accounting in line with the object: bound → placed (a reservation
+// of the same uid becomes the placed pod, never counted twice; what it counts is decided by
+// nodeState.decide, whatever its annotations say); Succeeded/Failed → gone; not yet bound →
+// a reservation stays as it is.
 func (c *Cache) onPod(obj any) {
 	pod, ok := obj.(*Pod)
 	if !ok {
@@ -53,10 +54,7 @@ func (c *Cache) onPod(obj any) {
 		c.forget(pod.uid, false)
 		return
 	}
-	if err := pod.allocErr(); err != nil {
-		klog.ErrorS(err, "reading pod GPU allocation; pod not counted", "pod", klog.KObj(pod))
-	}
-	if !pod.placed || pod.nodeName == "" {
+	if pod.nodeName == "" {
 		// A reservation waits for the bound pod (or expires); anything else is dropped.
 		c.forget(pod.uid, true)
 		return
@@ -84,7 +82,7 @@ func (c *Cache) Pod(namespace, name string) (*Pod, bool) {
 	return pod, ok
 }
 
-// place records a bound pod's usage on its node, moving it from any other node.
+// place records a bound pod on its node, moving it from any other node.
 func (c *Cache) place(pod *Pod) {
 	uid, nodeName := pod.uid, pod.nodeName
 	c.podsMu.Lock()
@@ -94,20 +92,29 @@ func (c *Cache) place(pod *Pod) {
 	}
 	n := c.nodeOrCreate(nodeName)
 	n.mu.Lock()
-	if old, ok := n.pods[uid]; ok && !old.reserved && slices.Equal(old.usage, pod.usage) {
-		n.pods[uid] = pod // same usage: nothing to recompute; hold the newer object only
+	e, ok := n.pods[uid]
+	if ok && e.basis == basisRecord && e.state == recordOK && pod.validRecord() && slices.Equal(e.counted(), pod.usage) {
+		// Same record: nothing to recompute; hold the newer object only, counting its usage
+		// (equal to what the entry counted).
+		e.Pod, e.own = pod, nil
 		n.mu.Unlock()
 		return
 	}
-	n.pods[uid] = pod
+	if !ok {
+		e = &podEntry{Pod: pod}
+		n.pods[uid] = e
+	}
+	e.setPod(pod)
 	n.recompute()
 	var over []int
 	if n.known { // pods may arrive before their node: nothing to warn about yet
 		over = overcommitted(n)
 	}
+	notices := n.takeNotices()
 	n.mu.Unlock()
 	c.where[uid] = nodeName
 	delete(c.reserved, uid)
+	c.send(notices)
 	if len(over) > 0 {
 		klog.InfoS("pod placed on over-committed cards (another scheduler or a stale view?)",
 			"pod", klog.KObj(pod), "node", nodeName, "cards", over)
@@ -140,11 +147,14 @@ func (c *Cache) removeLocked(uid types.UID, keepReservation bool) bool {
 		n.mu.Unlock()
 		return false
 	}
+	var notices []notice
 	if ok {
 		delete(n.pods, uid)
 		n.recompute()
+		notices = n.takeNotices()
 	}
 	n.mu.Unlock()
+	c.send(notices)
 	delete(c.where, uid)
 	delete(c.reserved, uid)
 	c.dropIfEmpty(nodeName)

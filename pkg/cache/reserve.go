@@ -136,7 +136,7 @@ func (c *Cache) Reserve(ctx context.Context, nodeName string, pod metav1.Object,
 		objectMeta: objectMeta{name: pod.GetName(), namespace: pod.GetNamespace(), uid: uid},
 		nodeName:   nodeName, reserved: true, usage: usageOf(p.Usage),
 	}
-	n.pods[uid] = held
+	n.pods[uid] = reservedEntry(held)
 	n.recompute()
 	sizes := gpushare.CardUnits{}
 	for _, idx := range p.Allocation.Cards() {

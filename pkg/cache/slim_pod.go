@@ -1,7 +1,9 @@
 package cache
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,15 +26,17 @@ type Pod struct {
 	objectMeta
 	nodeName string
 	terminal bool // phase Succeeded or Failed
-	// placed: the pod carries card annotations (gpushare.Resources.ReadAllocation's ok).
-	placed bool
+	// recorded: the pod carries card annotations (readable or not); a bound pod without them
+	// was placed without the extender.
+	recorded bool
 	// reserved marks a Pod that Reserve made for a bind, not the informer (see nodeState.pods).
 	reserved bool
 	// bindKeys has bit i set when the pod carries gpushare.BindAnnotationKeys()[i].
 	bindKeys uint16
 	request  gpushare.PodRequest // gpu-mem per container
-	// usage is what the allocation annotations give the pod on each card (CardUsage); only
-	// read for pods that share a GPU.
+	// usage is what the allocation annotations give the pod on each card (CardUsage), set
+	// only when they are valid for the request (gpushare.PodRequest.ValidateAllocation); only
+	// read for pods that share a GPU. For a Pod Reserve made, the cards it holds.
 	usage cardUsage
 	// errs is nil unless the request or the allocation annotations are invalid: rare, so out
 	// of line (8 bytes on every pod instead of 32).
@@ -44,8 +48,16 @@ type Pod struct {
 
 type podErrors struct {
 	request error // why the gpu-mem request is invalid
-	alloc   error // why the allocation annotations could not be read
+	alloc   error // why the allocation annotations could not be read or do not fit the request
+	// record is the card annotations found, "key=value" joined by ", " (values cut at
+	// recordValueMax bytes), for the messages that say why the pod is counted as it is.
+	record string
+	// rawUnits is gpushare.Resources.RawUnits, kept when the request is invalid.
+	rawUnits int64
 }
+
+// recordValueMax bounds how much of a tenant-written annotation a Pod keeps for messages.
+const recordValueMax = 128
 
 var _ runtime.Object = (*Pod)(nil)
 
@@ -71,18 +83,46 @@ func newPod(pod *corev1.Pod, res gpushare.Resources, withHost bool) *Pod {
 	if reqErr != nil || !p.request.IsZero() {
 		// Pods without gpu-mem never reach the cache's accounting: skip their annotations.
 		var alloc gpushare.PodAllocation
-		alloc, p.placed, allocErr = res.ReadAllocation(pod)
-		if p.placed {
-			p.usage = usageOf(alloc.CardUsage(pod))
+		alloc, p.recorded, allocErr = res.ReadAllocation(pod)
+		switch {
+		case allocErr != nil:
+			p.recorded = true // there is a record, just not a readable one
+		case p.recorded && reqErr == nil:
+			// Tenants can write these annotations: only an allocation that is exactly what the
+			// request asks for says which cards the pod holds.
+			if err := p.request.ValidateAllocation(alloc); err != nil {
+				allocErr = fmt.Errorf("allocation does not match the gpu-mem request: %w", err)
+			} else {
+				p.usage = usageOf(alloc.CardUsage(pod))
+			}
 		}
 	}
 	if reqErr != nil || allocErr != nil {
-		p.errs = &podErrors{request: reqErr, alloc: allocErr}
+		p.errs = &podErrors{request: reqErr, alloc: allocErr, record: recordOf(pod)}
+		if reqErr != nil {
+			p.errs.rawUnits = res.RawUnits(pod)
+		}
 	}
 	if withHost {
 		p.host = hostRequest(pod)
 	}
 	return p
+}
+
+// recordOf lists the card annotations the pod carries, for messages.
+func recordOf(pod *corev1.Pod) string {
+	var parts []string
+	for _, k := range []string{gpushare.AnnotationAllocation, gpushare.AnnotationInitAllocation, gpushare.AnnotationIndex} {
+		v, ok := pod.Annotations[k]
+		if !ok {
+			continue
+		}
+		if len(v) > recordValueMax {
+			v = v[:recordValueMax] + "…"
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // podTransform is the pod informer's transform: *corev1.Pod in, *Pod out. Anything else
@@ -113,6 +153,32 @@ func (p *Pod) allocErr() error {
 		return nil
 	}
 	return p.errs.alloc
+}
+
+// validRecord reports a pod whose card annotations are valid for its valid request: usage
+// then says which cards it holds.
+func (p *Pod) validRecord() bool { return p.recorded && p.errs == nil }
+
+// record returns the card annotations found ("" when none, or when they were valid).
+func (p *Pod) record() string {
+	if p.errs == nil {
+		return ""
+	}
+	return p.errs.record
+}
+
+// peakPerCard is the most gpu-mem units the pod may hold on any one card when its cards are
+// unknown: the request's PeakPerCard; for an invalid request, the sum of its raw gpu-mem
+// quantities, or MaxContainerUnits (the whole card) when that sum is 0, so that it never
+// counts as nothing.
+func (p *Pod) peakPerCard() int64 {
+	if err := p.requestErr(); err != nil {
+		if p.errs.rawUnits > 0 {
+			return p.errs.rawUnits
+		}
+		return gpushare.MaxContainerUnits
+	}
+	return p.request.PeakPerCard()
 }
 
 // Request returns the pod's gpu-mem request as gpushare.Resources.PodRequest read it from

@@ -83,7 +83,7 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 				Env: []corev1.EnvVar{{Name: "A", Value: "b"}}, Resources: gpuLimits("4", "")}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady}}},
 		},
-		want: &Pod{objectMeta: id, nodeName: "n1", placed: true,
+		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true,
 			bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation, gpushare.AnnotationPodUnits, gpushare.AnnotationAssigned),
 			request:  gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}},
 			usage:    cardUsage{{card: 1, units: 4}}},
@@ -95,7 +95,7 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 				{Name: "main", Resources: gpuLimits("4", "")}, {Name: "second", Resources: gpuLimits("3", "")}}},
 		},
 		// 4 + 3 = 7 units on card 2.
-		want: &Pod{objectMeta: id, nodeName: "n1", placed: true, bindKeys: bindKeyBits(t, gpushare.AnnotationIndex),
+		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationIndex),
 			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4,
 				{Ref: gpushare.ContainerRef{Index: 1}, Name: "second", Kind: gpushare.App, Units: 3, Cards: 1}}},
 			usage: cardUsage{{card: 2, units: 7}}},
@@ -114,7 +114,7 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 		},
 		// Card 0: running app 4 + sidecar 2 = 6; the init runs beside the sidecar: 8 + 2 = 10
 		// → 10. Card 3: only the init's 8.
-		want: &Pod{objectMeta: id, nodeName: "n1", placed: true,
+		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true,
 			bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation, gpushare.AnnotationInitAllocation),
 			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{
 				{Ref: gpushare.ContainerRef{InitList: true, Index: 0}, Name: "side", Kind: gpushare.Sidecar, Units: 2, Cards: 1},
@@ -127,13 +127,13 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("4", "")}}}},
 		want: &Pod{objectMeta: id, request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}}},
 	}, {
-		name: "invalid gpu-mem value: the error is kept, annotations still read",
+		name: "invalid gpu-mem value: the error is kept, annotations recorded but give no usage (nothing to check them against)",
 		pod: &corev1.Pod{
 			ObjectMeta: withAnn(map[string]string{gpushare.AnnotationAllocation: `{"0":{"0":5}}`}),
 			Spec: corev1.PodSpec{NodeName: "n1",
 				Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("5", "2")}}},
 		},
-		want:   &Pod{objectMeta: id, nodeName: "n1", placed: true, bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation), usage: cardUsage{{card: 0, units: 5}}},
+		want:   &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation)},
 		reqErr: `container "main": aliyun.com/gpu-mem 5 is not divisible by aliyun.com/gpu-count 2`,
 	}, {
 		name: "negative gpu-mem",
@@ -142,15 +142,25 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 		want:   &Pod{objectMeta: id},
 		reqErr: "is negative",
 	}, {
-		name: "malformed allocation annotation: not placed, the error is kept",
+		name: "malformed allocation annotation: recorded, no usage, the error is kept",
 		pod: &corev1.Pod{
 			ObjectMeta: withAnn(map[string]string{gpushare.AnnotationAllocation: `{not json`}),
 			Spec: corev1.PodSpec{NodeName: "n1",
 				Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("4", "")}}},
 		},
-		want: &Pod{objectMeta: id, nodeName: "n1", bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
+		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
 			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}}},
 		allocErr: "decoding allocation",
+	}, {
+		name: "allocation not matching the request: recorded, no usage, the error names the rule",
+		pod: &corev1.Pod{
+			ObjectMeta: withAnn(map[string]string{gpushare.AnnotationAllocation: `{"0":{"0":0}}`}),
+			Spec: corev1.PodSpec{NodeName: "n1",
+				Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("4", "")}}},
+		},
+		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
+			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}}},
+		allocErr: `allocation does not match the gpu-mem request: container "main" (app/0): allocation holds 0 units on card 0, the request wants 4 per card`,
 	}, {
 		name: "terminal pod",
 		pod: &corev1.Pod{
@@ -158,7 +168,7 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 			Spec:       corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("4", "")}}},
 			Status:     corev1.PodStatus{Phase: corev1.PodFailed},
 		},
-		want: &Pod{objectMeta: id, nodeName: "n1", terminal: true, placed: true,
+		want: &Pod{objectMeta: id, nodeName: "n1", terminal: true, recorded: true,
 			bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
 			request:  gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}},
 			usage:    cardUsage{{card: 1, units: 4}}},
@@ -328,7 +338,7 @@ func TestSlimPodDeepCopy(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "u", ResourceVersion: "1",
-			Annotations: map[string]string{gpushare.AnnotationAllocation: `{"0":{"0":4,"1":4}}`}},
+			Annotations: map[string]string{gpushare.AnnotationAllocation: `{"0":{"0":4,"1":4}}`, gpushare.AnnotationInitAllocation: `{"0":{"0":2}}`}},
 		Spec: corev1.PodSpec{NodeName: "n1",
 			InitContainers: []corev1.Container{{Name: "side", RestartPolicy: &always, Resources: gpuLimits("2", "")}},
 			Containers:     []corev1.Container{{Name: "main", Resources: gpuLimits("8", "2")}}},

@@ -104,6 +104,61 @@ func isSidecar(pod *corev1.Pod, i int) bool {
 	return p != nil && *p == corev1.ContainerRestartPolicyAlways
 }
 
+// MaxCardIndex bounds the card indexes an allocation may name (indexes are 0..MaxCardIndex-1):
+// no node has that many cards, and a tenant-written index cannot make the ledger grow a
+// card per absurd number.
+const MaxCardIndex = 1024
+
+// ValidateAllocation checks a pod's allocation against its request: every container that
+// requests gpu-mem holds exactly its Cards distinct cards with exactly PerCard units (> 0)
+// on each; no entry names a container that requests no gpu-mem or does not exist; card
+// indexes are in 0..MaxCardIndex-1. Together with the bound on a container's units this
+// keeps every sum of validated values within int64. The error names the container and the
+// rule broken; nil means the allocation is exactly what the request asks for.
+func (p PodRequest) ValidateAllocation(a PodAllocation) error {
+	want := make(map[ContainerRef]ContainerRequest, len(p.Containers))
+	for _, c := range p.Containers {
+		want[c.Ref] = c
+	}
+	for _, list := range []struct {
+		init bool
+		al   Allocation
+	}{{false, a.App}, {true, a.Init}} {
+		for i, cu := range list.al {
+			ref := ContainerRef{InitList: list.init, Index: i}
+			c, ok := want[ref]
+			if !ok {
+				return fmt.Errorf("allocation names container %s, which does not exist or requests no gpu-mem", ref)
+			}
+			if err := c.validateCards(cu); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range p.Containers {
+		if a.For(c.Ref) == nil {
+			return fmt.Errorf("container %q (%s): no cards in the allocation; it requests %d units", c.Name, c.Ref, c.Units)
+		}
+	}
+	return nil
+}
+
+func (c ContainerRequest) validateCards(cu CardUnits) error {
+	if len(cu) != c.Cards {
+		return fmt.Errorf("container %q (%s): allocation lists %d cards, the request wants %d", c.Name, c.Ref, len(cu), c.Cards)
+	}
+	per := c.PerCard()
+	for card, u := range cu {
+		switch {
+		case card < 0 || card >= MaxCardIndex:
+			return fmt.Errorf("container %q (%s): card index %d out of range 0..%d", c.Name, c.Ref, card, MaxCardIndex-1)
+		case u != per:
+			return fmt.Errorf("container %q (%s): allocation holds %d units on card %d, the request wants %d per card", c.Name, c.Ref, u, card, per)
+		}
+	}
+	return nil
+}
+
 // marshalAllocation encodes an Allocation in the compatible JSON form.
 func marshalAllocation(a Allocation) string {
 	// encoding/json writes integer map keys as strings and sorts them: stable output.

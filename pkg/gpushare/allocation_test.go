@@ -166,3 +166,54 @@ func TestAllocatedRoundTrip(t *testing.T) {
 		t.Errorf("empty: %v %v", set, err)
 	}
 }
+
+func TestValidateAllocation(t *testing.T) {
+	res := DefaultResources()
+	// a: 16 units on 1 card; b: 16 over 2 cards (8 each); init/0: 4 on 1 card; c: no gpu-mem
+	p := pod(nil, []corev1.Container{ctr("i", 4, 0)}, ctr("a", 16, 0), ctr("b", 16, 2), ctr("c", 0, 0))
+	req, err := res.PodRequest(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid := func() PodAllocation {
+		return PodAllocation{App: Allocation{0: {0: 16}, 1: {0: 8, 1: 8}}, Init: Allocation{0: {1: 4}}}
+	}
+	tests := []struct {
+		name    string
+		edit    func(a *PodAllocation)
+		wantErr string // "" = valid
+	}{
+		{"exact", func(*PodAllocation) {}, ""},
+		{"zero units", func(a *PodAllocation) { a.App[0] = CardUnits{0: 0} },
+			`container "a" (app/0): allocation holds 0 units on card 0, the request wants 16 per card`},
+		{"too many units", func(a *PodAllocation) { a.App[0] = CardUnits{0: 9223372036854775807} },
+			`container "a" (app/0): allocation holds 9223372036854775807 units on card 0, the request wants 16 per card`},
+		{"one card short", func(a *PodAllocation) { a.App[1] = CardUnits{0: 16} },
+			`container "b" (app/1): allocation lists 1 cards, the request wants 2`},
+		{"missing container", func(a *PodAllocation) { delete(a.App, 1) },
+			`container "b" (app/1): no cards in the allocation; it requests 16 units`},
+		{"missing init container", func(a *PodAllocation) { a.Init = nil },
+			`container "i" (init/0): no cards in the allocation; it requests 4 units`},
+		{"container without gpu-mem", func(a *PodAllocation) { a.App[2] = CardUnits{0: 1} },
+			"allocation names container app/2, which does not exist or requests no gpu-mem"},
+		{"container that does not exist", func(a *PodAllocation) { a.Init[5] = CardUnits{0: 1} },
+			"allocation names container init/5, which does not exist or requests no gpu-mem"},
+		{"card index too large", func(a *PodAllocation) { a.App[0] = CardUnits{MaxCardIndex: 16} },
+			`container "a" (app/0): card index 1024 out of range 0..1023`},
+		{"negative card index", func(a *PodAllocation) { a.Init[0] = CardUnits{-1: 4} },
+			`container "i" (init/0): card index -1 out of range 0..1023`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := valid()
+			tc.edit(&a)
+			got := ""
+			if err := req.ValidateAllocation(a); err != nil {
+				got = err.Error()
+			}
+			if got != tc.wantErr {
+				t.Errorf("ValidateAllocation = %q, want %q", got, tc.wantErr)
+			}
+		})
+	}
+}

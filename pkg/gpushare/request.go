@@ -10,6 +10,11 @@ import (
 // numbers; no node has more cards than this.
 const maxCardsPerContainer = 64
 
+// MaxContainerUnits bounds one container's gpu-mem units (1<<32: 4 EiB in GiB units, 4 PiB
+// in MiB units, far beyond any card) so that sums over the containers, cards and pods of a
+// node, of values validated against it, cannot overflow int64.
+const MaxContainerUnits int64 = 1 << 32
+
 // ContainerKind says when a container runs, which decides how its memory adds up.
 type ContainerKind int
 
@@ -92,6 +97,25 @@ func (p PodRequest) TotalUnits() int64 {
 	return peak
 }
 
+// PeakPerCard is the most units the pod can hold on any one card at a time, in gpu-mem
+// units: the effective-request rule applied to each container's PerCard (app and sidecar
+// containers add up; each regular init container runs beside the sidecars started before
+// it). It is what a pod whose cards are unknown may hold on any card.
+func (p PodRequest) PeakPerCard() int64 {
+	var running, peak int64
+	for _, c := range p.Containers {
+		switch c.Kind {
+		case Init:
+			if v := running + c.PerCard(); v > peak {
+				peak = v
+			}
+		default:
+			running += c.PerCard()
+		}
+	}
+	return max(running, peak)
+}
+
 // MaxCards is the largest card count any one container needs.
 func (p PodRequest) MaxCards() int {
 	n := 0
@@ -134,6 +158,8 @@ func (r Resources) appendContainer(req *PodRequest, c *corev1.Container, ref Con
 	switch {
 	case mem < 0:
 		return fmt.Errorf("container %q: %s %d is negative", c.Name, r.Mem, mem)
+	case mem > MaxContainerUnits:
+		return fmt.Errorf("container %q: %s %d is above the limit of %d units", c.Name, r.Mem, mem, MaxContainerUnits)
 	case mem == 0 && count > 0:
 		return fmt.Errorf("container %q: %s %d without %s", c.Name, r.Count, count, r.Mem)
 	case mem == 0:
@@ -154,6 +180,19 @@ func (r Resources) appendContainer(req *PodRequest, c *corev1.Container, ref Con
 		Ref: ref, Name: c.Name, Kind: kind, Units: mem, Cards: int(cards),
 	})
 	return nil
+}
+
+// RawUnits sums the gpu-mem limits (requests when limits are absent) of every container of
+// the pod, regular, init and sidecar alike, each clamped to 0..MaxContainerUnits, without
+// any of PodRequest's checks: what a pod whose request is invalid may hold at most.
+func (r Resources) RawUnits(pod *corev1.Pod) int64 {
+	var sum int64
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range list {
+			sum += min(max(quantity(list[i].Resources, r.Mem), 0), MaxContainerUnits)
+		}
+	}
+	return sum
 }
 
 // quantity returns the limit of name, else its request, as an integer (0 when absent).

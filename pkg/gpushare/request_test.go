@@ -80,6 +80,11 @@ func TestPodRequest(t *testing.T) {
 			wantErr: "out of range 1..64",
 		},
 		{
+			name:    "mem above the bound: 1<<32 + 1",
+			pod:     pod(nil, nil, ctr("a", 1<<32+1, 0)),
+			wantErr: `container "a": aliyun.com/gpu-mem 4294967297 is above the limit of 4294967296 units`,
+		},
+		{
 			name:    "negative mem",
 			pod:     pod(nil, nil, ctr("a", -4, 0)),
 			wantErr: "is negative",
@@ -130,5 +135,54 @@ func TestPodRequestCustomResourceNames(t *testing.T) {
 	}
 	if len(got.Containers) != 1 || got.Containers[0].Units != 8 || got.Containers[0].PerCard() != 4 {
 		t.Fatalf("got %+v, want 8 units on 2 cards", got.Containers)
+	}
+}
+
+func TestPeakPerCard(t *testing.T) {
+	res := DefaultResources()
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want int64
+	}{
+		{"one container", pod(nil, nil, ctr("a", 80, 0)), 80},
+		{"multi-card: 16 over 2 = 8 per card", pod(nil, nil, ctr("a", 16, 2)), 8},
+		{"apps add: 4 + 16/2 = 12", pod(nil, nil, ctr("a", 4, 0), ctr("b", 16, 2)), 12},
+		{"init alone beats apps: max(4, 12) = 12", pod(nil, []corev1.Container{ctr("init", 12, 0)}, ctr("a", 4, 0)), 12},
+		{"sidecar + init: max(2+3, 2+8) = 10", pod(nil, []corev1.Container{sidecar(ctr("side", 2, 0)), ctr("init", 8, 0)}, ctr("a", 3, 0)), 10},
+		{"no gpu-mem", pod(nil, nil, ctr("a", 0, 0)), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := res.PodRequest(tc.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := req.PeakPerCard(); got != tc.want {
+				t.Errorf("PeakPerCard = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRawUnits(t *testing.T) {
+	res := DefaultResources()
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want int64
+	}{
+		// invalid requests still give their raw sum: 10 (not divisible by 3) + 4 (init)
+		{"not divisible, plus init", pod(nil, []corev1.Container{ctr("i", 4, 0)}, ctr("a", 10, 3)), 14},
+		{"negative counts 0", pod(nil, nil, ctr("a", -4, 0), ctr("b", 2, 0)), 2},
+		{"huge clamped: 1<<40 → 1<<32, + 1", pod(nil, nil, ctr("a", 1<<40, 0), ctr("b", 1, 0)), 1<<32 + 1},
+		{"count only", pod(nil, nil, ctr("a", 0, 2)), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := res.RawUnits(tc.pod); got != tc.want {
+				t.Errorf("RawUnits = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

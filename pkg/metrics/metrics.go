@@ -1,6 +1,7 @@
 // Package metrics defines the extender's Prometheus metrics on a registry of its own (no
-// global state): handler latencies, filter rejections and bind failures by reason, and the
-// per-card allocated/total units collected from the cache at scrape time.
+// global state): handler latencies, filter rejections and bind failures by reason, and,
+// collected from the cache at scrape time, the per-card allocated/total units and how far the
+// ledger departs from what pods' allocation records say.
 package metrics
 
 import (
@@ -42,10 +43,14 @@ const (
 	BindInFlight = "in_flight"
 )
 
-// CardSource gives the per-card view at scrape time (implemented by *cache.Cache).
+// CardSource gives the per-card view and the ledger's statistics at scrape time
+// (implemented by *cache.Cache).
 type CardSource interface {
 	Inspect() []cache.NodeInfo
+	Ledger() cache.LedgerStats
 }
+
+var _ CardSource = (*cache.Cache)(nil)
 
 // Metrics holds the collectors. Counters for every reason exist from the start (at 0).
 type Metrics struct {
@@ -123,7 +128,16 @@ var (
 		"gpu-mem units held on a card by placed and reserved pods.", []string{"node", "card"}, nil)
 	cardTotalDesc = prometheus.NewDesc("gpushare_card_total_units",
 		"gpu-mem units of a card.", []string{"node", "card"}, nil)
+	overcommittedDesc = prometheus.NewDesc("gpushare_card_overcommitted",
+		"Cards whose counted gpu-mem units exceed their size.", nil, nil)
+	anomaliesDesc = prometheus.NewDesc("gpushare_pod_allocation_anomalies_total",
+		"Placed pods whose allocation record turned invalid, changed to other cards, or was missing.", []string{"reason"}, nil)
+	conservativeDesc = prometheus.NewDesc("gpushare_pods_conservative",
+		"Placed pods counted on every card of their node for want of a valid allocation record.", nil, nil)
 )
+
+// anomalyReasons are the label values of gpushare_pod_allocation_anomalies_total, all present.
+var anomalyReasons = []string{cache.AnomalyInvalid, cache.AnomalyChanged, cache.AnomalyMissing}
 
 // cardCollector reads the cache at scrape time, so the hot paths update no gauges.
 type cardCollector struct{ src CardSource }
@@ -131,14 +145,27 @@ type cardCollector struct{ src CardSource }
 func (c *cardCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- cardAllocatedDesc
 	ch <- cardTotalDesc
+	ch <- overcommittedDesc
+	ch <- anomaliesDesc
+	ch <- conservativeDesc
 }
 
 func (c *cardCollector) Collect(ch chan<- prometheus.Metric) {
+	over := 0
 	for _, n := range c.src.Inspect() {
 		for _, card := range n.Cards {
 			idx := strconv.Itoa(card.Index)
 			ch <- prometheus.MustNewConstMetric(cardAllocatedDesc, prometheus.GaugeValue, float64(card.Used), n.Name, idx)
 			ch <- prometheus.MustNewConstMetric(cardTotalDesc, prometheus.GaugeValue, float64(card.Total), n.Name, idx)
+			if card.Used > card.Total {
+				over++
+			}
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(overcommittedDesc, prometheus.GaugeValue, float64(over))
+	st := c.src.Ledger()
+	for _, r := range anomalyReasons {
+		ch <- prometheus.MustNewConstMetric(anomaliesDesc, prometheus.CounterValue, float64(st.Anomalies[r]), r)
+	}
+	ch <- prometheus.MustNewConstMetric(conservativeDesc, prometheus.GaugeValue, float64(st.Conservative))
 }

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/cache"
@@ -120,14 +121,14 @@ type Env struct {
 // and waits until the cache is ready. Everything stops when the test ends.
 func Start(tb testing.TB, ttl time.Duration, objs ...runtime.Object) *Env {
 	tb.Helper()
-	return start(tb, ttl, false, nil, objs)
+	return StartWith(tb, Options{TTL: ttl}, objs...)
 }
 
 // StartTracking is Start with Config.TrackWorkload (host accounting and workload learning,
 // as the extender runs for the fgd policy).
 func StartTracking(tb testing.TB, objs ...runtime.Object) *Env {
 	tb.Helper()
-	return start(tb, 0, true, nil, objs)
+	return StartWith(tb, Options{Track: true}, objs...)
 }
 
 // StartWithSlowPods is Start whose pod LIST is held until release is closed, while the node
@@ -135,10 +136,21 @@ func StartTracking(tb testing.TB, objs ...runtime.Object) *Env {
 // wait for the cache to be ready.
 func StartWithSlowPods(tb testing.TB, release <-chan struct{}, objs ...runtime.Object) *Env {
 	tb.Helper()
-	return start(tb, time.Minute, false, release, objs)
+	return StartWith(tb, Options{TTL: time.Minute, HoldPods: release}, objs...)
 }
 
-func start(tb testing.TB, ttl time.Duration, track bool, holdPods <-chan struct{}, objs []runtime.Object) *Env {
+// Options are StartWith's settings: the reservation TTL (0: the default), whether the cache
+// tracks the workload, where its events go (nil: nowhere), and a channel holding the pod
+// LIST until closed (nil: none; StartWith then does not wait for the cache to be ready).
+type Options struct {
+	TTL      time.Duration
+	Track    bool
+	Recorder record.EventRecorder
+	HoldPods <-chan struct{}
+}
+
+// StartWith is Start with every cache setting the tests vary.
+func StartWith(tb testing.TB, o Options, objs ...runtime.Object) *Env {
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)
@@ -146,12 +158,13 @@ func start(tb testing.TB, ttl time.Duration, track bool, holdPods <-chan struct{
 	clk := testingclock.NewFakeClock(Epoch)
 	c, err := cache.New(cache.Config{
 		Nodes:          factory.Core().V1().Nodes().Informer(),
-		Pods:           podInformer(ctx, factory, client, holdPods),
+		Pods:           podInformer(ctx, factory, client, o.HoldPods),
 		Resources:      gpushare.DefaultResources(),
 		PodClient:      client.CoreV1(),
-		ReservationTTL: ttl,
+		ReservationTTL: o.TTL,
 		Clock:          clk,
-		TrackWorkload:  track,
+		TrackWorkload:  o.Track,
+		Recorder:       o.Recorder,
 	})
 	if err != nil {
 		tb.Fatalf("cache.New: %v", err)
@@ -168,7 +181,7 @@ func start(tb testing.TB, ttl time.Duration, track bool, holdPods <-chan struct{
 		factory.Shutdown()
 	})
 	env := &Env{Client: client, Cache: c, Clock: clk}
-	if holdPods != nil {
+	if o.HoldPods != nil {
 		return env
 	}
 	deadline := time.Now().Add(30 * time.Second)

@@ -1,0 +1,65 @@
+package cache
+
+import (
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+)
+
+// anomalyCounters count the notices sent, by anomaly label.
+type anomalyCounters struct {
+	invalid, changed, missing atomic.Uint64
+}
+
+// LedgerStats is how far the ledger departs from what pods' records say, for metrics.
+type LedgerStats struct {
+	// Conservative is the number of placed pods counted on every card of their node for want
+	// of a valid allocation record (see PodInfo.Conservative).
+	Conservative int
+	// Anomalies counts, since start, the transitions of placed pods' records by label:
+	// AnomalyInvalid (unreadable, not matching the request, naming cards the node lacks, or an
+	// invalid request), AnomalyChanged (a different valid allocation), AnomalyMissing (bound
+	// without any card annotation). Every label is present.
+	Anomalies map[string]uint64
+}
+
+// Ledger returns the current LedgerStats.
+func (c *Cache) Ledger() LedgerStats {
+	st := LedgerStats{Anomalies: map[string]uint64{
+		AnomalyInvalid: c.anomalies.invalid.Load(),
+		AnomalyChanged: c.anomalies.changed.Load(),
+		AnomalyMissing: c.anomalies.missing.Load(),
+	}}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, n := range c.nodes {
+		n.mu.Lock()
+		st.Conservative += n.conservative
+		n.mu.Unlock()
+	}
+	return st
+}
+
+// send counts the notices, logs them and records them as Warning events on their pods.
+// Called without any node lock held.
+func (c *Cache) send(notices []notice) {
+	for _, nt := range notices {
+		switch nt.anomaly {
+		case AnomalyInvalid:
+			c.anomalies.invalid.Add(1)
+		case AnomalyChanged:
+			c.anomalies.changed.Add(1)
+		case AnomalyMissing:
+			c.anomalies.missing.Add(1)
+		}
+		klog.InfoS("pod GPU allocation record not taken as written", "pod", klog.KObj(nt.pod),
+			"reason", nt.reason, "message", nt.msg)
+		if c.recorder == nil {
+			continue
+		}
+		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1",
+			Namespace: nt.pod.namespace, Name: nt.pod.name, UID: nt.pod.uid}
+		c.recorder.Event(ref, corev1.EventTypeWarning, nt.reason, nt.msg)
+	}
+}

@@ -1,0 +1,58 @@
+package metrics
+
+import (
+	"testing"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+)
+
+type fakeSource struct {
+	nodes  []cache.NodeInfo
+	ledger cache.LedgerStats
+}
+
+func (f fakeSource) Inspect() []cache.NodeInfo { return f.nodes }
+func (f fakeSource) Ledger() cache.LedgerStats { return f.ledger }
+
+func TestLedgerSeries(t *testing.T) {
+	src := fakeSource{
+		nodes: []cache.NodeInfo{
+			// n1: card 0 holds 20 of 16 (over), card 1 16 of 16 (full, not over)
+			{Name: "n1", Cards: []cache.CardInfo{{Index: 0, Total: 16, Used: 20}, {Index: 1, Total: 16, Used: 16}}},
+			// n2: card 3 vanished from the inventory under a 4-unit pod: 4 of 0 (over)
+			{Name: "n2", Cards: []cache.CardInfo{{Index: 3, Total: 0, Used: 4}}},
+		},
+		ledger: cache.LedgerStats{Conservative: 2, Anomalies: map[string]uint64{"invalid": 3, "changed": 1}},
+	}
+	mfs, err := New(src).Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += "{" + l.GetName() + "=" + l.GetValue() + "}"
+			}
+			switch {
+			case m.GetGauge() != nil:
+				got[key] = m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				got[key] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{
+		"gpushare_card_overcommitted":                             2,
+		"gpushare_pod_allocation_anomalies_total{reason=changed}": 1,
+		"gpushare_pod_allocation_anomalies_total{reason=invalid}": 3,
+		"gpushare_pod_allocation_anomalies_total{reason=missing}": 0,
+		"gpushare_pods_conservative":                              2,
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || g != w {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, w)
+		}
+	}
+}
