@@ -18,6 +18,8 @@ EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12345}
 KWOK_PORT=${GPUSHARE_KWOK_PORT:-10247}
 SHARE_PLUGIN_METRICS_PORT=${GPUSHARE_SHARE_PLUGIN_METRICS_PORT:-9401}
 EXTENDER_POLICY=${GPUSHARE_EXTENDER_POLICY:-binpack}
+# The extender's kubeconfig; e2e points it at a proxy that delays Binding writes.
+EXTENDER_KUBECONFIG=${GPUSHARE_EXTENDER_KUBECONFIG:-}
 # real | kwok | auto (real when root and containerd are available).
 NODE_MODE=${GPUSHARE_NODE_MODE:-auto}
 # Preset kwok nodes from hack/kwok-nodes.yaml: "yes" or "no" (the e2e suite makes its own).

@@ -83,7 +83,7 @@ start_extender() {
     return 0
   fi
   start_proc extender "$GPUSHARE_BIN/extender" \
-    --kubeconfig "$KUBECONFIG_FILE" \
+    --kubeconfig "${EXTENDER_KUBECONFIG:-$KUBECONFIG_FILE}" \
     --bind-address 127.0.0.1 \
     --port "$EXTENDER_PORT" \
     --policy "$EXTENDER_POLICY" \

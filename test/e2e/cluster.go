@@ -39,8 +39,9 @@ type config struct {
 	state  string
 	k8sBin string
 	// scriptEnv is added to the environment of every hack/ script.
-	scriptEnv    []string
-	extenderPort int
+	scriptEnv       []string
+	extenderPort    int
+	sharePluginPort int
 }
 
 func configFromEnv() (*config, error) {
@@ -63,7 +64,7 @@ func configFromEnv() (*config, error) {
 	if state == "" {
 		state = filepath.Join(repo, "_output", "e2e")
 	}
-	c := &config{repo: repo, state: state, extenderPort: 22345}
+	c := &config{repo: repo, state: state, extenderPort: 22345, sharePluginPort: 29401}
 	c.scriptEnv = []string{
 		"GPUSHARE_STATE_DIR=" + state,
 		"GPUSHARE_ETCD_PORT=22379",
@@ -73,6 +74,7 @@ func configFromEnv() (*config, error) {
 		"GPUSHARE_SCHEDULER_PORT=22259",
 		"GPUSHARE_KWOK_PORT=22247",
 		"GPUSHARE_EXTENDER_PORT=" + strconv.Itoa(c.extenderPort),
+		"GPUSHARE_SHARE_PLUGIN_METRICS_PORT=" + strconv.Itoa(c.sharePluginPort),
 		"GPUSHARE_KWOK_NODES=no", // each test makes the kwok nodes it needs
 	}
 	return c, nil
@@ -205,6 +207,8 @@ type Env struct {
 	Dynamic     dynamic.Interface
 	Mapper      *restmapper.DeferredDiscoveryRESTMapper
 	ExtenderURL string // http://127.0.0.1:<port>/gpushare-scheduler
+	// SharePluginURL is the real node's share-plugin metrics address (http://127.0.0.1:<port>).
+	SharePluginURL string
 	// RealNode is the kubelet-backed node's name; empty in the kwok-only variant.
 	RealNode string
 	// NoRealNodeWhy says why there is no real node.
@@ -218,9 +222,10 @@ func clusterUp(c *config) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{
-		cfg:         c,
-		Kubeconfig:  filepath.Join(c.state, "kubeconfig"),
-		ExtenderURL: fmt.Sprintf("http://127.0.0.1:%d/gpushare-scheduler", c.extenderPort),
+		cfg:            c,
+		Kubeconfig:     filepath.Join(c.state, "kubeconfig"),
+		ExtenderURL:    fmt.Sprintf("http://127.0.0.1:%d/gpushare-scheduler", c.extenderPort),
+		SharePluginURL: fmt.Sprintf("http://127.0.0.1:%d", c.sharePluginPort),
 	}
 	var err error
 	if e.Rest, err = clientcmd.BuildConfigFromFlags("", e.Kubeconfig); err != nil {

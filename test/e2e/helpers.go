@@ -85,6 +85,12 @@ type card struct {
 // The node is deleted at the end of the test.
 func newKwokNode(t *testing.T, e *Env, prefix string, cards ...card) string {
 	t.Helper()
+	return newKwokNodeCap(t, e, prefix, "110", cards...)
+}
+
+// newKwokNodeCap is newKwokNode with room for maxPods pods.
+func newKwokNodeCap(t *testing.T, e *Env, prefix, maxPods string, cards ...card) string {
+	t.Helper()
 	ctx := testContext(t, time.Minute)
 	name := prefix + "-" + rand.String(5)
 	inv := gpushare.Inventory{Unit: gpushare.GiB}
@@ -104,7 +110,7 @@ func newKwokNode(t *testing.T, e *Env, prefix string, cards ...card) string {
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:            resource.MustParse("64"),
 		corev1.ResourceMemory:         resource.MustParse("512Gi"),
-		corev1.ResourcePods:           resource.MustParse("110"),
+		corev1.ResourcePods:           resource.MustParse(maxPods),
 		gpushare.DefaultMemResource:   *resource.NewQuantity(total, resource.DecimalSI),
 		gpushare.DefaultCountResource: *resource.NewQuantity(int64(len(cards)), resource.DecimalSI),
 	}
