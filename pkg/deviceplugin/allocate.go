@@ -75,6 +75,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	var ref *refusal
 	switch {
 	case errors.As(err, &ref):
+		p.refuse(m.pod)
 		p.cfg.Recorder.Event(m.pod, corev1.EventTypeWarning, EventAllocateRefused, ref.msg)
 		return nil, status.Errorf(codes.FailedPrecondition, "gpushare: %s", ref.msg)
 	case err != nil:

@@ -55,8 +55,8 @@ func (p *Plugin) decide(m match, pods []*corev1.Pod) (decision, error) {
 	default:
 		pl, err := p.place(m, held)
 		if err != nil {
-			return decision{}, &refusal{msg: fmt.Sprintf("pod %s has no valid allocation (%v) and no card of node %s has room for it: %v",
-				klog.KObj(m.pod), why, p.cfg.NodeName, err)}
+			return decision{}, &refusal{msg: fmt.Sprintf("pod %s has no valid allocation (%v) and no card of node %s has room for it: %v; %s",
+				klog.KObj(m.pod), why, p.cfg.NodeName, err, p.heldString(held))}
 		}
 		d.claim, d.placed, d.why = mergeClaim(pl, rec), true, why
 	}
@@ -78,6 +78,15 @@ func (p *Plugin) decide(m match, pods []*corev1.Pod) (decision, error) {
 	}
 	d.cards, d.units = cards, units
 	return d, nil
+}
+
+// heldString writes what the other pods hold on each card.
+func (p *Plugin) heldString(held gpushare.CardUnits) string {
+	parts := make([]string, 0, len(p.cards.list))
+	for _, c := range p.cards.list {
+		parts = append(parts, fmt.Sprintf("card %d (%s, %d units) has %d units held by other pods", c.Index, c.UUID, c.Units, held[c.Index]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // place chooses cards for every gpu-mem container of m's pod on the room held leaves.

@@ -19,8 +19,11 @@ type podRecord struct {
 	// itself, of every gpu-mem container (the rest are a claim until kubelet allocates them).
 	claim  gpushare.PodAllocation
 	served map[gpushare.ContainerRef]bool
-	seen   bool      // the pod view has shown the pod since it was recorded
-	at     time.Time // last served
+	// refused is set when Allocate refused one of the pod's containers: kubelet then fails
+	// the pod's admission for good, so the pod holds nothing whatever its annotations say.
+	refused bool
+	seen    bool      // the pod view has shown the pod since it was recorded
+	at      time.Time // last served or refused
 }
 
 // records is the plugin's ledger of served pods by UID.
@@ -83,6 +86,26 @@ func (p *Plugin) record(pod *corev1.Pod, ref gpushare.ContainerRef, claim gpusha
 	}
 	r.pod, r.claim, r.at = pod, claim, p.cfg.Clock.Now()
 	r.served[ref] = true
+}
+
+// refuse remembers that the pod's admission fails (see podRecord.refused).
+func (p *Plugin) refuse(pod *corev1.Pod) {
+	p.recMu.Lock()
+	defer p.recMu.Unlock()
+	r := p.rec[pod.UID]
+	if r == nil {
+		r = &podRecord{served: map[gpushare.ContainerRef]bool{}}
+		p.rec[pod.UID] = r
+	}
+	r.pod, r.refused, r.at = pod, true, p.cfg.Clock.Now()
+}
+
+// refusedPod reports whether Allocate refused the pod.
+func (p *Plugin) refusedPod(uid types.UID) bool {
+	p.recMu.Lock()
+	defer p.recMu.Unlock()
+	r := p.rec[uid]
+	return r != nil && r.refused
 }
 
 // servedOf returns the containers of the pod this process served.
@@ -199,8 +222,12 @@ func sortedCards(cu gpushare.CardUnits) []int {
 
 // claimOf is what a pod holds in the ledger: its valid allocation (a bound pod's allocation
 // is a claim even before kubelet admits it), overridden by what this process served or
-// chose for it. A pod with neither holds nothing: it gets cards when admitted.
+// chose for it. A pod with neither holds nothing: it gets cards when admitted. Nor does a
+// pod whose admission Allocate refused.
 func (p *Plugin) claimOf(pod *corev1.Pod) gpushare.PodAllocation {
+	if p.refusedPod(pod.UID) {
+		return gpushare.PodAllocation{}
+	}
 	var base gpushare.PodAllocation
 	if _, a, ok, _, err := p.validAllocation(pod); err == nil && ok {
 		base = a
@@ -226,7 +253,7 @@ func (p *Plugin) heldByOthers(pods []*corev1.Pod, skip types.UID) gpushare.CardU
 	p.recMu.Lock()
 	defer p.recMu.Unlock()
 	for uid, r := range p.rec {
-		if uid == skip || shown[uid] {
+		if uid == skip || shown[uid] || r.refused {
 			continue
 		}
 		for c, u := range r.claim.CardUsage(r.pod) {
