@@ -84,7 +84,8 @@ func (p *Plugin) record(pod *corev1.Pod, ref gpushare.ContainerRef, claim gpusha
 		r = &podRecord{served: map[gpushare.ContainerRef]bool{}}
 		p.rec[pod.UID] = r
 	}
-	r.pod, r.claim, r.at = pod, claim, p.cfg.Clock.Now()
+	// A refusal that guessed the wrong pod (no PodResources answer) is undone by serving it.
+	r.pod, r.claim, r.refused, r.at = pod, claim, false, p.cfg.Clock.Now()
 	r.served[ref] = true
 }
 
