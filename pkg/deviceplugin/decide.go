@@ -43,16 +43,11 @@ func (r *refusal) Error() string { return r.msg }
 func (p *Plugin) decide(m match, pods []*corev1.Pod) (decision, error) {
 	held := p.heldByOthers(pods, m.pod.UID)
 	rec := p.recordedClaim(m.pod.UID)
-	_, alloc, valid, why, _ := p.validAllocation(m.pod)
+	_, alloc, why := p.validAllocation(m.pod)
 	var d decision
-	switch {
-	case len(rec.For(m.cont.Ref)) > 0 && valid:
+	if why == nil || len(rec.For(m.cont.Ref)) > 0 {
 		d.claim = mergeClaim(alloc, rec)
-	case len(rec.For(m.cont.Ref)) > 0:
-		d.claim = rec
-	case valid:
-		d.claim = mergeClaim(alloc, rec)
-	default:
+	} else {
 		pl, err := p.place(m, held)
 		if err != nil {
 			return decision{}, &refusal{msg: fmt.Sprintf("pod %s has no valid allocation (%v) and no card of node %s has room for it: %v; %s",

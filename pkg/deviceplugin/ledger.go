@@ -155,25 +155,25 @@ func copyUnits(cu gpushare.CardUnits) gpushare.CardUnits {
 	return out
 }
 
-// validAllocation returns the pod's request and, when its allocation annotations hold a
-// valid allocation for this node, that allocation (ok true). A request that does not parse
-// is an error; an absent or invalid allocation is ok false with the reason.
-func (p *Plugin) validAllocation(pod *corev1.Pod) (req gpushare.PodRequest, alloc gpushare.PodAllocation, ok bool, why error, err error) {
-	req, err = p.cfg.Resources.PodRequest(pod)
+// validAllocation returns the pod's gpu-mem request and its allocation annotations when
+// they hold a valid allocation for this node. Errors: the request does not parse, or the
+// allocation is absent, unreadable or invalid (validateAllocation).
+func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare.PodAllocation, error) {
+	req, err := p.cfg.Resources.PodRequest(pod)
 	if err != nil {
-		return req, alloc, false, nil, fmt.Errorf("reading the gpu-mem request of pod %s/%s: %w", pod.Namespace, pod.Name, err)
+		return req, gpushare.PodAllocation{}, fmt.Errorf("reading the gpu-mem request: %w", err)
 	}
-	a, has, rerr := p.cfg.Resources.ReadAllocation(pod)
+	a, has, err := p.cfg.Resources.ReadAllocation(pod)
 	switch {
-	case rerr != nil:
-		return req, alloc, false, rerr, nil
+	case err != nil:
+		return req, gpushare.PodAllocation{}, err
 	case !has:
-		return req, alloc, false, fmt.Errorf("no allocation annotation"), nil
+		return req, gpushare.PodAllocation{}, fmt.Errorf("no allocation annotation")
 	}
-	if verr := validateAllocation(req, a, p.cards); verr != nil {
-		return req, alloc, false, verr, nil
+	if err := validateAllocation(req, a, p.cards); err != nil {
+		return req, gpushare.PodAllocation{}, err
 	}
-	return req, a, true, nil, nil
+	return req, a, nil
 }
 
 // validateAllocation checks alloc against req on a node with cards: every gpu-mem
@@ -229,10 +229,7 @@ func (p *Plugin) claimOf(pod *corev1.Pod) gpushare.PodAllocation {
 	if p.refusedPod(pod.UID) {
 		return gpushare.PodAllocation{}
 	}
-	var base gpushare.PodAllocation
-	if _, a, ok, _, err := p.validAllocation(pod); err == nil && ok {
-		base = a
-	}
+	_, base, _ := p.validAllocation(pod) // zero when invalid
 	return mergeClaim(base, p.recordedClaim(pod.UID))
 }
 
@@ -273,8 +270,8 @@ func (p *Plugin) rebuild(pods []*corev1.Pod) int {
 		if !livePod(pod, p.cfg.NodeName) {
 			continue
 		}
-		req, alloc, ok, _, err := p.validAllocation(pod)
-		if err != nil || !ok {
+		req, alloc, err := p.validAllocation(pod)
+		if err != nil {
 			continue
 		}
 		done, err := gpushare.ParseAllocated(pod.Annotations[gpushare.AnnotationAllocated])

@@ -1,11 +1,13 @@
 package deviceplugin
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -133,5 +135,32 @@ func TestAdmissionAdmitting(t *testing.T) {
 				t.Errorf("admitting = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// GetPreferredAllocation steers kubelet to the card of the pod kubelet is admitting (b,
+// card 1), not of the oldest pod of that size (a, card 0).
+func TestGetPreferredAllocationFollowsPodResources(t *testing.T) {
+	two := []ctr{{name: "main", units: 2}}
+	e := newTestEnv(t, "t4:2",
+		makePod("a", 1, 10, two, app(gpushare.CardUnits{0: 2})),
+		makePod("b", 2, 11, two, app(gpushare.CardUnits{1: 2})),
+	)
+	e.withPodResources(t).set(kubeletPod("b", false, "main"))
+	var avail []string
+	for c := 0; c < 2; c++ {
+		for j := 0; j < 3; j++ {
+			avail = append(avail, gpushare.FakeDeviceID(uuid(c), j))
+		}
+	}
+	resp, err := e.plugin.GetPreferredAllocation(context.Background(), &pluginapi.PreferredAllocationRequest{
+		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{AvailableDeviceIDs: avail, AllocationSize: 2}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{gpushare.FakeDeviceID(uuid(1), 0), gpushare.FakeDeviceID(uuid(1), 1)}
+	if diff := cmp.Diff(want, resp.ContainerResponses[0].DeviceIDs); diff != "" {
+		t.Errorf("preferred IDs (-want,+got):\n%s", diff)
 	}
 }
