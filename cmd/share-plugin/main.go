@@ -21,7 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
@@ -48,6 +51,7 @@ type options struct {
 	healthRecovery time.Duration
 	nodeResync     time.Duration
 	allocateWait   time.Duration
+	podResources   string
 	showVersion    bool
 }
 
@@ -66,6 +70,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.healthRecovery, "health-recovery", 5*time.Minute, "a card is healthy again after this long without a critical XID")
 	fs.DurationVar(&o.nodeResync, "node-resync", time.Minute, "how often the node's gpu-count and inventory annotation are re-checked")
 	fs.DurationVar(&o.allocateWait, "allocate-wait", 5*time.Second, "how long Allocate waits for a just-bound pod to reach the informer")
+	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 }
 
@@ -140,12 +145,16 @@ func run(ctx context.Context, o options) error {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.nodeName).String()
 	}))
 	pods := factory.Core().V1().Pods().Informer()
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
 
 	plugin, err := deviceplugin.New(deviceplugin.Config{
 		NodeName: o.nodeName, Resources: res, Unit: unit, PluginDir: o.pluginDir,
 		NVML: nv, Client: client, Pods: pods,
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
-		ReportUsedMemory: !simulated,
+		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 	})
 	if err != nil {
 		return err

@@ -192,6 +192,7 @@ start_gpu_source() {
       --node-name "$node" \
       --simulate "$SIMULATE" \
       --device-plugin-dir "$KUBELET_DIR/device-plugins" \
+      --pod-resources-socket "$KUBELET_DIR/pod-resources/kubelet.sock" \
       --metrics-address "127.0.0.1:$SHARE_PLUGIN_METRICS_PORT"
     wait_for "node $node to advertise aliyun.com/gpu-mem (share-plugin)" 60 node_has_gpu_mem "$node" ||
       die "share-plugin did not make node $node advertise aliyun.com/gpu-mem; see $LOGS/share-plugin.log"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,7 +20,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	podresourcesapi "k8s.io/kubelet/pkg/apis/podresources/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -35,6 +38,7 @@ func uuid(i int) string { return gpunvml.SimulatedUUID(testNode, i) }
 
 type testEnv struct {
 	plugin *Plugin
+	events *record.FakeRecorder
 	client *fake.Clientset
 	sim    *gpunvml.Simulator
 	clock  *clocktesting.FakeClock
@@ -69,15 +73,84 @@ func newTestEnv(t *testing.T, spec string, objs ...runtime.Object) *testEnv {
 	}
 	clk := clocktesting.NewFakeClock(epoch)
 	dir := shortTempDir(t)
+	events := record.NewFakeRecorder(64)
 	p, err := New(Config{
 		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: gpushare.GiB,
 		PluginDir: dir, NVML: nv, Client: client, Pods: pods, Clock: clk,
-		HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond,
+		HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond, Recorder: events,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testEnv{plugin: p, client: client, sim: sim, clock: clk, dir: dir}
+	return &testEnv{plugin: p, events: events, client: client, sim: sim, clock: clk, dir: dir}
+}
+
+// drainEvents returns the events recorded so far ("<type> <reason> <message>").
+func (e *testEnv) drainEvents() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.events.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+// fakePodResources is kubelet's PodResources List on a unix socket: the pods it lists are
+// set by the test.
+type fakePodResources struct {
+	podresourcesapi.UnimplementedPodResourcesListerServer
+	mu   sync.Mutex
+	pods []*podresourcesapi.PodResources
+}
+
+func (f *fakePodResources) List(context.Context, *podresourcesapi.ListPodResourcesRequest) (*podresourcesapi.ListPodResourcesResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &podresourcesapi.ListPodResourcesResponse{PodResources: f.pods}, nil
+}
+
+// set replaces the pods kubelet lists.
+func (f *fakePodResources) set(pods ...*podresourcesapi.PodResources) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pods = pods
+}
+
+// withPodResources serves a fake PodResources API in the env's folder and points the
+// plugin at it.
+func (e *testEnv) withPodResources(t *testing.T) *fakePodResources {
+	t.Helper()
+	path := filepath.Join(e.dir, "pod-resources.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fakePodResources{}
+	srv := grpc.NewServer()
+	podresourcesapi.RegisterPodResourcesListerServer(srv, f)
+	go func() { _ = srv.Serve(l) }()
+	t.Cleanup(srv.Stop)
+	e.plugin.cfg.PodResourcesSocket = path
+	return f
+}
+
+// kubeletPod is a pod as PodResources lists it (namespace default): each named container
+// holds gpu-mem devices when withDevices, else none yet (the pod being admitted).
+func kubeletPod(name string, withDevices bool, containers ...string) *podresourcesapi.PodResources {
+	pr := &podresourcesapi.PodResources{Name: name, Namespace: "default"}
+	for _, c := range containers {
+		cr := &podresourcesapi.ContainerResources{Name: c}
+		if withDevices {
+			cr.Devices = []*podresourcesapi.ContainerDevices{{
+				ResourceName: string(gpushare.DefaultMemResource), DeviceIds: []string{gpushare.FakeDeviceID(uuid(0), 0)},
+			}}
+		}
+		pr.Containers = append(pr.Containers, cr)
+	}
+	return pr
 }
 
 // shortTempDir is a temp folder with a path short enough for unix sockets (108 bytes).

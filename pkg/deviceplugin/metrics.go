@@ -6,7 +6,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 )
 
@@ -19,6 +18,7 @@ type collector struct {
 	healthy   *prometheus.Desc
 	usedMiB   *prometheus.Desc
 	reg       *prometheus.Desc
+	served    *prometheus.Desc
 }
 
 func newCollector(p *Plugin) *collector {
@@ -30,11 +30,14 @@ func newCollector(p *Plugin) *collector {
 		healthy:   prometheus.NewDesc("gpushare_card_healthy", "1 when the card takes new pods, 0 after a critical XID until the quiet period passes.", labels, nil),
 		usedMiB:   prometheus.NewDesc("gpushare_card_memory_used_mib", "GPU memory in use on the card as NVML reports it, in MiB.", labels, nil),
 		reg:       prometheus.NewDesc("gpushare_plugin_registered", "1 when the plugin is registered with kubelet.", []string{"node"}, nil),
+		served: prometheus.NewDesc("gpushare_plugin_card_served_units",
+			"gpu-mem units this share-plugin process handed out on the card to live pods (per pod by the effective-request rule), as GET /served reports.",
+			[]string{"card", "uuid"}, nil),
 	}
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.total, c.allocated, c.healthy, c.usedMiB, c.reg} {
+	for _, d := range []*prometheus.Desc{c.total, c.allocated, c.healthy, c.usedMiB, c.reg, c.served} {
 		ch <- d
 	}
 }
@@ -58,14 +61,16 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.reg, prometheus.GaugeValue, boolFloat(p.Registered()), node)
+	for _, sc := range p.Served().Cards {
+		ch <- prometheus.MustNewConstMetric(c.served, prometheus.GaugeValue, float64(sc.ServedUnits), strconv.Itoa(sc.Index), sc.UUID)
+	}
 }
 
 // allocatedUnits sums, per card index, what the live pods on this node hold.
 func (p *Plugin) allocatedUnits() map[int]int64 {
 	out := map[int]int64{}
 	for _, pod := range p.podsOnNode() {
-		if pod.Spec.NodeName != p.cfg.NodeName || pod.DeletionTimestamp != nil ||
-			pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if !livePod(pod, p.cfg.NodeName) {
 			continue
 		}
 		a, ok, err := p.cfg.Resources.ReadAllocation(pod)
@@ -86,13 +91,14 @@ func boolFloat(b bool) float64 {
 	return 0
 }
 
-// Handler serves /metrics (the plugin's own registry plus Go runtime metrics) and /healthz
-// (200 while registered with kubelet, 503 otherwise).
+// Handler serves /metrics (the plugin's own registry plus Go runtime metrics), /healthz
+// (200 while registered with kubelet, 503 otherwise) and GET /served (ServedReport as JSON).
 func (p *Plugin) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(p), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(newCollector(p), p.ambiguous, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /served", p.serveServed)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !p.Registered() {
 			http.Error(w, "not registered with kubelet", http.StatusServiceUnavailable)

@@ -6,14 +6,16 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	"k8s.io/utils/clock"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+	"github.com/gpushare/gpushare/pkg/policy"
 )
 
 // socketName is the plugin's socket in the device-plugin folder (the old plugin's name).
@@ -41,6 +43,11 @@ type Config struct {
 	AllocateWait time.Duration
 	// ReportUsedMemory exports NVML used memory per card (real NVML only).
 	ReportUsedMemory bool
+	// PodResourcesSocket is kubelet's PodResources API socket, which tells Allocate the pod
+	// being admitted; empty: Allocate picks the oldest matching pod.
+	PodResourcesSocket string
+	// Recorder receives the events on pods (default: none are sent).
+	Recorder record.EventRecorder
 }
 
 func (c *Config) validate() error {
@@ -69,6 +76,9 @@ func (c *Config) validate() error {
 	if c.AllocateWait <= 0 {
 		c.AllocateWait = 5 * time.Second
 	}
+	if c.Recorder == nil {
+		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event
+	}
 	return nil
 }
 
@@ -84,12 +94,19 @@ type Plugin struct {
 	// registered is notified after each successful registration with kubelet.
 	registered *broadcast
 
-	mu   sync.Mutex // serialises Allocate and guards mine
-	mine served
-	// mineAt is when a pod of mine was last served.
-	mineAt map[types.UID]time.Time
-	regMu  sync.Mutex
-	isReg  bool
+	policy policy.Policy // places pods without a valid allocation
+	// ambiguous counts Allocates that kubelet's PodResources did not settle, by reason.
+	ambiguous *prometheus.CounterVec
+
+	mu sync.Mutex // serialises Allocate and GetPreferredAllocation; guards listFailing
+	// listFailing is true while PodResources calls fail (the failure is logged once).
+	listFailing bool
+
+	recMu sync.Mutex // guards rec; Allocate holds mu too, /served and metrics only recMu
+	rec   records
+
+	regMu sync.Mutex
+	isReg bool
 }
 
 // New discovers the cards through NVML and checks that their fake devices fit in one
@@ -109,13 +126,21 @@ func New(cfg Config) (*Plugin, error) {
 	if err := checkMessageSize(cards, cfg.Unit); err != nil {
 		return nil, err
 	}
+	pol, err := policy.New(placementPolicy)
+	if err != nil {
+		return nil, err
+	}
 	return &Plugin{
 		cfg:        cfg,
 		cards:      newCardSet(cards),
 		health:     newHealth(cfg.Clock, cfg.HealthRecovery, cards),
 		registered: newBroadcast(),
-		mine:       served{},
-		mineAt:     map[types.UID]time.Time{},
+		policy:     pol,
+		ambiguous: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpushare_plugin_allocate_ambiguous_total",
+			Help: "Allocate calls whose pod kubelet's PodResources API did not single out, served to the oldest matching pod, by reason (several, none, unavailable).",
+		}, []string{"reason"}),
+		rec: records{},
 	}, nil
 }
 

@@ -40,21 +40,24 @@ func (p *Plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainer
 	return &pluginapi.PreStartContainerResponse{}, nil
 }
 
-// GetPreferredAllocation steers kubelet's choice of fake IDs to the card(s) the extender
-// chose for the container about to be allocated, so kubelet's records match reality. When
-// no pod matches it still answers (the following Allocate reports the error).
-func (p *Plugin) GetPreferredAllocation(_ context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
+// GetPreferredAllocation steers kubelet's choice of fake IDs to the card(s) the following
+// Allocate will give the container (the same pick, without waiting, and the same
+// decision), so kubelet's records match reality. When no pod matches or the cards lack room
+// it still answers (the following Allocate reports the error).
+func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pods := p.podsOnNode()
+	p.syncRecords(pods)
+	adm := p.admission(ctx)
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, cr := range req.ContainerRequests {
 		var want map[string]int64 // card UUID → units
-		if m, ok := findContainer(pods, p.cfg.NodeName, p.cfg.Resources, p.mine, int64(cr.AllocationSize)); ok {
-			if cards, units, err := m.cardsOf(p.cards); err == nil {
+		if m, ok := p.pickNow(pods, adm, int64(cr.AllocationSize)); ok {
+			if d, err := p.decide(m, pods); err == nil {
 				want = map[string]int64{}
-				for i, c := range cards {
-					want[c.UUID] = units[i]
+				for i, c := range d.cards {
+					want[c.UUID] = d.units[i]
 				}
 			}
 		}
