@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // Event reasons the cache emits on a pod whose card record it does not take as written.
@@ -26,8 +28,8 @@ const (
 	basisUndecided basis = iota
 	// basisReserved: Reserve's hold for a bind; the pod has not shown up bound yet.
 	basisReserved
-	// basisRecord: trusted usage: the reservation or the first valid record, merged (per
-	// card maximum) with every later valid record.
+	// basisRecord: the reservation or the first valid record is trusted; the pod counts it
+	// and its current valid record, per card maximum (an invalid record changes nothing).
 	basisRecord
 	// basisConservative: no valid record ever seen: the pod's peak per-card need on every
 	// card of the node (bounded by each card's size).
@@ -153,15 +155,26 @@ func (n *nodeState) decide(e *podEntry) {
 	switch {
 	case state == recordOK && !trusted:
 		e.basis = basisRecord
+		delete(n.trust, p.uid)
 		e.setCounted(p.usage)
 	case state == recordOK:
+		// Counted: the trusted usage and the current record, per card maximum. A record
+		// moved to another card frees nothing; one put back to the trusted cards (share-plugin
+		// restores what it served) counts them alone again.
 		e.basis = basisRecord
-		cur := e.counted()
-		if slices.Equal(cur, p.usage) {
+		cur, trust := e.counted(), n.trustedOf(e)
+		if slices.Equal(trust, p.usage) {
+			delete(n.trust, p.uid)
 			e.setCounted(p.usage) // share the Pod's
-		} else if merged := union(cur, p.usage); !slices.Equal(merged, cur) {
+			break
+		}
+		if n.trust == nil {
+			n.trust = map[types.UID]cardUsage{}
+		}
+		n.trust[p.uid] = trust
+		if merged := union(trust, p.usage); !slices.Equal(merged, cur) {
 			e.setCounted(merged)
-			changed = true
+			changed = !slices.Equal(merged, trust)
 		}
 	case trusted:
 		e.basis = basisRecord
@@ -174,12 +187,21 @@ func (n *nodeState) decide(e *podEntry) {
 	switch {
 	case changed:
 		n.notices = append(n.notices, notice{pod: p, reason: EventAllocationChanged, anomaly: AnomalyChanged,
-			msg: fmt.Sprintf("allocation changed to %s; counted %s (the most of every valid allocation shown)",
+			msg: fmt.Sprintf("allocation changed to %s; counted %s (the trusted allocation and the current one)",
 				usageString(p.usage), usageString(e.counted()))})
 	case state == prev || state == recordOK:
 	default:
 		n.notices = append(n.notices, n.invalidNotice(e))
 	}
+}
+
+// trustedOf is the usage the entry was first trusted with (its reservation or first valid
+// record): kept in n.trust while the counted usage differs from it. Caller holds n.mu.
+func (n *nodeState) trustedOf(e *podEntry) cardUsage {
+	if t, ok := n.trust[e.Pod.uid]; ok {
+		return t
+	}
+	return e.counted()
 }
 
 func (n *nodeState) invalidNotice(e *podEntry) notice {

@@ -132,7 +132,7 @@ func TestTenantEditsKeepTheCardCounted(t *testing.T) {
 		// max(0, 16).
 		name:      "moved to card 1",
 		ann:       `{"0":{"1":16}}`,
-		wantEvent: `Warning GPUShareAllocationChanged allocation changed to card1=16 units; counted card0=16 card1=16 units (the most of every valid allocation shown)`,
+		wantEvent: `Warning GPUShareAllocationChanged allocation changed to card1=16 units; counted card0=16 card1=16 units (the trusted allocation and the current one)`,
 		wantCards: "0:16/16 1:16/16",
 	}}
 	for _, tc := range tests {
@@ -357,7 +357,7 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 		func(p *corev1.Pod) { p.Labels = map[string]string{"a": "b"} }, // still invalid: none
 		setAlloc(`{"0":{"0":3}}`),                                      // invalid another way: none
 		setAlloc(`{"0":{"1":8}}`),                                      // valid, new card: changed
-		setAlloc(`{"0":{"0":8}}`),                                      // valid, within what counts: none
+		setAlloc(`{"0":{"0":8}}`),                                      // back to the trusted card: none
 		setAlloc(""),                                                   // missing: event
 	}
 	for _, s := range steps {
@@ -369,8 +369,8 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 	}
 	want := []string{
 		`Warning GPUShareAllocationInvalid scheduler.framework.gpushare.allocation={not json: decoding allocation "{not json": invalid character 'n' looking for beginning of object key string; still counted card0=8 units`,
-		`Warning GPUShareAllocationChanged allocation changed to card1=8 units; counted card0=8 card1=8 units (the most of every valid allocation shown)`,
-		`Warning GPUShareAllocationInvalid no allocation annotation: not a valid allocation; still counted card0=8 card1=8 units`,
+		`Warning GPUShareAllocationChanged allocation changed to card1=8 units; counted card0=8 card1=8 units (the trusted allocation and the current one)`,
+		`Warning GPUShareAllocationInvalid no allocation annotation: not a valid allocation; still counted card0=8 units`,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("events (-want,+got):\n%s", d)
@@ -381,7 +381,8 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 	if d := cmp.Diff(wantStats, env.Cache.Ledger()); d != "" {
 		t.Errorf("Ledger (-want,+got):\n%s", d)
 	}
-	if got, want := cards(env.Cache, "n1"), "0:8/16 1:8/16"; got != want {
+	// Put back on the trusted card, the record counts that card alone again.
+	if got, want := cards(env.Cache, "n1"), "0:8/16 1:0/16"; got != want {
 		t.Errorf("cards %q, want %q", got, want)
 	}
 }

@@ -35,6 +35,9 @@ type nodeState struct {
 	// informer stores (shared, not copied: nobody modifies it), and per reservation Reserve
 	// made (Pod.reserved). The entries' counted usage gives the units per card (see decide).
 	pods map[types.UID]*podEntry
+	// trust holds, for the rare pod whose counted usage is not its trusted usage (its record
+	// was changed after it was trusted), the trusted one (ledger.go trustedOf).
+	trust map[types.UID]cardUsage
 	// conservative is how many entries count on every card for want of a valid record.
 	conservative int
 	// notices are events decided under mu, sent by whoever releases it (takeNotices).

@@ -150,6 +150,7 @@ func (c *Cache) removeLocked(uid types.UID, keepReservation bool) bool {
 	var notices []notice
 	if ok {
 		delete(n.pods, uid)
+		delete(n.trust, uid)
 		n.recompute()
 		notices = n.takeNotices()
 	}

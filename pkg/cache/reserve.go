@@ -137,6 +137,7 @@ func (c *Cache) Reserve(ctx context.Context, nodeName string, pod metav1.Object,
 		nodeName:   nodeName, reserved: true, usage: usageOf(p.Usage),
 	}
 	n.pods[uid] = reservedEntry(held)
+	delete(n.trust, uid)
 	n.recompute()
 	sizes := gpushare.CardUnits{}
 	for _, idx := range p.Allocation.Cards() {
