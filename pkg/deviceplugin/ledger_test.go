@@ -227,3 +227,46 @@ func TestValidateAllocation(t *testing.T) {
 		})
 	}
 }
+
+// TestRestoreEditedRecord: once every gpu-mem container of a pod is served, a record that
+// names other cards, or none, is written back to the served cards; a true record is left
+// alone.
+func TestRestoreEditedRecord(t *testing.T) {
+	tests := []struct {
+		name, edit string
+		wantPatch  bool
+	}{
+		{name: "moved to another card", edit: `{"0":{"1":6}}`, wantPatch: true},
+		{name: "zero units", edit: `{"0":{"0":0}}`, wantPatch: true},
+		{name: "not JSON", edit: `{not json`, wantPatch: true},
+		{name: "unchanged", edit: `{"0":{"0":6}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, "t4:2", makePod("p", 1, 10, []ctr{{name: "main", units: 6}}, app(gpushare.CardUnits{0: 6})))
+			if got, err := e.allocate(t, 6); err != nil || got[gpushare.EnvIndex] != "0" {
+				t.Fatalf("p: Allocate(6) = %v, %v; want card 0", got, err)
+			}
+			e.editAnnotations(t, "p", map[string]string{gpushare.AnnotationAllocation: tc.edit})
+			before := len(e.client.Actions())
+			e.plugin.restoreRecords(context.Background(), e.plugin.podsOnNode())
+			patched := false
+			for _, a := range e.client.Actions()[before:] {
+				patched = patched || a.GetVerb() == "patch"
+			}
+			if patched != tc.wantPatch {
+				t.Fatalf("patched %v, want %v", patched, tc.wantPatch)
+			}
+			pod, err := e.client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pod.Annotations[gpushare.AnnotationAllocation]; got != `{"0":{"0":6}}` {
+				t.Errorf("record %q, want the served card back: %q", got, `{"0":{"0":6}}`)
+			}
+			if got := pod.Annotations[gpushare.AnnotationIndex]; tc.wantPatch && got != "0" {
+				t.Errorf("%s=%q, want 0", gpushare.AnnotationIndex, got)
+			}
+		})
+	}
+}

@@ -14,7 +14,8 @@ import (
 // Run watches card health, keeps the node's GPU facts current, and serves and registers
 // the plugin with kubelet (again after each kubelet restart). It waits for the pod informer
 // to sync before registering, since Allocate reads it, and then rebuilds its record of
-// served pods from their valid allocations (what an earlier process served). Returns when ctx is done, or early
+// served pods from their valid allocations (what an earlier process served) and keeps the
+// records of served pods true (keepRecordsTrue). Returns when ctx is done, or early
 // with an error when the informer never syncs or the plugin folder cannot be watched.
 func (p *Plugin) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -49,5 +50,10 @@ func (p *Plugin) Run(ctx context.Context) error {
 	if n := p.rebuild(p.podsOnNode()); n > 0 {
 		klog.InfoS("Rebuilt the served-pod ledger from the pods' annotations", "pods", n)
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.keepRecordsTrue(ctx)
+	}()
 	return p.serveAndRegister(ctx)
 }
