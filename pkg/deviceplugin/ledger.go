@@ -78,11 +78,7 @@ func podsByUID(pods []*corev1.Pod) map[types.UID]*corev1.Pod {
 func (p *Plugin) record(pod *corev1.Pod, ref gpushare.ContainerRef, claim gpushare.PodAllocation) {
 	p.recMu.Lock()
 	defer p.recMu.Unlock()
-	r := p.rec[pod.UID]
-	if r == nil {
-		r = &podRecord{served: map[gpushare.ContainerRef]bool{}}
-		p.rec[pod.UID] = r
-	}
+	r := p.recordFor(pod.UID)
 	// A refusal that guessed the wrong pod (no PodResources answer) is undone by serving it.
 	r.pod, r.claim, r.refused, r.at = pod, claim, false, p.cfg.Clock.Now()
 	r.served[ref] = true
@@ -92,12 +88,18 @@ func (p *Plugin) record(pod *corev1.Pod, ref gpushare.ContainerRef, claim gpusha
 func (p *Plugin) refuse(pod *corev1.Pod) {
 	p.recMu.Lock()
 	defer p.recMu.Unlock()
-	r := p.rec[pod.UID]
+	r := p.recordFor(pod.UID)
+	r.pod, r.refused, r.at = pod, true, p.cfg.Clock.Now()
+}
+
+// recordFor returns the pod's record, made empty when there is none. Caller holds p.recMu.
+func (p *Plugin) recordFor(uid types.UID) *podRecord {
+	r := p.rec[uid]
 	if r == nil {
 		r = &podRecord{served: map[gpushare.ContainerRef]bool{}}
-		p.rec[pod.UID] = r
+		p.rec[uid] = r
 	}
-	r.pod, r.refused, r.at = pod, true, p.cfg.Clock.Now()
+	return r
 }
 
 // refusedPod reports whether Allocate refused the pod.
