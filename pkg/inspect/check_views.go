@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -104,20 +103,7 @@ func (p annotatedPod) key() string { return p.Namespace + "/" + p.Name }
 // to them (other pods are ignored, duplicates counted once), validating each allocation
 // against the pod's request and the node's inventory.
 func buildAnnotatedView(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) annotatedView {
-	byNode := map[string][]*corev1.Pod{}
-	seen := map[types.NamespacedName]bool{}
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-	}
+	byNode := boundPodsByNode(pods)
 	var v annotatedView
 	for i := range nodes {
 		n := &nodes[i]
