@@ -122,6 +122,16 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 				main4}},
 			usage: cardUsage{{card: 0, units: 10}, {card: 3, units: 8}}},
 	}, {
+		name: "an entry naming no card for a container without gpu-mem names nothing: the record is valid",
+		pod: &corev1.Pod{
+			ObjectMeta: withAnn(map[string]string{gpushare.AnnotationAllocation: `{"0":{"1":4},"1":{}}`}),
+			Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{
+				{Name: "main", Resources: gpuLimits("4", "")}, {Name: "cpu"}}},
+		},
+		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
+			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}},
+			usage:   cardUsage{{card: 1, units: 4}}},
+	}, {
 		name: "pending pod: request only",
 		pod: &corev1.Pod{ObjectMeta: meta,
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("4", "")}}}},

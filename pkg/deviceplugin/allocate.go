@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -280,7 +282,7 @@ func (p *Plugin) writePod(ctx context.Context, m match, d decision, done map[gpu
 // usageString writes per-card units as "card 0: 4 units, card 1: 2 units".
 func usageString(u gpushare.CardUnits) string {
 	parts := make([]string, 0, len(u))
-	for _, c := range sortedCards(u) {
+	for _, c := range slices.Sorted(maps.Keys(u)) {
 		parts = append(parts, fmt.Sprintf("card %d: %d units", c, u[c]))
 	}
 	return strings.Join(parts, ", ")

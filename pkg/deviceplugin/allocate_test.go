@@ -172,12 +172,7 @@ func TestAllocate(t *testing.T) {
 
 func TestGetPreferredAllocationPicksTheChosenCard(t *testing.T) {
 	e := newTestEnv(t, "t4:2", makePod("p", 1, 10, []ctr{{name: "m", units: 3}}, app(gpushare.CardUnits{1: 3})))
-	var avail []string
-	for c := 0; c < 2; c++ {
-		for j := 0; j < 14; j++ {
-			avail = append(avail, gpushare.FakeDeviceID(uuid(c), j))
-		}
-	}
+	avail := availableIDs(2, 14)
 	resp, err := e.plugin.GetPreferredAllocation(context.Background(), &pluginapi.PreferredAllocationRequest{
 		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{AvailableDeviceIDs: avail, AllocationSize: 3}},
 	})

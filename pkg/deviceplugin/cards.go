@@ -59,6 +59,12 @@ func newCardSet(cards []Card) cardSet {
 	return s
 }
 
+// has reports whether this node has the card of NVML index i.
+func (s cardSet) has(i int) bool {
+	_, ok := s.byIndex[i]
+	return ok
+}
+
 // inventory is the node annotation value for the cards with the given health.
 func inventory(cards []Card, unit gpushare.Unit, healthy func(uuid string) bool) gpushare.Inventory {
 	inv := gpushare.Inventory{Unit: unit, Devices: make([]gpushare.Device, 0, len(cards))}

@@ -213,6 +213,18 @@ func app(cards ...gpushare.CardUnits) gpushare.PodAllocation {
 	return a
 }
 
+// availableIDs returns the fake device IDs 0..perCard-1 of cards 0..cards-1 of testNode, as
+// kubelet offers them to GetPreferredAllocation.
+func availableIDs(cards, perCard int) []string {
+	var out []string
+	for c := range cards {
+		for j := range perCard {
+			out = append(out, gpushare.FakeDeviceID(uuid(c), j))
+		}
+	}
+	return out
+}
+
 // fakeIDs returns n device IDs as kubelet would pass them.
 func fakeIDs(n int) []string {
 	out := make([]string, n)

@@ -2,7 +2,6 @@ package deviceplugin
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,11 +78,7 @@ func podsByUID(pods []*corev1.Pod) map[types.UID]*corev1.Pod {
 func (p *Plugin) record(pod *corev1.Pod, ref gpushare.ContainerRef, claim gpushare.PodAllocation) {
 	p.recMu.Lock()
 	defer p.recMu.Unlock()
-	r := p.rec[pod.UID]
-	if r == nil {
-		r = &podRecord{served: map[gpushare.ContainerRef]bool{}}
-		p.rec[pod.UID] = r
-	}
+	r := p.recordFor(pod.UID)
 	// A refusal that guessed the wrong pod (no PodResources answer) is undone by serving it.
 	r.pod, r.claim, r.refused, r.at = pod, claim, false, p.cfg.Clock.Now()
 	r.served[ref] = true
@@ -93,12 +88,18 @@ func (p *Plugin) record(pod *corev1.Pod, ref gpushare.ContainerRef, claim gpusha
 func (p *Plugin) refuse(pod *corev1.Pod) {
 	p.recMu.Lock()
 	defer p.recMu.Unlock()
-	r := p.rec[pod.UID]
+	r := p.recordFor(pod.UID)
+	r.pod, r.refused, r.at = pod, true, p.cfg.Clock.Now()
+}
+
+// recordFor returns the pod's record, made empty when there is none. Caller holds p.recMu.
+func (p *Plugin) recordFor(uid types.UID) *podRecord {
+	r := p.rec[uid]
 	if r == nil {
 		r = &podRecord{served: map[gpushare.ContainerRef]bool{}}
-		p.rec[pod.UID] = r
+		p.rec[uid] = r
 	}
-	r.pod, r.refused, r.at = pod, true, p.cfg.Clock.Now()
+	return r
 }
 
 // refusedPod reports whether Allocate refused the pod.
@@ -157,7 +158,8 @@ func copyUnits(cu gpushare.CardUnits) gpushare.CardUnits {
 
 // validAllocation returns the pod's gpu-mem request and its allocation annotations when
 // they hold a valid allocation for this node. Errors: the request does not parse, or the
-// allocation is absent, unreadable or invalid (validateAllocation).
+// allocation is absent, unreadable or invalid (gpushare.PodRequest.ValidateAllocationOn
+// this node's cards).
 func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare.PodAllocation, error) {
 	req, err := p.cfg.Resources.PodRequest(pod)
 	if err != nil {
@@ -170,55 +172,10 @@ func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare
 	case !has:
 		return req, gpushare.PodAllocation{}, fmt.Errorf("no allocation annotation")
 	}
-	if err := validateAllocation(req, a, p.cards); err != nil {
+	if err := req.ValidateAllocationOn(a, p.cards.has); err != nil {
 		return req, gpushare.PodAllocation{}, err
 	}
 	return req, a, nil
-}
-
-// validateAllocation checks alloc against req on a node with cards: every gpu-mem
-// container holds exactly its gpu-count distinct cards of this node with an equal share of
-// its units each, and no other container holds any card.
-//
-// It is the share-plugin's own copy of the rule until pkg/gpushare exports one
-// (PodRequest.ValidateAllocation).
-func validateAllocation(req gpushare.PodRequest, alloc gpushare.PodAllocation, cards cardSet) error {
-	wanted := map[gpushare.ContainerRef]bool{}
-	for _, c := range req.Containers {
-		wanted[c.Ref] = true
-		cu := alloc.For(c.Ref)
-		if len(cu) != c.Cards {
-			return fmt.Errorf("container %q (%s) requests %d units on %d card(s) but its allocation names %d card(s)", c.Name, c.Ref, c.Units, c.Cards, len(cu))
-		}
-		for _, i := range sortedCards(cu) {
-			if _, ok := cards.byIndex[i]; !ok {
-				return fmt.Errorf("container %q (%s) is allocated card %d but this node has no such card (cards: %s)", c.Name, c.Ref, i, indexList(cards.list))
-			}
-			if cu[i] != c.PerCard() {
-				return fmt.Errorf("container %q (%s) requests %d units per card but its allocation holds %d on card %d", c.Name, c.Ref, c.PerCard(), cu[i], i)
-			}
-		}
-	}
-	for _, l := range []struct {
-		init bool
-		a    gpushare.Allocation
-	}{{false, alloc.App}, {true, alloc.Init}} {
-		for i, cu := range l.a {
-			if ref := (gpushare.ContainerRef{InitList: l.init, Index: i}); len(cu) > 0 && !wanted[ref] {
-				return fmt.Errorf("allocation names container %s, which requests no gpu-mem", ref)
-			}
-		}
-	}
-	return nil
-}
-
-func sortedCards(cu gpushare.CardUnits) []int {
-	out := make([]int, 0, len(cu))
-	for c := range cu {
-		out = append(out, c)
-	}
-	sort.Ints(out)
-	return out
 }
 
 // claimOf is what a pod holds in the ledger: its valid allocation (a bound pod's allocation

@@ -2,6 +2,8 @@ package deviceplugin
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -88,7 +90,7 @@ func cardsOf(m match, claim gpushare.PodAllocation, cards cardSet) ([]Card, []in
 	var sum int64
 	out := make([]Card, 0, len(cu))
 	units := make([]int64, 0, len(cu))
-	for _, i := range sortedCards(cu) {
+	for _, i := range slices.Sorted(maps.Keys(cu)) {
 		c, ok := cards.byIndex[i]
 		if !ok {
 			return nil, nil, fmt.Errorf("pod %s: container %q is allocated card %d but this node has no such card (cards: %s)", klog.KObj(m.pod), m.cont.Name, i, indexList(cards.list))

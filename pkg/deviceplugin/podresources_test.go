@@ -147,12 +147,7 @@ func TestGetPreferredAllocationFollowsPodResources(t *testing.T) {
 		makePod("b", 2, 11, two, app(gpushare.CardUnits{1: 2})),
 	)
 	e.withPodResources(t).set(kubeletPod("b", false, "main"))
-	var avail []string
-	for c := 0; c < 2; c++ {
-		for j := 0; j < 3; j++ {
-			avail = append(avail, gpushare.FakeDeviceID(uuid(c), j))
-		}
-	}
+	avail := availableIDs(2, 3)
 	resp, err := e.plugin.GetPreferredAllocation(context.Background(), &pluginapi.PreferredAllocationRequest{
 		ContainerRequests: []*pluginapi.ContainerPreferredAllocationRequest{{AvailableDeviceIDs: avail, AllocationSize: 2}},
 	})

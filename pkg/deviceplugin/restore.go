@@ -75,7 +75,7 @@ func (p *Plugin) drifted(pod *corev1.Pod) (gpushare.PodAllocation, bool) {
 		}
 	}
 	truth := p.recordedClaim(pod.UID)
-	if validateAllocation(req, truth, p.cards) != nil {
+	if req.ValidateAllocationOn(truth, p.cards.has) != nil {
 		return gpushare.PodAllocation{}, false
 	}
 	got, ok, err := p.cfg.Resources.ReadAllocation(pod)

@@ -3,6 +3,8 @@ package gpushare
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,49 +111,62 @@ func isSidecar(pod *corev1.Pod, i int) bool {
 // card per absurd number.
 const MaxCardIndex = 1024
 
-// ValidateAllocation checks a pod's allocation against its request: every container that
-// requests gpu-mem holds exactly its Cards distinct cards with exactly PerCard units (> 0)
-// on each; no entry names a container that requests no gpu-mem or does not exist; card
-// indexes are in 0..MaxCardIndex-1. Together with the bound on a container's units this
-// keeps every sum of validated values within int64. The error names the container and the
-// rule broken; nil means the allocation is exactly what the request asks for.
+// ValidateAllocation checks a pod's allocation against its request alone, wherever its
+// cards are: ValidateAllocationOn without the check that each card exists on the node.
 func (p PodRequest) ValidateAllocation(a PodAllocation) error {
-	want := make(map[ContainerRef]ContainerRequest, len(p.Containers))
+	return p.ValidateAllocationOn(a, nil)
+}
+
+// ValidateAllocationOn checks a pod's allocation against its request on a node whose cards
+// hasCard reports (nil: no node to check against). Valid means: every container that
+// requests gpu-mem holds exactly its Cards distinct cards with exactly PerCard gpu-mem units
+// (> 0) on each; card indexes are in 0..MaxCardIndex-1 and each is a card of the node
+// (hasCard is asked only about indexes in that range); no entry names a card for a container
+// that requests no gpu-mem or does not exist. An entry that names no card ({"1":{}}) names
+// nothing: it is allowed for any container and is no allocation for a gpu-mem one. Together
+// with the bound on a container's units this keeps every sum of validated values within
+// int64.
+//
+// The error names the first container at fault (those of the request in its order, then the
+// other entries, app before init, by index) with the card and the rule broken; checks run
+// card by card in index order, so the error is the same on every call. nil means the
+// allocation is exactly what the request asks for, on cards the node has.
+func (p PodRequest) ValidateAllocationOn(a PodAllocation, hasCard func(index int) bool) error {
+	want := make(map[ContainerRef]bool, len(p.Containers))
 	for _, c := range p.Containers {
-		want[c.Ref] = c
+		want[c.Ref] = true
+		if err := c.validateCards(a.For(c.Ref), hasCard); err != nil {
+			return err
+		}
 	}
 	for _, list := range []struct {
 		init bool
 		al   Allocation
 	}{{false, a.App}, {true, a.Init}} {
-		for i, cu := range list.al {
-			ref := ContainerRef{InitList: list.init, Index: i}
-			c, ok := want[ref]
-			if !ok {
+		for _, i := range slices.Sorted(maps.Keys(list.al)) {
+			if ref := (ContainerRef{InitList: list.init, Index: i}); len(list.al[i]) > 0 && !want[ref] {
 				return fmt.Errorf("allocation names container %s, which does not exist or requests no gpu-mem", ref)
 			}
-			if err := c.validateCards(cu); err != nil {
-				return err
-			}
-		}
-	}
-	for _, c := range p.Containers {
-		if a.For(c.Ref) == nil {
-			return fmt.Errorf("container %q (%s): no cards in the allocation; it requests %d units", c.Name, c.Ref, c.Units)
 		}
 	}
 	return nil
 }
 
-func (c ContainerRequest) validateCards(cu CardUnits) error {
-	if len(cu) != c.Cards {
+// validateCards checks the cards of one gpu-mem container (see ValidateAllocationOn).
+func (c ContainerRequest) validateCards(cu CardUnits, hasCard func(int) bool) error {
+	switch {
+	case len(cu) == 0:
+		return fmt.Errorf("container %q (%s): no cards in the allocation; it requests %d units", c.Name, c.Ref, c.Units)
+	case len(cu) != c.Cards:
 		return fmt.Errorf("container %q (%s): allocation lists %d cards, the request wants %d", c.Name, c.Ref, len(cu), c.Cards)
 	}
 	per := c.PerCard()
-	for card, u := range cu {
-		switch {
+	for _, card := range slices.Sorted(maps.Keys(cu)) {
+		switch u := cu[card]; {
 		case card < 0 || card >= MaxCardIndex:
 			return fmt.Errorf("container %q (%s): card index %d out of range 0..%d", c.Name, c.Ref, card, MaxCardIndex-1)
+		case hasCard != nil && !hasCard(card):
+			return fmt.Errorf("container %q (%s): allocation names card %d, which the node does not have", c.Name, c.Ref, card)
 		case u != per:
 			return fmt.Errorf("container %q (%s): allocation holds %d units on card %d, the request wants %d per card", c.Name, c.Ref, u, card, per)
 		}

@@ -167,6 +167,8 @@ func TestAllocatedRoundTrip(t *testing.T) {
 	}
 }
 
+// TestValidateAllocation checks both ValidateAllocationOn on a node with cards 0 and 1 and
+// ValidateAllocation, which asks nothing of the node.
 func TestValidateAllocation(t *testing.T) {
 	res := DefaultResources()
 	// a: 16 units on 1 card; b: 16 over 2 cards (8 each); init/0: 4 on 1 card; c: no gpu-mem
@@ -178,41 +180,72 @@ func TestValidateAllocation(t *testing.T) {
 	valid := func() PodAllocation {
 		return PodAllocation{App: Allocation{0: {0: 16}, 1: {0: 8, 1: 8}}, Init: Allocation{0: {1: 4}}}
 	}
+	onNode := func(i int) bool { return i == 0 || i == 1 }
 	tests := []struct {
 		name    string
 		edit    func(a *PodAllocation)
-		wantErr string // "" = valid
+		wantErr string // ValidateAllocationOn's; "" = valid
+		// offNode: the only fault is a card the node lacks, which ValidateAllocation accepts.
+		offNode bool
 	}{
-		{"exact", func(*PodAllocation) {}, ""},
+		{"exact", func(*PodAllocation) {}, "", false},
 		{"zero units", func(a *PodAllocation) { a.App[0] = CardUnits{0: 0} },
-			`container "a" (app/0): allocation holds 0 units on card 0, the request wants 16 per card`},
+			`container "a" (app/0): allocation holds 0 units on card 0, the request wants 16 per card`, false},
 		{"too many units", func(a *PodAllocation) { a.App[0] = CardUnits{0: 9223372036854775807} },
-			`container "a" (app/0): allocation holds 9223372036854775807 units on card 0, the request wants 16 per card`},
+			`container "a" (app/0): allocation holds 9223372036854775807 units on card 0, the request wants 16 per card`, false},
 		{"one card short", func(a *PodAllocation) { a.App[1] = CardUnits{0: 16} },
-			`container "b" (app/1): allocation lists 1 cards, the request wants 2`},
+			`container "b" (app/1): allocation lists 1 cards, the request wants 2`, false},
 		{"missing container", func(a *PodAllocation) { delete(a.App, 1) },
-			`container "b" (app/1): no cards in the allocation; it requests 16 units`},
+			`container "b" (app/1): no cards in the allocation; it requests 16 units`, false},
 		{"missing init container", func(a *PodAllocation) { a.Init = nil },
-			`container "i" (init/0): no cards in the allocation; it requests 4 units`},
+			`container "i" (init/0): no cards in the allocation; it requests 4 units`, false},
+		{"empty entry for a gpu-mem container", func(a *PodAllocation) { a.App[1] = CardUnits{} },
+			`container "b" (app/1): no cards in the allocation; it requests 16 units`, false},
 		{"container without gpu-mem", func(a *PodAllocation) { a.App[2] = CardUnits{0: 1} },
-			"allocation names container app/2, which does not exist or requests no gpu-mem"},
+			"allocation names container app/2, which does not exist or requests no gpu-mem", false},
 		{"container that does not exist", func(a *PodAllocation) { a.Init[5] = CardUnits{0: 1} },
-			"allocation names container init/5, which does not exist or requests no gpu-mem"},
+			"allocation names container init/5, which does not exist or requests no gpu-mem", false},
+		{"empty entry for a container without gpu-mem names nothing", func(a *PodAllocation) { a.App[2] = CardUnits{} }, "", false},
+		{"empty entry for a container that does not exist names nothing", func(a *PodAllocation) { a.Init[5] = CardUnits{} }, "", false},
 		{"card index too large", func(a *PodAllocation) { a.App[0] = CardUnits{MaxCardIndex: 16} },
-			`container "a" (app/0): card index 1024 out of range 0..1023`},
+			`container "a" (app/0): card index 1024 out of range 0..1023`, false},
 		{"negative card index", func(a *PodAllocation) { a.Init[0] = CardUnits{-1: 4} },
-			`container "i" (init/0): card index -1 out of range 0..1023`},
+			`container "i" (init/0): card index -1 out of range 0..1023`, false},
+		{"card the node lacks", func(a *PodAllocation) { a.App[1] = CardUnits{0: 8, 7: 8} },
+			`container "b" (app/1): allocation names card 7, which the node does not have`, true},
+		{"init card the node lacks", func(a *PodAllocation) { a.Init[0] = CardUnits{2: 4} },
+			`container "i" (init/0): allocation names card 2, which the node does not have`, true},
+		// Several faults: the first container of the request (init/0), its lowest card.
+		{"first fault in order", func(a *PodAllocation) {
+			a.App[2] = CardUnits{0: 1}
+			a.App[1] = CardUnits{0: 1, 1: 1}
+			a.Init[0] = CardUnits{1: 3}
+		}, `container "i" (init/0): allocation holds 3 units on card 1, the request wants 4 per card`, false},
+		{"lowest card first", func(a *PodAllocation) { a.App[1] = CardUnits{9: 8, 5: 8} },
+			`container "b" (app/1): allocation names card 5, which the node does not have`, true},
+	}
+	errText := func(err error) string {
+		if err == nil {
+			return ""
+		}
+		return err.Error()
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a := valid()
 			tc.edit(&a)
-			got := ""
-			if err := req.ValidateAllocation(a); err != nil {
-				got = err.Error()
+			anywhere := tc.wantErr
+			if tc.offNode {
+				anywhere = ""
 			}
-			if got != tc.wantErr {
-				t.Errorf("ValidateAllocation = %q, want %q", got, tc.wantErr)
+			// Map order varies from run to run; the error must not.
+			for range 20 {
+				if got := errText(req.ValidateAllocationOn(a, onNode)); got != tc.wantErr {
+					t.Fatalf("ValidateAllocationOn = %q, want %q", got, tc.wantErr)
+				}
+				if got := errText(req.ValidateAllocation(a)); got != anywhere {
+					t.Fatalf("ValidateAllocation = %q, want %q", got, anywhere)
+				}
 			}
 		})
 	}

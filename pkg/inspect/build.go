@@ -32,21 +32,7 @@ func isSharingNode(node *corev1.Node, res gpushare.Resources) bool {
 // node. Problems with annotations become Node.Warnings, never errors. Nodes are sorted by
 // name, pods by namespace and name.
 func buildModel(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) model {
-	byNode := map[string][]*corev1.Pod{}
-	seen := map[types.NamespacedName]bool{}
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		// A pod listed twice (overlapping lists) must not count twice.
-		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-	}
+	byNode := boundPodsByNode(pods)
 	var m model
 	for i := range nodes {
 		n := &nodes[i]
@@ -58,6 +44,26 @@ func buildModel(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) 
 	sort.Slice(m.Nodes, func(i, j int) bool { return m.Nodes[i].Name < m.Nodes[j].Name })
 	m.Totals = totals(m.Nodes)
 	return m
+}
+
+// boundPodsByNode groups the non-terminated pods bound to a node by node name, in list
+// order. A pod listed twice (overlapping lists) is kept once, so it never counts twice.
+func boundPodsByNode(pods []corev1.Pod) map[string][]*corev1.Pod {
+	byNode := map[string][]*corev1.Pod{}
+	seen := map[types.NamespacedName]bool{}
+	for i := range pods {
+		p := &pods[i]
+		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+	}
+	return byNode
 }
 
 func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) nodeUsage {

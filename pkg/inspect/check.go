@@ -2,6 +2,8 @@ package inspect
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -145,7 +147,7 @@ func (r *checkReport) annotationProblems(n *annotatedNode) {
 		}
 	}
 	used := n.used()
-	for _, c := range sortedCards(used.total) {
+	for _, c := range slices.Sorted(maps.Keys(used.total)) {
 		size, listed := n.Cards[c]
 		if used.total[c] > size && listed {
 			r.add(problemCardOvercommitted, n.Name, ptr(c), "", "node %s card %d: annotations give %d units, card size %d (%s)",

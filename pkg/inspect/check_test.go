@@ -77,29 +77,52 @@ func TestCompareViews(t *testing.T) {
 			name:      "container holds less than it requests: 2 of 4",
 			pods:      append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(4, 0).Alloc(`{"0":{"0":2}}`).Obj()),
 			wantPods:  3,
-			want:      []string{`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0) holds {0:2}, requests 4 units on 1 card(s)`},
+			want:      []string{`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0): allocation holds 2 units on card 0, the request wants 4 per card`},
 			wantKinds: []string{problemInvalidRecord},
 		},
 		{
 			name:      "multi-card container on one card only: 8 on 2 cards wants 4+4",
 			pods:      append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(8, 2).Alloc(`{"0":{"0":8}}`).Obj()),
 			wantPods:  3,
-			want:      []string{`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0) holds {0:8}, requests 8 units on 2 card(s)`},
+			want:      []string{`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0): allocation lists 1 cards, the request wants 2`},
 			wantKinds: []string{problemInvalidRecord},
 		},
 		{
 			name:      "card the inventory does not list",
 			pods:      append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(4, 0).Alloc(`{"0":{"3":4}}`).Obj()),
 			wantPods:  3,
-			want:      []string{`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0) is on card 3, which the node's inventory does not list`},
+			want:      []string{`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0): allocation names card 3, which the node does not have`},
 			wantKinds: []string{problemInvalidRecord},
 		},
 		{
 			name:      "allocation for a container that requests nothing",
 			pods:      append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(4, 0).Alloc(`{"0":{"0":4},"1":{"1":2}}`).Obj()),
 			wantPods:  3,
-			want:      []string{`node gpu-a: pod ml/x: allocation invalid: container app/1 holds {1:2} but requests no gpu-mem`},
+			want:      []string{`node gpu-a: pod ml/x: allocation invalid: allocation names container app/1, which does not exist or requests no gpu-mem`},
 			wantKinds: []string{problemInvalidRecord},
+		},
+		{
+			name:      "empty entry for a gpu-mem container",
+			pods:      append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(4, 0).Alloc(`{"0":{}}`).Obj()),
+			wantPods:  3,
+			want:      []string{`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0): no cards in the allocation; it requests 4 units`},
+			wantKinds: []string{problemInvalidRecord},
+		},
+		{
+			name: "empty entry for a container without gpu-mem names nothing: ml/x counts 4 on card 0",
+			pods: append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(4, 0).GPU(0, 0).Alloc(`{"0":{"0":4},"1":{}}`).Obj()),
+			extender: func(e *extenderInspect) {
+				e.Nodes[0].Used += 4
+				c := &e.Nodes[0].Cards[0]
+				c.Used += 4
+				c.Pods = append(c.Pods, extenderPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 4})
+			},
+			plugin: func(r *servedReport) {
+				r.Cards[0].ServedUnits += 4
+				r.Containers = append(r.Containers, servedContainer{Namespace: "ml", Name: "x", UID: "ml-x", Container: "app/0", Cards: gpushare.CardUnits{0: 4}})
+			},
+			wantPods: 3,
+			wantOK:   true,
 		},
 		{
 			name:      "allocation that does not parse",
@@ -190,7 +213,7 @@ func TestCompareViews(t *testing.T) {
 			plugin:   func(r *servedReport) {},
 			wantPods: 3,
 			want: []string{
-				`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0) holds {0:2}, requests 4 units on 1 card(s)`,
+				`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0): allocation holds 2 units on card 0, the request wants 4 per card`,
 				"node gpu-a card 0: extender counts 6 units, annotations 4 (ml/x: extender 2, annotations invalid)",
 			},
 			wantKinds: []string{problemInvalidRecord, problemExtenderDiffers},

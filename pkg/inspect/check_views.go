@@ -2,11 +2,12 @@ package inspect
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -102,20 +103,7 @@ func (p annotatedPod) key() string { return p.Namespace + "/" + p.Name }
 // to them (other pods are ignored, duplicates counted once), validating each allocation
 // against the pod's request and the node's inventory.
 func buildAnnotatedView(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) annotatedView {
-	byNode := map[string][]*corev1.Pod{}
-	seen := map[types.NamespacedName]bool{}
-	for i := range pods {
-		p := &pods[i]
-		if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
-	}
+	byNode := boundPodsByNode(pods)
 	var v annotatedView
 	for i := range nodes {
 		n := &nodes[i]
@@ -159,7 +147,8 @@ func annotatePod(p *corev1.Pod, cards gpushare.CardUnits, res gpushare.Resources
 		ap.Invalid = fmt.Sprintf("requests %d units but has no allocation annotation", req.TotalUnits())
 	default:
 		ap.Alloc = alloc
-		if err := validateAllocation(req, alloc, cards); err != nil {
+		listed := func(i int) bool { _, ok := cards[i]; return ok }
+		if err := req.ValidateAllocationOn(alloc, listed); err != nil {
 			ap.Invalid = fmt.Sprintf("allocation invalid: %v", err)
 		}
 	}
@@ -169,59 +158,10 @@ func annotatePod(p *corev1.Pod, cards gpushare.CardUnits, res gpushare.Resources
 	return ap, true
 }
 
-// validateAllocation checks that every gpu-mem container holds exactly its request (Cards
-// distinct cards of PerCard units each) on cards the node's inventory lists, and that no
-// other container holds anything. The error names the first container at fault.
-func validateAllocation(req gpushare.PodRequest, alloc gpushare.PodAllocation, cards gpushare.CardUnits) error {
-	wanted := map[gpushare.ContainerRef]bool{}
-	for _, c := range req.Containers {
-		wanted[c.Ref] = true
-		got := alloc.For(c.Ref)
-		if len(got) != c.Cards {
-			return fmt.Errorf("container %q (%s) holds %s, requests %d units on %d card(s)", c.Name, c.Ref, formatCards(got), c.Units, c.Cards)
-		}
-		for _, idx := range sortedCards(got) {
-			if _, ok := cards[idx]; !ok {
-				return fmt.Errorf("container %q (%s) is on card %d, which the node's inventory does not list", c.Name, c.Ref, idx)
-			}
-			if got[idx] != c.PerCard() {
-				return fmt.Errorf("container %q (%s) holds %s, requests %d units on %d card(s)", c.Name, c.Ref, formatCards(got), c.Units, c.Cards)
-			}
-		}
-	}
-	var extra []gpushare.ContainerRef
-	for _, list := range []struct {
-		init  bool
-		alloc gpushare.Allocation
-	}{{false, alloc.App}, {true, alloc.Init}} {
-		for i, cu := range list.alloc {
-			ref := gpushare.ContainerRef{InitList: list.init, Index: i}
-			if !wanted[ref] && len(cu) > 0 {
-				extra = append(extra, ref)
-			}
-		}
-	}
-	if len(extra) > 0 {
-		sort.Slice(extra, func(i, j int) bool { return extra[i].String() < extra[j].String() })
-		return fmt.Errorf("container %s holds %s but requests no gpu-mem", extra[0], formatCards(alloc.For(extra[0])))
-	}
-	return nil
-}
-
-// sortedCards lists the card indexes of cu, ascending.
-func sortedCards(cu gpushare.CardUnits) []int {
-	out := make([]int, 0, len(cu))
-	for c := range cu {
-		out = append(out, c)
-	}
-	sort.Ints(out)
-	return out
-}
-
 // formatCards writes card units as {card:units,...} in card order ("{0:4,1:4}", "{}").
 func formatCards(cu gpushare.CardUnits) string {
 	parts := make([]string, 0, len(cu))
-	for _, c := range sortedCards(cu) {
+	for _, c := range slices.Sorted(maps.Keys(cu)) {
 		parts = append(parts, fmt.Sprintf("%d:%d", c, cu[c]))
 	}
 	return "{" + strings.Join(parts, ",") + "}"
