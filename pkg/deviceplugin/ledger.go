@@ -82,6 +82,19 @@ func (p *Plugin) record(pod *corev1.Pod, ref gpushare.ContainerRef, claim gpusha
 	// A refusal that guessed the wrong pod (no PodResources answer) is undone by serving it.
 	r.pod, r.claim, r.refused, r.at = pod, claim, false, p.cfg.Clock.Now()
 	r.served[ref] = true
+	// Seen now when the informer holds the pod: its later absence from the view then means
+	// it is gone, not that the informer lags (see keep).
+	r.seen = r.seen || p.informerHas(pod)
+}
+
+// informerHas reports whether the pod informer holds this pod (same UID).
+func (p *Plugin) informerHas(pod *corev1.Pod) bool {
+	obj, ok, err := p.cfg.Pods.GetStore().GetByKey(pod.Namespace + "/" + pod.Name)
+	if err != nil || !ok {
+		return false
+	}
+	held, isPod := obj.(*corev1.Pod)
+	return isPod && held.UID == pod.UID
 }
 
 // refuse remembers that the pod's admission fails (see podRecord.refused).

@@ -279,3 +279,25 @@ func TestRestoreEditedRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedServedPodFreesItsCard: a served pod deleted before any other Allocate leaves
+// the ledger at once; the next pod gets its card.
+func TestDeletedServedPodFreesItsCard(t *testing.T) {
+	e := newTestEnv(t, "t4", makePod("a", 1, 10, []ctr{{name: "main", units: 14}}, app(gpushare.CardUnits{0: 14})))
+	if got, err := e.allocate(t, 14); err != nil || got[gpushare.EnvIndex] != "0" {
+		t.Fatalf("a: Allocate(14) = %v, %v; want card 0", got, err)
+	}
+	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 100 && len(e.plugin.podsOnNode()) > 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	b := makePod("b", 2, 11, []ctr{{name: "main", units: 14}}, app(gpushare.CardUnits{0: 14}))
+	if _, err := e.client.CoreV1().Pods("default").Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.allocate(t, 14); err != nil || got[gpushare.EnvIndex] != "0" {
+		t.Errorf("b after a was deleted: Allocate(14) = %v, %v; want card 0", got, err)
+	}
+}
