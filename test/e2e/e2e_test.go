@@ -15,3 +15,8 @@ func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, 
 func TestDeployManifestsDryRun(t *testing.T)   { CaseDeployManifestsDryRun(t, env) }
 func TestRealNodeTwoCards(t *testing.T)        { CaseRealNodeTwoCards(t, env) }
 func TestKubeletRestart(t *testing.T)          { CaseKubeletRestart(t, env) }
+func TestChaosExtenderKills(t *testing.T)      { CaseChaosExtenderKills(t, env) }
+func TestChaosDelayedBinding(t *testing.T)     { CaseChaosDelayedBinding(t, env) }
+func TestChaosTenantEdits(t *testing.T)        { CaseChaosTenantEdits(t, env) }
+func TestChaosSelfPlaced(t *testing.T)         { CaseChaosSelfPlaced(t, env) }
+func TestChaosSameSizePods(t *testing.T)       { CaseChaosSameSizePods(t, env) }
