@@ -21,7 +21,7 @@ func TestVerbsWaitForPodSync(t *testing.T) {
 		ct.Placed(ct.Pod("holder", 16), "n1", gpushare.CardUnits{0: 16}),
 		ct.Pod("new", 16),
 	)
-	f := build(t, env, "binpack", 0)
+	f := handlerOn(t, env, "binpack", 0) // no Binding may happen: bind must answer 503
 	ct.Eventually(t, "node n1 in the cache while pods are still being listed", func() bool {
 		_, ok := env.Cache.InspectNode("n1")
 		return ok

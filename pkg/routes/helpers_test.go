@@ -57,6 +57,13 @@ func build(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture
 		b := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
 		return true, b, applyBinding(env, b)
 	})
+	return handlerOn(t, env, policyName, maxBody)
+}
+
+// handlerOn is the extender's handler on env, without build's Binding reactor: the fake
+// clientset's reactors may only be added before its informers start listing.
+func handlerOn(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture {
+	t.Helper()
 	pol, err := policy.New(policyName)
 	if err != nil {
 		t.Fatal(err)
