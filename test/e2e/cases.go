@@ -154,27 +154,7 @@ func CaseRealNodeTwoCards(t *testing.T, e *Env) {
 	requireBinary(t, e, "extender")
 	requireBinary(t, e, "share-plugin")
 	ctx := testContext(t, 5*time.Minute)
-	if err := e.RestartComponent(ctx, "share-plugin", "GPUSHARE_SIMULATE=t4:2"); err != nil {
-		t.Fatalf("restarting share-plugin with two T4s: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := e.RestartComponent(context.Background(), "share-plugin"); err != nil {
-			t.Errorf("restoring share-plugin: %v", err)
-		}
-	})
-	var inv gpushare.Inventory
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		n, err := e.Client.CoreV1().Nodes().Get(ctx, e.RealNode, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		q := n.Status.Allocatable[res.Mem]
-		inv, _, err = res.NodeInventory(n)
-		return err == nil && q.Value() == 28 && len(inv.Devices) == 2, nil
-	})
-	if err != nil {
-		t.Fatalf("node %s never advertised two T4s (28 units, two cards in the inventory): %v", e.RealNode, err)
-	}
+	inv := restartSharePlugin(ctx, t, e, "t4:2")
 	ns := newNamespace(t, e)
 	for _, n := range []string{"ten-a", "ten-b"} {
 		createPod(t, e, gpuPod(ns, n, e.RealNode, ctr{units: 10}))

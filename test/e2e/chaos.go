@@ -169,14 +169,7 @@ func CaseChaosDelayedBinding(t *testing.T, e *Env) {
 // zero units, garbage and another card. Pods created after each edit must still find its
 // card full, and share-plugin puts the true record back.
 func CaseChaosTenantEdits(t *testing.T, e *Env) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "share-plugin")
-	requireBinary(t, e, "kubectl-inspect-gpushare")
-	ctx := testContext(t, 8*time.Minute)
-	restartSharePlugin(ctx, t, e, "t4:2")
-	ns := newNamespace(t, e)
+	ctx, ns := twoCardRealNode(t, e, 8*time.Minute)
 	createPod(t, e, gpuPod(ns, "victim", e.RealNode, ctr{units: 14}))
 	waitPod(t, e, ns, "victim", 2*time.Minute, "Running", isRunning)
 	_, cards := recordedCards(ctx, t, e, ns, "victim")
@@ -219,14 +212,7 @@ func CaseChaosTenantEdits(t *testing.T, e *Env) {
 // card chosen by share-plugin under the node's ledger, its record tells the truth, and the
 // extender counts it: the next 14-unit pod goes to the other card, a third waits.
 func CaseChaosSelfPlaced(t *testing.T, e *Env) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "share-plugin")
-	requireBinary(t, e, "kubectl-inspect-gpushare")
-	ctx := testContext(t, 6*time.Minute)
-	restartSharePlugin(ctx, t, e, "t4:2")
-	ns := newNamespace(t, e)
+	ctx, ns := twoCardRealNode(t, e, 6*time.Minute)
 	self := gpuPod(ns, "self", "", ctr{units: 14})
 	self.Spec.NodeSelector = nil
 	self.Spec.NodeName = e.RealNode
@@ -250,14 +236,7 @@ func CaseChaosSelfPlaced(t *testing.T, e *Env) {
 // CaseChaosSameSizePods: pairs of same-size pods on two cards, bound one after the other;
 // however kubelet orders their admission, each container runs on the card its record names.
 func CaseChaosSameSizePods(t *testing.T, e *Env) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "share-plugin")
-	requireBinary(t, e, "kubectl-inspect-gpushare")
-	ctx := testContext(t, 8*time.Minute)
-	restartSharePlugin(ctx, t, e, "t4:2")
-	ns := newNamespace(t, e)
+	_, ns := twoCardRealNode(t, e, 8*time.Minute)
 	for round := 0; round < 3; round++ {
 		a, b := fmt.Sprintf("a-%d", round), fmt.Sprintf("b-%d", round)
 		createPod(t, e, gpuPod(ns, b, e.RealNode, ctr{units: 14}))
@@ -270,9 +249,24 @@ func CaseChaosSameSizePods(t *testing.T, e *Env) {
 	}
 }
 
-// restartSharePlugin runs share-plugin with the given simulated cards for the test and puts
-// the default back at the end.
-func restartSharePlugin(ctx context.Context, t *testing.T, e *Env, simulate string) {
+// twoCardRealNode prepares a chaos case on the real node with two simulated T4s: it skips
+// without a real node, and returns the case's context and namespace.
+func twoCardRealNode(t *testing.T, e *Env, d time.Duration) (context.Context, string) {
+	t.Helper()
+	if e.RealNode == "" {
+		t.Skip("no real node: " + e.NoRealNodeWhy)
+	}
+	requireBinary(t, e, "share-plugin")
+	requireBinary(t, e, "kubectl-inspect-gpushare")
+	ctx := testContext(t, d)
+	_ = restartSharePlugin(ctx, t, e, "t4:2")
+	return ctx, newNamespace(t, e)
+}
+
+// restartSharePlugin runs share-plugin with simulated T4s ("t4:N") for the test, waits
+// until the node advertises them, returns the node's inventory, and puts the default back
+// at the end.
+func restartSharePlugin(ctx context.Context, t *testing.T, e *Env, simulate string) gpushare.Inventory {
 	t.Helper()
 	if err := e.RestartComponent(ctx, "share-plugin", "GPUSHARE_SIMULATE="+simulate); err != nil {
 		t.Fatalf("restarting share-plugin with %s: %v", simulate, err)
@@ -282,22 +276,24 @@ func restartSharePlugin(ctx context.Context, t *testing.T, e *Env, simulate stri
 			t.Errorf("restoring share-plugin: %v", err)
 		}
 	})
-	want := int64(0)
-	if n, err := strconv.Atoi(simulate[len("t4:"):]); err == nil {
-		want = int64(14 * n)
+	cards, err := strconv.Atoi(simulate[len("t4:"):])
+	if err != nil {
+		t.Fatalf("simulate %q: want t4:N", simulate)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+	var inv gpushare.Inventory
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
 		n, err := e.Client.CoreV1().Nodes().Get(ctx, e.RealNode, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		q := n.Status.Allocatable[res.Mem]
-		inv, _, err := res.NodeInventory(n)
-		return err == nil && q.Value() == want && int64(len(inv.Devices))*14 == want, nil
+		inv, _, err = res.NodeInventory(n)
+		return err == nil && q.Value() == int64(14*cards) && len(inv.Devices) == cards, nil
 	})
 	if err != nil {
-		t.Fatalf("node %s never advertised %s (%d units): %v", e.RealNode, simulate, want, err)
+		t.Fatalf("node %s never advertised %s (%d units, %d cards in the inventory): %v", e.RealNode, simulate, 14*cards, cards, err)
 	}
+	return inv
 }
 
 // placedPod is a 1-container pod bound at creation to node with units on card idx, its
