@@ -1,8 +1,9 @@
-// Package admission_test checks the ValidatingAdmissionPolicies of deploy/admission: each
-// manifest decodes strictly into the typed admissionregistration/v1 objects, every CEL
-// expression compiles in the API server's own environment, and each policy, evaluated by the
-// API server's own validator, admits and refuses what docs/security.md says it does.
-package admission_test
+// Package deploy_test checks the manifests of deploy/ that guard the API: RBAC rules
+// (rbac_test.go) and the ValidatingAdmissionPolicies of deploy/admission: each manifest
+// decodes strictly into the typed admissionregistration/v1 objects, every CEL expression
+// compiles in the API server's own environment, and each policy, evaluated by the API
+// server's own validator, admits and refuses what docs/security.md says it does.
+package deploy_test
 
 import (
 	"bufio"
@@ -56,12 +57,12 @@ func load(t *testing.T) manifests {
 		policies: map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{},
 		bindings: map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
 	}
-	files, err := filepath.Glob("*.yaml")
+	files, err := filepath.Glob("admission/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range files {
-		if f == "kustomization.yaml" {
+		if filepath.Base(f) == "kustomization.yaml" {
 			continue
 		}
 		fh, err := os.Open(f)
@@ -317,8 +318,8 @@ func TestManifests(t *testing.T) {
 // TestServiceAccountNames: the policies trust the service accounts deploy/ creates.
 func TestServiceAccountNames(t *testing.T) {
 	for file, want := range map[string]string{
-		"../extender/rbac.yaml":     extenderSA,
-		"../share-plugin/rbac.yaml": sharePluginSA,
+		"extender/rbac.yaml":     extenderSA,
+		"share-plugin/rbac.yaml": sharePluginSA,
 	} {
 		raw, err := os.ReadFile(file)
 		if err != nil {
