@@ -5,6 +5,8 @@ SHELL := /usr/bin/env bash
 GO        ?= go
 BIN       ?= $(CURDIR)/bin
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# The release version: the tag of the images `make image` builds and deploy/ references.
+IMAGE_TAG ?= $(shell cat $(CURDIR)/VERSION)
 LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION)
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/... ./pkg/inspect/... ./internal/bench/parallel/...
@@ -57,8 +59,8 @@ E2E_FLAGS   ?=
 images: ## Build the local test images (gpuenv, pause) as docker-save tarballs in _output/images
 	hack/build-images.sh
 
-image: build ## Pack bin/extender and bin/share-plugin into image tarballs in _output/images
-	hack/build-component-images.sh
+image: build ## Pack bin/extender and bin/share-plugin into image tarballs in _output/images, tagged $(IMAGE_TAG)
+	IMAGE_TAG=$(IMAGE_TAG) hack/build-component-images.sh
 
 demo: k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4)
 	hack/demo.sh

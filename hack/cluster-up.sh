@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Starts the local gpushare cluster on 127.0.0.1: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler (with deploy/scheduler's extender config), the gpushare extender, kwok with
-# GPU-shaped fake nodes and, when root and containerd are available, one real node (containerd
-# + kubelet + share-plugin simulating a Tesla T4).
+# Starts the local gpushare cluster on 127.0.0.1: etcd, kube-apiserver (with deploy/admission's
+# admission policies), kube-controller-manager, kube-scheduler (with deploy/scheduler's
+# extender config), the gpushare extender, kwok with GPU-shaped fake nodes and, when root and
+# containerd are available, one real node (containerd + kubelet + share-plugin simulating a
+# Tesla T4).
 #
 #   hack/cluster-up.sh              # start whatever is not running yet (safe to re-run)
 #   hack/cluster-up.sh extender     # (re)start only the named components
@@ -54,7 +55,10 @@ ensure_credentials
 for c in "${components[@]}"; do
   case $c in
   etcd) start_etcd ;;
-  kube-apiserver) start_apiserver ;;
+  kube-apiserver)
+    start_apiserver
+    apply_admission_policies
+    ;;
   kube-controller-manager) start_controller_manager ;;
   kube-scheduler) start_scheduler ;;
   extender) start_extender ;;

@@ -3,6 +3,7 @@
 // The local cluster has no registry and no Docker, so its images are built this way.
 //
 //	imagepack -o gpuenv.tar -tag gpushare.local/gpuenv:v1 -entrypoint /gpuenv bin/gpuenv=/gpuenv
+//	imagepack -o extender.tar -tag gpushare/extender:v0.1.0 -user 65534:65534 bin/extender=/usr/bin/extender
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -17,20 +19,24 @@ func main() {
 	out := flag.String("o", "", "output tarball (required)")
 	tag := flag.String("tag", "", "image reference, e.g. gpushare.local/gpuenv:v1 (required)")
 	entry := flag.String("entrypoint", "", "entrypoint path inside the image (default: the first file)")
+	usr := flag.String("user", "", "numeric uid:gid the entrypoint runs as (default: the runtime's, root)")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -o OUT -tag REF [-entrypoint PATH] HOSTFILE=IMAGEPATH...\n", os.Args[0])
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -o OUT -tag REF [-entrypoint PATH] [-user UID:GID] HOSTFILE=IMAGEPATH...\n", os.Args[0])
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*out, *tag, *entry, flag.Args()); err != nil {
+	if err := run(*out, *tag, *entry, *usr, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "imagepack:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, tag, entry string, args []string) error {
+func run(out, tag, entry, usr string, args []string) error {
 	if out == "" || tag == "" || len(args) == 0 {
 		return fmt.Errorf("-o, -tag and at least one HOSTFILE=IMAGEPATH are required")
+	}
+	if err := validUser(usr); err != nil {
+		return err
 	}
 	var files []File
 	for _, a := range args {
@@ -52,7 +58,7 @@ func run(out, tag, entry string, args []string) error {
 		return fmt.Errorf("creating output: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := Write(tmp, Image{Tag: tag, Entrypoint: []string{entry}, Files: files}); err != nil {
+	if err := Write(tmp, Image{Tag: tag, Entrypoint: []string{entry}, User: usr, Files: files}); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
@@ -60,4 +66,21 @@ func run(out, tag, entry string, args []string) error {
 		return fmt.Errorf("writing %s: %w", out, err)
 	}
 	return os.Rename(tmp.Name(), out)
+}
+
+// validUser accepts "", "UID" and "UID:GID" with decimal IDs.
+func validUser(u string) error {
+	if u == "" {
+		return nil
+	}
+	ids := strings.Split(u, ":")
+	if len(ids) > 2 {
+		return fmt.Errorf("-user %q: want a numeric UID or UID:GID (the image has no /etc/passwd)", u)
+	}
+	for _, id := range ids {
+		if _, err := strconv.ParseUint(id, 10, 32); err != nil {
+			return fmt.Errorf("-user %q: want a numeric UID or UID:GID (the image has no /etc/passwd)", u)
+		}
+	}
+	return nil
 }

@@ -25,7 +25,11 @@ type File struct {
 type Image struct {
 	Tag        string // e.g. gpushare.local/gpuenv:v1
 	Entrypoint []string
-	Files      []File
+	// User is the numeric "uid:gid" the entrypoint runs as; empty leaves the runtime's
+	// default (root). Numeric because the image has no /etc/passwd, and kubelet can check
+	// runAsNonRoot only against a numeric user.
+	User  string
+	Files []File
 }
 
 // emptyDirs exist in every image so runtimes can mount /proc, /dev, /etc/hosts and friends
@@ -44,14 +48,18 @@ func Write(w io.Writer, img Image) error {
 	}
 	layerSum := sha256.Sum256(layer)
 	layerHex := hex.EncodeToString(layerSum[:])
+	runConfig := map[string]any{
+		"Entrypoint": img.Entrypoint,
+		"Env":        []string{"PATH=/"},
+	}
+	if img.User != "" {
+		runConfig["User"] = img.User
+	}
 	config, err := json.Marshal(map[string]any{
 		"architecture": "amd64",
 		"os":           "linux",
 		"created":      epoch.Format(time.RFC3339),
-		"config": map[string]any{
-			"Entrypoint": img.Entrypoint,
-			"Env":        []string{"PATH=/"},
-		},
+		"config":       runConfig,
 		"rootfs": map[string]any{
 			"type":     "layers",
 			"diff_ids": []string{"sha256:" + layerHex},

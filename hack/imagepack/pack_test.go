@@ -95,9 +95,56 @@ func TestWrite(t *testing.T) {
 
 func TestRunRejectsBadArgs(t *testing.T) {
 	for _, args := range [][]string{nil, {"noequals"}, {"f=relative"}} {
-		err := run(t.TempDir()+"/o.tar", "t:v1", "", args)
+		err := run(t.TempDir()+"/o.tar", "t:v1", "", "", args)
 		if err == nil || !strings.Contains(err.Error(), "HOSTFILE") {
 			t.Errorf("run(%q) error = %v, want one naming HOSTFILE", args, err)
+		}
+	}
+}
+
+// imageConfig writes img and returns its config's run settings.
+func imageConfig(t *testing.T, img Image) map[string]json.RawMessage {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Write(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	outer := readTar(t, b.Bytes())
+	var manifest []struct{ Config string }
+	if err := json.Unmarshal(outer["manifest.json"], &manifest); err != nil || len(manifest) != 1 {
+		t.Fatalf("manifest.json: %v %+v", err, manifest)
+	}
+	var config struct{ Config map[string]json.RawMessage }
+	if err := json.Unmarshal(outer[manifest[0].Config], &config); err != nil {
+		t.Fatalf("config: %v", err)
+	}
+	return config.Config
+}
+
+func TestWriteUser(t *testing.T) {
+	tests := []struct {
+		name, user string
+		want       string // the config's User as JSON; "" when absent
+	}{
+		{"non-root", "65534:65534", `"65534:65534"`},
+		{"unset: the runtime's default", "", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := imageConfig(t, Image{Tag: "x:v1", Entrypoint: []string{"/x"}, User: tc.user,
+				Files: []File{{Path: "/x", Mode: 0o755, Data: []byte("ELF")}}})
+			if got := string(cfg["User"]); got != tc.want {
+				t.Errorf("config User = %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRunRejectsBadUser(t *testing.T) {
+	for _, u := range []string{"nobody", "65534:", ":65534", "1:2:3", "-1", "65534:staff"} {
+		err := run(t.TempDir()+"/o.tar", "t:v1", "", u, []string{"f=/f"})
+		if err == nil || !strings.Contains(err.Error(), "numeric UID") {
+			t.Errorf("run(-user %q) error = %v, want one asking for a numeric UID", u, err)
 		}
 	}
 }

@@ -38,6 +38,14 @@ start_apiserver() {
   wait_for "kube-apiserver /readyz" 90 apiserver_ready || die "kube-apiserver not ready; see $LOGS/kube-apiserver.log"
 }
 
+# apply_admission_policies installs deploy/admission (ValidatingAdmissionPolicies: who may
+# write pod allocation annotations, share-plugin held to its node). The local extender,
+# share-plugin and tests run as admin (system:masters), which the policies trust.
+apply_admission_policies() {
+  kubectl_ apply --server-side --field-manager gpushare-cluster-up -k "$REPO/deploy/admission" >/dev/null ||
+    die "could not apply deploy/admission"
+}
+
 start_controller_manager() {
   local root_ca=()
   [ -f "$STATE/pki/apiserver/apiserver.crt" ] && root_ca=(--root-ca-file "$STATE/pki/apiserver/apiserver.crt")

@@ -464,7 +464,8 @@ func CaseDeployManifestsDryRun(t *testing.T, e *Env) {
 		}
 	}
 	want := []string{"extender/Deployment", "extender/Service", "extender/ServiceAccount",
-		"extender/ClusterRole", "extender/ClusterRoleBinding", "scheduler/ConfigMap"}
+		"extender/ClusterRole", "extender/ClusterRoleBinding", "scheduler/ConfigMap",
+		"admission/ValidatingAdmissionPolicy", "admission/ValidatingAdmissionPolicyBinding"}
 	if _, err := os.Stat(filepath.Join(e.Repo(), "deploy", "share-plugin")); err == nil {
 		want = append(want, "share-plugin/DaemonSet")
 	}
@@ -653,6 +654,11 @@ func configMapOf(name, key, data string) *unstructured.Unstructured {
 // dryRunApply server-side applies obj with dryRun=All. Namespaces that objects live in are
 // created for real first (a dry-run Namespace does not make later objects valid).
 func dryRunApply(ctx context.Context, e *Env, obj *unstructured.Unstructured) error {
+	return serverSideApply(ctx, e, obj, true)
+}
+
+// serverSideApply applies obj (for real unless dryRun), creating its namespace first.
+func serverSideApply(ctx context.Context, e *Env, obj *unstructured.Unstructured, dryRun bool) error {
 	gvk := obj.GroupVersionKind()
 	mapping, err := e.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
@@ -677,9 +683,11 @@ func dryRunApply(ctx context.Context, e *Env, obj *unstructured.Unstructured) er
 		return fmt.Errorf("encoding: %w", err)
 	}
 	force := true
-	_, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
-		DryRun: []string{metav1.DryRunAll}, FieldManager: "gpushare-e2e", Force: &force,
-	})
+	opts := metav1.PatchOptions{FieldManager: "gpushare-e2e", Force: &force}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err = client.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, opts)
 	return err
 }
 

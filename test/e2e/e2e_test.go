@@ -20,3 +20,5 @@ func TestChaosDelayedBinding(t *testing.T)     { CaseChaosDelayedBinding(t, env)
 func TestChaosTenantEdits(t *testing.T)        { CaseChaosTenantEdits(t, env) }
 func TestChaosSelfPlaced(t *testing.T)         { CaseChaosSelfPlaced(t, env) }
 func TestChaosSameSizePods(t *testing.T)       { CaseChaosSameSizePods(t, env) }
+func TestAdmissionTenant(t *testing.T)         { CaseAdmissionTenantAllocation(t, env) }
+func TestAdmissionNodeScope(t *testing.T)      { CaseAdmissionSharePluginNodeScope(t, env) }

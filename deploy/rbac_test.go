@@ -1,0 +1,122 @@
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// grants flattens the rules of the ClusterRole bound to the service account in file into
+// sorted "group/resource verb" strings ("" group written as core).
+func grants(t *testing.T, file, serviceAccount string) []string {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roles := map[string]rbacv1.ClusterRole{}
+	var bound []string
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tm metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &tm); err != nil {
+			t.Fatal(err)
+		}
+		switch tm.Kind {
+		case "ClusterRole":
+			var cr rbacv1.ClusterRole
+			if err := yaml.UnmarshalStrict(doc, &cr); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			roles[cr.Name] = cr
+		case "ClusterRoleBinding":
+			var b rbacv1.ClusterRoleBinding
+			if err := yaml.UnmarshalStrict(doc, &b); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			for _, s := range b.Subjects {
+				if s.Kind == rbacv1.ServiceAccountKind && "system:serviceaccount:"+s.Namespace+":"+s.Name == serviceAccount {
+					bound = append(bound, b.RoleRef.Name)
+				}
+			}
+		}
+	}
+	if len(bound) != 1 {
+		t.Fatalf("%s: %s is bound to ClusterRoles %v, want exactly one", file, serviceAccount, bound)
+	}
+	role, ok := roles[bound[0]]
+	if !ok {
+		t.Fatalf("%s: ClusterRole %s is not in the file", file, bound[0])
+	}
+	var out []string
+	for _, rule := range role.Rules {
+		if len(rule.ResourceNames) > 0 || len(rule.NonResourceURLs) > 0 {
+			t.Errorf("%s: rule %v: resourceNames/nonResourceURLs are not expected", file, rule)
+		}
+		for _, g := range rule.APIGroups {
+			if g == "" {
+				g = "core"
+			}
+			for _, res := range rule.Resources {
+				for _, v := range rule.Verbs {
+					out = append(out, g+"/"+res+" "+v)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestRBAC: each component is granted exactly what its code uses (the comments in the
+// rbac.yaml files say where), no wildcard and nothing more.
+func TestRBAC(t *testing.T) {
+	tests := []struct {
+		name, file, serviceAccount string
+		want                       []string
+	}{
+		{"extender", "extender/rbac.yaml", extenderSA, []string{
+			"core/events create", "core/events patch",
+			"core/nodes list", "core/nodes watch",
+			"core/pods get", "core/pods list", "core/pods patch", "core/pods watch",
+			"core/pods/binding create",
+		}},
+		{"share-plugin", "share-plugin/rbac.yaml", sharePluginSA, []string{
+			"core/events create", "core/events patch",
+			"core/nodes get", "core/nodes patch",
+			"core/nodes/status patch",
+			"core/pods list", "core/pods patch", "core/pods watch",
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := grants(t, tc.file, tc.serviceAccount)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s grants (-want,+got):\n%s", tc.file, diff)
+			}
+			for _, g := range got {
+				if strings.Contains(g, "*") {
+					t.Errorf("%s: wildcard grant %q", tc.file, g)
+				}
+			}
+		})
+	}
+}
