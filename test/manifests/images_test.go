@@ -1,4 +1,4 @@
-package deploy_test
+package manifests_test
 
 import (
 	"bufio"

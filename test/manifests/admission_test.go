@@ -1,9 +1,9 @@
-// Package deploy_test checks the manifests of deploy/ that guard the API: RBAC rules
+// Package manifests_test checks the manifests of deploy/ that guard the API: RBAC rules
 // (rbac_test.go) and the ValidatingAdmissionPolicies of deploy/admission: each manifest
 // decodes strictly into the typed admissionregistration/v1 objects, every CEL expression
 // compiles in the API server's own environment, and each policy, evaluated by the API
 // server's own validator, admits and refuses what docs/security.md says it does.
-package deploy_test
+package manifests_test
 
 import (
 	"bufio"
