@@ -75,7 +75,8 @@ if [ -x "$GPUSHARE_BIN/kubectl-inspect-gpushare" ]; then
   kubectl inspect gpushare "$node" || true
 else
   log "bin/kubectl-inspect-gpushare not built; the extender's inspect JSON instead"
-  curl -sf "http://127.0.0.1:$EXTENDER_PORT/gpushare-scheduler/inspect/$node" || echo "(extender not reachable)"
+  curl -sf --cacert "$EXTENDER_PKI/ca.crt" --cert "$EXTENDER_PKI/client.crt" --key "$EXTENDER_PKI/client.key" \
+    "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT/gpushare-scheduler/inspect/$node" || echo "(extender not reachable)"
   echo
 fi
 

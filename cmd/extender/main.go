@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -38,6 +39,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/routes"
+	"github.com/gpushare/gpushare/pkg/serving"
 	"github.com/gpushare/gpushare/pkg/version"
 )
 
@@ -49,6 +51,11 @@ type options struct {
 	kubeconfig      string
 	bindAddress     string
 	port            int
+	diagnosticsPort int
+	tlsCertFile     string
+	tlsKeyFile      string
+	clientCAFile    string
+	insecureHTTP    bool
 	policy          string
 	nodeSelector    string
 	memResource     string
@@ -64,8 +71,14 @@ type options struct {
 func (o *options) addFlags(fs *pflag.FlagSet) {
 	def := gpushare.DefaultResources()
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means in-cluster config")
-	fs.StringVar(&o.bindAddress, "bind-address", "0.0.0.0", "address to listen on")
-	fs.IntVar(&o.port, "port", 12345, "port to listen on")
+	fs.StringVar(&o.bindAddress, "bind-address", "", "IP both listeners bind; empty means "+serving.DefaultSecureBindAddress+
+		" with TLS and "+serving.DefaultInsecureBindAddress+" with --insecure-serve-http")
+	fs.IntVar(&o.port, "port", 12345, "port of the scheduler verbs (filter, prioritize, bind)")
+	fs.IntVar(&o.diagnosticsPort, "diagnostics-port", 12346, "port of /metrics, /healthz, /readyz, /version, /gpushare-scheduler/inspect and, with --profiling, /debug/pprof/")
+	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM serving certificate (chain) of both listeners; re-read when it changes")
+	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file; re-read when it changes")
+	fs.StringVar(&o.clientCAFile, "client-ca-file", "", "PEM CA bundle that client certificates must chain to (the scheduler's, monitoring's); re-read when it changes")
+	fs.BoolVar(&o.insecureHTTP, "insecure-serve-http", false, "serve plain HTTP without any authentication instead of TLS (local demo, loopback-only deployments)")
 	fs.StringVar(&o.policy, "policy", policy.Default, "placement policy, one of: "+strings.Join(policy.Names(), ", "))
 	fs.StringVar(&o.nodeSelector, "node-selector", gpushare.NodeLabelKey+"="+gpushare.NodeLabelValue, "label selector of GPU-sharing nodes")
 	fs.StringVar(&o.memResource, "mem-resource", string(def.Mem), "extended resource pods request GPU memory units with")
@@ -75,7 +88,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.qps, "kube-api-qps", 100, "API client queries per second (binds must not be throttled)")
 	fs.IntVar(&o.burst, "kube-api-burst", 200, "API client burst")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight requests")
-	fs.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the same port, without authentication (benchmarks, debugging)")
+	fs.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the diagnostics port, behind its client-certificate check (benchmarks, debugging)")
 }
 
 // flagSet holds the options' flags, each bound to its environment variable GPUSHARE_<FLAG>
@@ -103,15 +116,27 @@ func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector
 	if err != nil {
 		return nil, res, nil, fmt.Errorf("--node-selector %q: %w", o.nodeSelector, err)
 	}
+	if err := o.servingOptions().Validate(); err != nil {
+		return nil, res, nil, err
+	}
 	switch {
 	case o.port < 1 || o.port > 65535:
 		return nil, res, nil, fmt.Errorf("--port %d out of range", o.port)
+	case o.diagnosticsPort < 1 || o.diagnosticsPort > 65535:
+		return nil, res, nil, fmt.Errorf("--diagnostics-port %d out of range", o.diagnosticsPort)
+	case o.diagnosticsPort == o.port:
+		return nil, res, nil, fmt.Errorf("--diagnostics-port %d must differ from --port", o.diagnosticsPort)
 	case o.reservationTTL <= 0:
 		return nil, res, nil, fmt.Errorf("--reservation-ttl %s must be positive", o.reservationTTL)
 	case o.maxRequestBytes <= 0:
 		return nil, res, nil, fmt.Errorf("--max-request-bytes %d must be positive", o.maxRequestBytes)
 	}
 	return pol, res, sel, nil
+}
+
+func (o *options) servingOptions() serving.Options {
+	return serving.Options{BindAddress: o.bindAddress, CertFile: o.tlsCertFile, KeyFile: o.tlsKeyFile,
+		ClientCAFile: o.clientCAFile, Insecure: o.insecureHTTP}
 }
 
 func main() {
@@ -137,7 +162,13 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	klog.InfoS("starting gpushare extender", "version", version.Version, "address", net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)),
+	transport, err := serving.New(o.servingOptions())
+	if err != nil {
+		return err
+	}
+	host := o.servingOptions().Host()
+	klog.InfoS("starting gpushare extender", "version", version.Version, "tls", !transport.Insecure(),
+		"verbsAddress", net.JoinHostPort(host, strconv.Itoa(o.port)), "diagnosticsAddress", net.JoinHostPort(host, strconv.Itoa(o.diagnosticsPort)),
 		"policy", pol.Name(), "nodeSelector", sel.String(), "memResource", res.Mem, "countResource", res.Count,
 		"reservationTTL", o.reservationTTL, "maxRequestBytes", o.maxRequestBytes, "kubeconfig", o.kubeconfig)
 
@@ -178,7 +209,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	handler, err := routes.New(routes.Config{
+	handlers, err := routes.New(routes.Config{
 		Cache: c, Policy: pol, Resources: res, Client: client,
 		Metrics: metrics.New(c), NodeSelector: sel.String(), MaxRequestBytes: o.maxRequestBytes,
 		Version: version.Version,
@@ -187,39 +218,88 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 
+	diagnostics := handlers.Diagnostics()
 	if o.profiling {
-		handler = withProfiling(handler)
+		diagnostics = withProfiling(diagnostics)
+	}
+	servers := []*endpoint{
+		// The verbs' listener refuses clients without a certificate at the handshake.
+		{name: "verbs", port: o.port, auth: serving.RequireClientCert, handler: transport.Authenticate(handlers.Verbs())},
+		// The probes carry no certificate: the handshake lets them through and Authenticate
+		// serves them, and only them, without one.
+		{name: "diagnostics", port: o.diagnosticsPort, auth: serving.VerifyClientCertIfGiven,
+			handler: transport.Authenticate(diagnostics, routes.HealthzPath, routes.ReadyzPath)},
+	}
+	for _, e := range servers {
+		if e.ln, err = transport.Listen(ctx, e.port, e.auth); err != nil {
+			closeAll(servers)
+			return fmt.Errorf("opening the %s listener: %w", e.name, err)
+		}
 	}
 
+	tctx, stopTransport := context.WithCancel(ctx)
+	defer stopTransport()
+	go transport.Run(tctx)
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- c.Run(ctx) }()
 
-	srv := &http.Server{
-		Addr:              net.JoinHostPort(o.bindAddress, strconv.Itoa(o.port)),
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
+	serveDone := make(chan error, len(servers))
+	for _, e := range servers {
+		e.srv = &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second}
+		go func() { serveDone <- fmt.Errorf("serving %s on %s: %w", e.name, e.ln.Addr(), e.srv.Serve(e.ln)) }()
 	}
-	serveDone := make(chan error, 1)
-	go func() { serveDone <- srv.ListenAndServe() }()
 
 	select {
 	case err := <-serveDone:
-		return fmt.Errorf("serving http: %w", err)
+		shutdown(ctx, servers, 0)
+		return err
 	case err := <-cacheDone:
 		if ctx.Err() == nil {
+			shutdown(ctx, servers, 0)
 			return fmt.Errorf("cache stopped: %w", err)
 		}
 	case <-ctx.Done():
 	}
 	klog.InfoS("shutting down", "timeout", o.shutdownTimeout)
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdownTimeout)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("graceful http shutdown: %w", err)
+	return shutdown(ctx, servers, o.shutdownTimeout)
+}
+
+// endpoint is one of the extender's listeners and its server.
+type endpoint struct {
+	name    string
+	port    int
+	auth    serving.ClientAuth
+	handler http.Handler
+	ln      net.Listener
+	srv     *http.Server
+}
+
+func closeAll(es []*endpoint) {
+	for _, e := range es {
+		if e.ln != nil {
+			_ = e.ln.Close()
+		}
 	}
-	return nil
+}
+
+// shutdown stops every server, letting in-flight requests finish within timeout (0: close
+// at once).
+func shutdown(ctx context.Context, es []*endpoint, timeout time.Duration) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	var errs []error
+	for _, e := range es {
+		if e.srv == nil {
+			continue
+		}
+		if err := e.srv.Shutdown(sctx); err != nil {
+			errs = append(errs, fmt.Errorf("graceful shutdown of the %s listener: %w", e.name, err))
+			_ = e.srv.Close()
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

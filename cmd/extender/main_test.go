@@ -11,6 +11,11 @@ import (
 	"github.com/gpushare/gpushare/internal/flagenv"
 )
 
+// tlsArgs name a complete TLS file set (validate does not read the files).
+func tlsArgs() []string {
+	return []string{"--tls-cert-file=/c.crt", "--tls-private-key-file=/c.key", "--client-ca-file=/ca.crt"}
+}
+
 func TestFlagsAndEnv(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -19,13 +24,27 @@ func TestFlagsAndEnv(t *testing.T) {
 		want    func(o *options)
 		wantErr string
 	}{
-		{name: "defaults"},
+		// The defaults alone name no transport: the extender must not end up on plain HTTP
+		// by omission.
+		{name: "defaults", wantErr: "no transport: give --tls-cert-file, --tls-private-key-file and --client-ca-file"},
+		{name: "insecure", args: []string{"--insecure-serve-http"}, want: func(o *options) { o.insecureHTTP = true }},
 		{
-			name: "env fills what flags leave", args: []string{"--port=8080"},
-			env:  map[string]string{"GPUSHARE_PORT": "9090", "GPUSHARE_RESERVATION_TTL": "30s", "GPUSHARE_POLICY": "spread"},
-			want: func(o *options) { o.port, o.reservationTTL, o.policy = 8080, 30*time.Second, "spread" },
+			name: "tls", args: tlsArgs(),
+			want: func(o *options) { o.tlsCertFile, o.tlsKeyFile, o.clientCAFile = "/c.crt", "/c.key", "/ca.crt" },
 		},
-		{name: "unknown policy", args: []string{"--policy=random"}, wantErr: `unknown placement policy "random"`},
+		{name: "tls without client CA", args: tlsArgs()[:2], wantErr: "TLS needs all of"},
+		{name: "tls and insecure", args: append([]string{"--insecure-serve-http"}, tlsArgs()...), wantErr: "--insecure-serve-http serves plain HTTP"},
+		{name: "same ports", args: []string{"--insecure-serve-http", "--diagnostics-port=12345"}, wantErr: "--diagnostics-port 12345 must differ from --port"},
+		{name: "diagnostics port out of range", args: []string{"--insecure-serve-http", "--diagnostics-port=0"}, wantErr: "--diagnostics-port 0 out of range"},
+		{name: "bind address not an IP", args: []string{"--insecure-serve-http", "--bind-address=example.com"}, wantErr: "not an IP"},
+		{
+			name: "env fills what flags leave", args: []string{"--port=8080", "--insecure-serve-http"},
+			env: map[string]string{"GPUSHARE_PORT": "9090", "GPUSHARE_RESERVATION_TTL": "30s", "GPUSHARE_POLICY": "spread"},
+			want: func(o *options) {
+				o.port, o.reservationTTL, o.policy, o.insecureHTTP = 8080, 30*time.Second, "spread", true
+			},
+		},
+		{name: "unknown policy", args: []string{"--insecure-serve-http", "--policy=random"}, wantErr: `unknown placement policy "random"`},
 		{name: "bad selector", args: []string{"--node-selector=a b c"}, wantErr: "--node-selector"},
 		{name: "same resources", args: []string{"--count-resource=aliyun.com/gpu-mem"}, wantErr: "both"},
 		{name: "bad env", env: map[string]string{"GPUSHARE_PORT": "many"}, wantErr: `GPUSHARE_PORT: invalid argument "many" for "--port"`},
@@ -35,15 +54,22 @@ func TestFlagsAndEnv(t *testing.T) {
 				"GPUSHARE_KUBECONFIG": "/env", "GPUSHARE_BIND_ADDRESS": "127.0.0.1", "GPUSHARE_NODE_SELECTOR": "gpu=yes",
 				"GPUSHARE_MEM_RESOURCE": "x.io/mem", "GPUSHARE_COUNT_RESOURCE": "x.io/count", "GPUSHARE_MAX_REQUEST_BYTES": "1024",
 				"GPUSHARE_KUBE_API_QPS": "5", "GPUSHARE_KUBE_API_BURST": "10", "GPUSHARE_SHUTDOWN_TIMEOUT": "1s", "GPUSHARE_PROFILING": "true",
+				"GPUSHARE_DIAGNOSTICS_PORT": "9000", "GPUSHARE_TLS_CERT_FILE": "/e.crt", "GPUSHARE_TLS_PRIVATE_KEY_FILE": "/e.key",
+				"GPUSHARE_CLIENT_CA_FILE": "/eca.crt",
 			},
 			want: func(o *options) {
 				o.kubeconfig, o.bindAddress, o.nodeSelector, o.memResource, o.countResource = "/k", "127.0.0.1", "gpu=yes", "x.io/mem", "x.io/count"
 				o.maxRequestBytes, o.qps, o.burst, o.shutdownTimeout, o.profiling = 1024, 5, 10, time.Second, true
+				o.diagnosticsPort, o.tlsCertFile, o.tlsKeyFile, o.clientCAFile = 9000, "/e.crt", "/e.key", "/eca.crt"
 			},
 		},
 		// klog's flags read no environment variable: a value -v would reject is not read.
-		{name: "klog flags unbound", env: map[string]string{"GPUSHARE_V": "loud", "GPUSHARE_VMODULE": "=", "V": "x"}},
-		{name: "zero ttl", args: []string{"--reservation-ttl=0s"}, wantErr: "--reservation-ttl"},
+		{
+			name: "klog flags unbound", args: []string{"--insecure-serve-http"},
+			env:  map[string]string{"GPUSHARE_V": "loud", "GPUSHARE_VMODULE": "=", "V": "x"},
+			want: func(o *options) { o.insecureHTTP = true },
+		},
+		{name: "zero ttl", args: []string{"--insecure-serve-http", "--reservation-ttl=0s"}, wantErr: "--reservation-ttl"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

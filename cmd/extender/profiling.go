@@ -6,9 +6,10 @@ import (
 )
 
 // withProfiling serves Go's runtime profiles (net/http/pprof) under /debug/pprof/ and every
-// other path with next. Off by default (--profiling): the profiles are unauthenticated, and
-// kube-scheduler's own enableProfiling serves the same paths, so one pprof command line
-// profiles both during a benchmark.
+// other path with next. Off by default (--profiling); main mounts it on the diagnostics
+// listener, behind the same client-certificate check as /metrics. kube-scheduler's own
+// enableProfiling serves the same paths, so one pprof command line profiles both during a
+// benchmark.
 func withProfiling(next http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -62,7 +62,8 @@ func TestHelp(t *testing.T) {
 	}
 	help := out.String()
 	want := []string{"(env GPUSHARE_DETAILS)", "(env GPUSHARE_OUTPUT)", "(env GPUSHARE_PENDING)", "(env GPUSHARE_MEM_RESOURCE)", "(env GPUSHARE_COUNT_RESOURCE)",
-		"(env GPUSHARE_CHECK)", "(env GPUSHARE_EXTENDER_URL)", "(env GPUSHARE_EXTENDER_NAMESPACE)", "(env GPUSHARE_EXTENDER_SERVICE)", "(env GPUSHARE_SHARE_PLUGIN_URLS)"}
+		"(env GPUSHARE_CHECK)", "(env GPUSHARE_EXTENDER_URL)", "(env GPUSHARE_EXTENDER_NAMESPACE)", "(env GPUSHARE_EXTENDER_SERVICE)", "(env GPUSHARE_SHARE_PLUGIN_URLS)",
+		"(env GPUSHARE_EXTENDER_CLIENT_CERT)", "(env GPUSHARE_EXTENDER_CLIENT_KEY)", "(env GPUSHARE_EXTENDER_CA)"}
 	for _, want := range want {
 		if !strings.Contains(help, want) {
 			t.Errorf("help lacks %q:\n%s", want, help)

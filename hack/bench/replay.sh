@@ -69,7 +69,8 @@ export GPUSHARE_ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-23800}
 export GPUSHARE_APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-16443}
 export GPUSHARE_KCM_PORT=${GPUSHARE_KCM_PORT:-10357}
 export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-10359}
-export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12346}
+# 12445-12446: clear of the demo's extender (12345 verbs, 12346 diagnostics).
+export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12445}
 export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-10348}
 
 LOG_TAG=replay
@@ -144,7 +145,10 @@ main() {
     --out "$OUT" \
     --policy-label "$POLICY" \
     --mode-suffix "$([ "$REPLAY_ALL_PODS" = yes ] && echo allpods)" \
-    --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" | tee "$OUT/summary.txt"
+    --metrics-url "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT/metrics" \
+    --extender-client-cert "$EXTENDER_PKI/client.crt" \
+    --extender-client-key "$EXTENDER_PKI/client.key" \
+    --extender-ca "$EXTENDER_PKI/ca.crt" | tee "$OUT/summary.txt"
 }
 
 main "$@"

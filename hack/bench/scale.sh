@@ -111,10 +111,14 @@ sb() {
 note_load() { echo "$(date -u +%FT%TZ) $1: $(uptime)" | tee -a "$OUT/load.txt" >&2; }
 : >"$OUT/load.txt"
 # profile NAME URL: in the background, PROFILE seconds of CPU profile from URL (a pprof
-# endpoint; kube-scheduler's needs the admin token) into $OUT/profile-NAME.pprof.
+# endpoint: kube-scheduler's takes the admin token, the extender's diagnostics listener a
+# client certificate of its CA) into $OUT/profile-NAME.pprof.
 profile() {
   [ -n "$PROFILE" ] || return 0
-  curl -ksf -H "Authorization: Bearer $(cat "$STATE/pki/token")" -o "$OUT/profile-$1.pprof" \
+  local auth=(-k -H "Authorization: Bearer $(cat "$STATE/pki/token")")
+  [[ $1 == *-extender ]] &&
+    auth=(--cacert "$EXTENDER_PKI/ca.crt" --cert "$EXTENDER_PKI/client.crt" --key "$EXTENDER_PKI/client.key")
+  curl -sf "${auth[@]}" -o "$OUT/profile-$1.pprof" \
     "$2/debug/pprof/profile?seconds=$PROFILE" || log "WARNING: no $1 profile" &
 }
 # cp_ticks: CPU time (utime + stime, in 10 ms clock ticks) of kube-apiserver and etcd so far.
@@ -131,7 +135,11 @@ cp_note() {
   local ms=$((($(cp_ticks) - $2) * 10 * 100 / PODS))
   echo "phase $1: kube-apiserver + etcd CPU $((ms / 100)).$(printf %02d $((ms % 100))) ms per pod" | tee -a "$OUT/load.txt" >&2
 }
-ext_probe() { echo --metrics-url "http://127.0.0.1:$EXTENDER_PORT/metrics" --extender-pid "$(cat "$PIDS/extender")"; }
+ext_probe() {
+  echo --metrics-url "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT/metrics" --extender-pid "$(cat "$PIDS/extender")" \
+    --extender-client-cert "$EXTENDER_PKI/client.crt" --extender-client-key "$EXTENDER_PKI/client.key" \
+    --extender-ca "$EXTENDER_PKI/ca.crt"
+}
 
 ensure_credentials
 start_etcd
@@ -157,7 +165,7 @@ if want ab; then
   start_bench_scheduler scale-extender.yaml
   note_load "phase b start"
   profile b-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
-  profile b-extender "http://127.0.0.1:$EXTENDER_PORT"
+  profile b-extender "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT"
   cp0=$(cp_ticks)
   # shellcheck disable=SC2046
   sb --set extender --pods "$PODS" $(ext_probe) phase

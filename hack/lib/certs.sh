@@ -1,9 +1,11 @@
-# Generated credentials of the local cluster: an admin token, the service-account key pair and
-# a kubeconfig. Sourced by hack/cluster-up.sh after hack/lib/cluster.sh.
+# Generated credentials of the local cluster: an admin token, the service-account key pair, a
+# kubeconfig, and the gpushare extender's mutual-TLS certificates. Sourced by
+# hack/cluster-up.sh after hack/lib/cluster.sh.
 # shellcheck shell=bash
 
-# ensure_credentials creates (once per state dir) $STATE/pki/{token,tokens.csv,sa.key,sa.pub}
-# and the kubeconfig for https://127.0.0.1:$APISERVER_PORT.
+# ensure_credentials creates (once per state dir) $STATE/pki/{token,tokens.csv,sa.key,sa.pub},
+# the kubeconfig for https://127.0.0.1:$APISERVER_PORT and the extender's certificates
+# (ensure_extender_certs).
 ensure_credentials() {
   local pki=$STATE/pki
   mkdir -p "$pki"
@@ -41,10 +43,48 @@ contexts:
 current-context: gpushare-local
 EOF
   chmod 600 "$KUBECONFIG_FILE"
+  ensure_extender_certs
 }
 
 # apiserver_ready: /readyz answers ok.
 apiserver_ready() {
   curl -ksf -H "Authorization: Bearer $(cat "$STATE/pki/token")" \
     "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null
+}
+
+# ensure_extender_certs creates (once per state dir) the mutual-TLS material of the gpushare
+# extender in $EXTENDER_PKI: a CA (ca.crt, ca.key) that signs the extender's serving
+# certificate (extender.crt/.key, SANs 127.0.0.1 and localhost), kube-scheduler's client
+# certificate (scheduler.crt/.key) and one for tools and tests (client.crt/.key: readiness
+# checks, e2e, benchmarks, kubectl inspect gpushare --check). The extender trusts ca.crt for
+# clients; the scheduler and tools trust it for the extender.
+ensure_extender_certs() {
+  local dir=$EXTENDER_PKI
+  mkdir -p "$dir"
+  chmod 700 "$dir"
+  if [ ! -s "$dir/ca.crt" ] || [ ! -s "$dir/ca.key" ]; then
+    openssl req -x509 -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+      -keyout "$dir/ca.key" -out "$dir/ca.crt" -days 3650 -subj "/CN=gpushare-extender-ca" \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign" 2>/dev/null ||
+      die "could not create the extender's CA in $dir"
+    rm -f "$dir/extender.crt" "$dir/scheduler.crt" "$dir/client.crt" # signed by a CA now gone
+  fi
+  [ -s "$dir/extender.crt" ] || issue_extender_cert extender gpushare-extender serverAuth "subjectAltName=IP:127.0.0.1,DNS:localhost"
+  [ -s "$dir/scheduler.crt" ] || issue_extender_cert scheduler kube-scheduler clientAuth
+  [ -s "$dir/client.crt" ] || issue_extender_cert client gpushare-admin clientAuth
+}
+
+# issue_extender_cert NAME CN USAGE [EXT]: $EXTENDER_PKI/NAME.{crt,key} signed by its CA for
+# the extended key usage USAGE (serverAuth or clientAuth), valid a year.
+issue_extender_cert() {
+  local dir=$EXTENDER_PKI name=$1 cn=$2 usage=$3 ext=${4:-}
+  local extfile=$dir/$name.ext
+  printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=%s\n%s\n' "$usage" "$ext" >"$extfile"
+  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+    -keyout "$dir/$name.key" -out "$dir/$name.csr" -subj "/CN=$cn" 2>/dev/null &&
+    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+      -set_serial "0x$(openssl rand -hex 16)" -days 365 -extfile "$extfile" -out "$dir/$name.crt" 2>/dev/null ||
+    die "could not issue the extender's $name certificate in $dir"
+  rm -f "$dir/$name.csr" "$extfile"
+  chmod 600 "$dir/$name.key"
 }

@@ -63,14 +63,16 @@ start_controller_manager() {
 
 # start_scheduler [TEMPLATE [SED_EXPR...]]: kube-scheduler with the configuration TEMPLATE
 # (default: deploy/scheduler/scheduler-config.yaml) rendered into $STATE: the kubeconfig
-# path and the extender's port filled in, then each SED_EXPR applied (the benchmarks adjust
+# path, the extender's port and the folder of the extender's certificates (tlsConfig:
+# $EXTENDER_PKI) filled in, then each SED_EXPR applied (the benchmarks adjust
 # their configurations so). Returns once /readyz answers, i.e. informers are synced, so a
 # benchmark's timing starts with a working scheduler.
 start_scheduler() {
   local template=${1:-$REPO/deploy/scheduler/scheduler-config.yaml} config sed_args expr
   config=$STATE/$(basename "$template")
   sed_args=(-e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#"
-    -e "s#http://127.0.0.1:12345/#http://127.0.0.1:$EXTENDER_PORT/#")
+    -e "s#https://127.0.0.1:12345/#https://127.0.0.1:$EXTENDER_PORT/#"
+    -e "s#/etc/kubernetes/gpushare/#$EXTENDER_PKI/#")
   for expr in "${@:2}"; do sed_args+=(-e "$expr"); done
   sed "${sed_args[@]}" "$template" >"$config" || die "could not render $template"
   start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
@@ -83,7 +85,12 @@ start_scheduler() {
     die "kube-scheduler not ready; see $LOGS/kube-scheduler.log"
 }
 
-extender_ready() { curl -sf "http://127.0.0.1:$EXTENDER_PORT/readyz" >/dev/null; }
+# extender_ready: /readyz on the diagnostics port answers ok over mutual TLS, the extender's
+# certificate checked against its CA (so a stale extender with other certificates fails).
+extender_ready() {
+  curl -sf --cacert "$EXTENDER_PKI/ca.crt" --cert "$EXTENDER_PKI/client.crt" --key "$EXTENDER_PKI/client.key" \
+    "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT/readyz" >/dev/null
+}
 
 start_extender() {
   if [ ! -x "$GPUSHARE_BIN/extender" ]; then
@@ -94,6 +101,10 @@ start_extender() {
     --kubeconfig "${EXTENDER_KUBECONFIG:-$KUBECONFIG_FILE}" \
     --bind-address 127.0.0.1 \
     --port "$EXTENDER_PORT" \
+    --diagnostics-port "$EXTENDER_DIAGNOSTICS_PORT" \
+    --tls-cert-file "$EXTENDER_PKI/extender.crt" \
+    --tls-private-key-file "$EXTENDER_PKI/extender.key" \
+    --client-ca-file "$EXTENDER_PKI/ca.crt" \
     --policy "$EXTENDER_POLICY" \
     --node-selector cgpu=true
   wait_for "extender /readyz" 60 extender_ready || die "extender not ready; see $LOGS/extender.log"

@@ -95,7 +95,7 @@ func TestCheckCommand(t *testing.T) {
 		pa := a.(k8stesting.ProxyGetAction)
 		var v any
 		switch fmt.Sprintf("%s %s/%s:%s%s", pa.GetResource().Resource, pa.GetNamespace(), pa.GetName(), pa.GetPort(), pa.GetPath()) {
-		case "services kube-system/gpushare-extender:http/gpushare-scheduler/inspect":
+		case "services kube-system/gpushare-extender:diagnostics/gpushare-scheduler/inspect":
 			v = agreeingExtender()
 		case "pods kube-system/share-plugin-gpu-a:9401/served":
 			v = agreeingPlugin()

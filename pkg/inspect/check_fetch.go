@@ -23,8 +23,10 @@ import (
 const (
 	defaultExtenderNamespace = metav1.NamespaceSystem
 	defaultExtenderService   = "gpushare-extender"
-	extenderServicePort      = "http"
-	extenderInspectPath      = "/gpushare-scheduler/inspect"
+	// The extender's diagnostics port, which serves inspect (HTTPS).
+	extenderServicePort   = "diagnostics"
+	extenderServiceScheme = "https"
+	extenderInspectPath   = "/gpushare-scheduler/inspect"
 
 	pluginNamespace  = metav1.NamespaceSystem
 	pluginSelector   = "app.kubernetes.io/name=share-plugin"
@@ -68,7 +70,7 @@ func (f fetcher) extender(ctx context.Context, src checkSources) (*extenderInspe
 	if src.ExtenderURL != "" {
 		body, err = f.get(ctx, strings.TrimRight(src.ExtenderURL, "/")+extenderInspectPath)
 	} else {
-		body, err = doRaw(ctx, f.Client.CoreV1().Services(src.ExtenderNamespace).ProxyGet("http", src.ExtenderService, extenderServicePort, extenderInspectPath, nil))
+		body, err = doRaw(ctx, f.Client.CoreV1().Services(src.ExtenderNamespace).ProxyGet(extenderServiceScheme, src.ExtenderService, extenderServicePort, extenderInspectPath, nil))
 		if err != nil {
 			err = fmt.Errorf("through service %s/%s: %w", src.ExtenderNamespace, src.ExtenderService, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/transport"
 )
 
 // runCheck reads the three views, prints the comparison and returns an exitError: status 1
@@ -19,7 +20,11 @@ func runCheck(ctx context.Context, flags *flagpole, node string, c cluster, stre
 		return exitError{code: exitCheckIncomplete, err: explain(err)}
 	}
 	v := checkViews{Annotations: buildAnnotatedView(nodes, pods, res), Node: node}
-	f := fetcher{Client: c.Client, HTTP: &http.Client{}}
+	httpc, err := flags.httpClient()
+	if err != nil {
+		return exitError{code: exitCheckIncomplete, err: err}
+	}
+	f := fetcher{Client: c.Client, HTTP: httpc}
 	src := checkSources{
 		ExtenderURL:       flags.ExtenderURL,
 		ExtenderNamespace: flags.ExtenderNamespace,
@@ -74,4 +79,17 @@ func renderCheck(w io.Writer, r checkReport) error {
 		}
 	}
 	return nil
+}
+
+// httpClient is the client of the URLs given to --check: it presents the extender client
+// certificate and trusts the extender CA when given (plain http:// URLs, such as
+// share-plugin's, ignore both). Errors: a file that cannot be read or parsed.
+func (f *flagpole) httpClient() (*http.Client, error) {
+	cfg, err := transport.TLSConfigFor(&transport.Config{TLS: transport.TLSConfig{
+		CertFile: f.ExtenderClientCert, KeyFile: f.ExtenderClientKey, CAFile: f.ExtenderCA,
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("loading --extender-client-cert, --extender-client-key, --extender-ca: %w", err)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, Proxy: http.ProxyFromEnvironment}}, nil
 }

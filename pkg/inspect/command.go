@@ -29,7 +29,12 @@ type flagpole struct {
 	ExtenderURL       string
 	ExtenderNamespace string
 	ExtenderService   string
-	SharePluginURLs   []string
+	// The client certificate, key and CA for --extender-url (the extender's diagnostics
+	// listener asks for mutual TLS).
+	ExtenderClientCert string
+	ExtenderClientKey  string
+	ExtenderCA         string
+	SharePluginURLs    []string
 }
 
 // cluster is what the command needs from the connection flags: a client, and the
@@ -116,9 +121,12 @@ disagreement, and exit 1 when there is any (2 when the check could not run).`,
 	f.StringVar(&flags.MemResource, "mem-resource", string(def.Mem), "extended resource of GPU memory units")
 	f.StringVar(&flags.CountResource, "count-resource", string(def.Count), "extended resource of the GPU count")
 	f.BoolVar(&flags.Check, "check", false, "compare the pods' annotations, the extender's ledger and share-plugin's served cards; exit 1 on any disagreement")
-	f.StringVar(&flags.ExtenderURL, "extender-url", "", "with --check: the extender's base URL, e.g. http://127.0.0.1:12345 (default: through the API server's service proxy)")
+	f.StringVar(&flags.ExtenderURL, "extender-url", "", "with --check: base URL of the extender's diagnostics listener, e.g. https://127.0.0.1:12346 (default: through the API server's service proxy)")
+	f.StringVar(&flags.ExtenderClientCert, "extender-client-cert", "", "with --extender-url: client certificate (PEM) signed by the extender's client CA")
+	f.StringVar(&flags.ExtenderClientKey, "extender-client-key", "", "with --extender-url: key of --extender-client-cert")
+	f.StringVar(&flags.ExtenderCA, "extender-ca", "", "with --extender-url: CA bundle (PEM) that verifies the extender's serving certificate")
 	f.StringVar(&flags.ExtenderNamespace, "extender-namespace", defaultExtenderNamespace, "with --check: namespace of the extender's service")
-	f.StringVar(&flags.ExtenderService, "extender-service", defaultExtenderService, "with --check: name of the extender's service (port named http)")
+	f.StringVar(&flags.ExtenderService, "extender-service", defaultExtenderService, "with --check: name of the extender's service (port named "+extenderServicePort+")")
 	f.StringSliceVar(&flags.SharePluginURLs, "share-plugin-urls", nil, "with --check: share-plugin base URLs, comma separated (default: each share-plugin pod through the API server's pod proxy)")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		if flags.Check {
@@ -149,6 +157,12 @@ func (f *flagpole) validate(node string) error {
 		}
 		if f.ExtenderURL == "" && (f.ExtenderNamespace == "" || f.ExtenderService == "") {
 			return fmt.Errorf("--extender-namespace and --extender-service must not be empty without --extender-url")
+		}
+		if f.ExtenderURL == "" && (f.ExtenderClientCert != "" || f.ExtenderClientKey != "" || f.ExtenderCA != "") {
+			return fmt.Errorf("--extender-client-cert, --extender-client-key and --extender-ca apply to --extender-url only (the API server's proxy presents no client certificate)")
+		}
+		if (f.ExtenderClientCert == "") != (f.ExtenderClientKey == "") {
+			return fmt.Errorf("--extender-client-cert and --extender-client-key go together")
 		}
 	}
 	return f.resources().Validate()

@@ -61,7 +61,7 @@ func BenchmarkFilter5000NodesCold(b *testing.B) {
 
 func filterOnce(b *testing.B, f *fixture, body []byte) {
 	rec := httptest.NewRecorder()
-	f.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/gpushare-scheduler/filter", bytes.NewReader(body)))
+	f.h.Verbs().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/gpushare-scheduler/filter", bytes.NewReader(body)))
 	if rec.Code != http.StatusOK {
 		b.Fatalf("status %d", rec.Code)
 	}
@@ -70,7 +70,7 @@ func filterOnce(b *testing.B, f *fixture, body []byte) {
 // checkSplit makes sure a filter call splits the nodes between passing and failing.
 func checkSplit(b *testing.B, f *fixture, body []byte, nodes int) {
 	rec := httptest.NewRecorder()
-	f.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/gpushare-scheduler/filter", bytes.NewReader(body)))
+	f.h.Verbs().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/gpushare-scheduler/filter", bytes.NewReader(body)))
 	var res extenderv1.ExtenderFilterResult
 	decodeInto(b, rec, &res)
 	if res.NodeNames == nil || len(*res.NodeNames)+len(res.FailedNodes) != nodes || len(res.FailedNodes) == 0 {

@@ -39,7 +39,7 @@ func (f *fixture) bindAsync(ctx context.Context, args extenderv1.ExtenderBinding
 		body, _ := json.Marshal(args)
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, "/gpushare-scheduler/bind", bytes.NewReader(body)).WithContext(ctx)
-		f.h.ServeHTTP(rec, req)
+		f.h.Verbs().ServeHTTP(rec, req)
 		var r bindResult
 		if rec.Code != http.StatusOK {
 			r.err = fmt.Errorf("bind status %d: %s", rec.Code, rec.Body)

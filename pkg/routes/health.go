@@ -8,11 +8,11 @@ import (
 )
 
 func (s *server) installHealth(r *httprouter.Router) {
-	r.GET("/healthz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	r.GET(HealthzPath, func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 		fmt.Fprintln(w, "ok")
 	})
 	// readyz turns ready once the cache rebuilt every allocation from pod annotations.
-	r.GET("/readyz", func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
+	r.GET(ReadyzPath, func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 		if !s.Cache.Ready() {
 			http.Error(w, "cache not synced", http.StatusServiceUnavailable)
 			return

@@ -28,7 +28,7 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // (409) for a pod already bound or of another UID.
 type fixture struct {
 	*ct.Env
-	h http.Handler
+	h *routes.Handlers
 }
 
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
@@ -122,8 +122,18 @@ func (f *fixture) do(t testing.TB, method, path string, body any) *httptest.Resp
 		}
 	}
 	rec := httptest.NewRecorder()
-	f.h.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(buf)))
+	f.handlerFor(path).ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(buf)))
 	return rec
+}
+
+// handlerFor routes path as the extender's two listeners split them: the scheduler verbs
+// to Verbs, everything else to Diagnostics.
+func (f *fixture) handlerFor(path string) http.Handler {
+	switch path {
+	case routes.Prefix + "/filter", routes.Prefix + "/prioritize", routes.Prefix + "/bind":
+		return f.h.Verbs()
+	}
+	return f.h.Diagnostics()
 }
 
 // decodeInto decodes a JSON response, failing the test on error.

@@ -86,12 +86,43 @@ type server struct {
 	memName string // the gpu-mem resource's name after '/', prefix of fit reasons
 }
 
-// New returns the extender's HTTP handler. Errors: invalid config.
-func New(cfg Config) (http.Handler, error) {
+// Paths of the probes, which Handlers.Diagnostics serves to anyone (kubelet presents no
+// client certificate).
+const (
+	HealthzPath = "/healthz"
+	ReadyzPath  = "/readyz"
+)
+
+// Handlers are the extender's two HTTP surfaces, served on separate listeners so that the
+// scheduler verbs, which write, share nothing with what monitoring and people read.
+type Handlers struct {
+	verbs, diagnostics http.Handler
+}
+
+// Verbs serves the scheduler verbs: POST Prefix/filter, Prefix/prioritize and Prefix/bind.
+func (h *Handlers) Verbs() http.Handler { return h.verbs }
+
+// Diagnostics serves GET /healthz, /readyz, /version, /metrics and Prefix/inspect[/node].
+func (h *Handlers) Diagnostics() http.Handler { return h.diagnostics }
+
+// New returns the extender's handlers. Errors: invalid config.
+func New(cfg Config) (*Handlers, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	s := &server{Config: cfg, memName: shortName(string(cfg.Resources.Mem))}
+	verbs := newRouter()
+	s.installFilter(verbs)
+	s.installPrioritize(verbs)
+	s.installBind(verbs)
+	diagnostics := newRouter()
+	s.installInspect(diagnostics)
+	s.installHealth(diagnostics)
+	return &Handlers{verbs: verbs, diagnostics: diagnostics}, nil
+}
+
+// newRouter is a router answering JSON errors for unknown paths, wrong methods and panics.
+func newRouter() *httprouter.Router {
 	r := httprouter.New()
 	r.HandleMethodNotAllowed = true
 	r.MethodNotAllowed = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -104,12 +135,7 @@ func New(cfg Config) (http.Handler, error) {
 		klog.ErrorS(fmt.Errorf("panic: %v", v), "handler panicked", "path", req.URL.Path)
 		writeError(w, http.StatusInternalServerError, errors.New("internal error"))
 	}
-	s.installFilter(r)
-	s.installPrioritize(r)
-	s.installBind(r)
-	s.installInspect(r)
-	s.installHealth(r)
-	return r, nil
+	return r
 }
 
 func shortName(resource string) string {

@@ -30,7 +30,7 @@ const (
 )
 
 // cluster is a ready cache over numNodes nodes and numPlaced placed pods, and the
-// extender's HTTP handler on it.
+// extender's scheduler-verbs handler on it.
 type cluster struct {
 	objs    scale.Objects
 	names   []string
@@ -106,7 +106,7 @@ func newCluster() (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cluster{objs: objs, names: names, cache: c, policy: pol, handler: h}, nil
+	return &cluster{objs: objs, names: names, cache: c, policy: pol, handler: h.Verbs()}, nil
 }
 
 // staticInformer is an informer whose list returns items once and whose watch never

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/transport"
 )
 
 // realNodeLabel marks the kubelet-backed node (hack/lib/cluster.sh REAL_NODE_LABEL).
@@ -39,9 +41,10 @@ type config struct {
 	state  string
 	k8sBin string
 	// scriptEnv is added to the environment of every hack/ script.
-	scriptEnv       []string
-	extenderPort    int
-	sharePluginPort int
+	scriptEnv               []string
+	extenderPort            int
+	extenderDiagnosticsPort int
+	sharePluginPort         int
 }
 
 func configFromEnv() (*config, error) {
@@ -64,7 +67,7 @@ func configFromEnv() (*config, error) {
 	if state == "" {
 		state = filepath.Join(repo, "_output", "e2e")
 	}
-	c := &config{repo: repo, state: state, extenderPort: 22345, sharePluginPort: 29401}
+	c := &config{repo: repo, state: state, extenderPort: 22345, extenderDiagnosticsPort: 22346, sharePluginPort: 29401}
 	c.scriptEnv = []string{
 		"GPUSHARE_STATE_DIR=" + state,
 		"GPUSHARE_ETCD_PORT=22379",
@@ -74,6 +77,7 @@ func configFromEnv() (*config, error) {
 		"GPUSHARE_SCHEDULER_PORT=22259",
 		"GPUSHARE_KWOK_PORT=22247",
 		"GPUSHARE_EXTENDER_PORT=" + strconv.Itoa(c.extenderPort),
+		"GPUSHARE_EXTENDER_DIAGNOSTICS_PORT=" + strconv.Itoa(c.extenderDiagnosticsPort),
 		"GPUSHARE_SHARE_PLUGIN_METRICS_PORT=" + strconv.Itoa(c.sharePluginPort),
 		"GPUSHARE_KWOK_NODES=no", // each test makes the kwok nodes it needs
 	}
@@ -200,13 +204,23 @@ func dumpLogs(c *config) {
 
 // Env is the running cluster as tests see it.
 type Env struct {
-	cfg         *config
-	Kubeconfig  string
-	Rest        *rest.Config
-	Client      kubernetes.Interface
-	Dynamic     dynamic.Interface
-	Mapper      *restmapper.DeferredDiscoveryRESTMapper
-	ExtenderURL string // http://127.0.0.1:<port>/gpushare-scheduler
+	cfg        *config
+	Kubeconfig string
+	Rest       *rest.Config
+	Client     kubernetes.Interface
+	Dynamic    dynamic.Interface
+	Mapper     *restmapper.DeferredDiscoveryRESTMapper
+	// ExtenderURL is where the scheduler verbs are served:
+	// https://127.0.0.1:<port>/gpushare-scheduler (mutual TLS).
+	ExtenderURL string
+	// ExtenderDiagnosticsURL is the base of the extender's diagnostics listener
+	// (https://127.0.0.1:<port>): /metrics, /readyz, /gpushare-scheduler/inspect.
+	ExtenderDiagnosticsURL string
+	// ExtenderPKI is the folder of the extender's CA and certificates (hack/lib/certs.sh):
+	// ca.crt, client.crt/.key (tools), scheduler.crt/.key, extender.crt/.key.
+	ExtenderPKI string
+	// ExtenderHTTP trusts the extender's CA and presents the tools' client certificate.
+	ExtenderHTTP *http.Client
 	// SharePluginURL is the real node's share-plugin metrics address (http://127.0.0.1:<port>).
 	SharePluginURL string
 	// RealNode is the kubelet-backed node's name; empty in the kwok-only variant.
@@ -222,12 +236,17 @@ func clusterUp(c *config) (*Env, error) {
 		return nil, err
 	}
 	e := &Env{
-		cfg:            c,
-		Kubeconfig:     filepath.Join(c.state, "kubeconfig"),
-		ExtenderURL:    fmt.Sprintf("http://127.0.0.1:%d/gpushare-scheduler", c.extenderPort),
-		SharePluginURL: fmt.Sprintf("http://127.0.0.1:%d", c.sharePluginPort),
+		cfg:                    c,
+		Kubeconfig:             filepath.Join(c.state, "kubeconfig"),
+		ExtenderURL:            fmt.Sprintf("https://127.0.0.1:%d/gpushare-scheduler", c.extenderPort),
+		ExtenderDiagnosticsURL: fmt.Sprintf("https://127.0.0.1:%d", c.extenderDiagnosticsPort),
+		ExtenderPKI:            filepath.Join(c.state, "pki", "extender"),
+		SharePluginURL:         fmt.Sprintf("http://127.0.0.1:%d", c.sharePluginPort),
 	}
 	var err error
+	if e.ExtenderHTTP, err = e.extenderClient(true); err != nil {
+		return nil, err
+	}
 	if e.Rest, err = clientcmd.BuildConfigFromFlags("", e.Kubeconfig); err != nil {
 		return nil, fmt.Errorf("loading %s: %w", e.Kubeconfig, err)
 	}
@@ -315,4 +334,26 @@ func (e *Env) RestartComponent(ctx context.Context, name string, extraEnv ...str
 		time.Sleep(100 * time.Millisecond)
 	}
 	return e.StartComponent(ctx, name, extraEnv...)
+}
+
+// extenderClient is an HTTP client that trusts the extender's CA and, withCert, presents the
+// tools' client certificate (hack/lib/certs.sh).
+func (e *Env) extenderClient(withCert bool) (*http.Client, error) {
+	files := transport.TLSConfig{CAFile: filepath.Join(e.ExtenderPKI, "ca.crt")}
+	if withCert {
+		files.CertFile, files.KeyFile = filepath.Join(e.ExtenderPKI, "client.crt"), filepath.Join(e.ExtenderPKI, "client.key")
+	}
+	cfg, err := transport.TLSConfigFor(&transport.Config{TLS: files})
+	if err != nil {
+		return nil, fmt.Errorf("loading the extender's certificates from %s: %w", e.ExtenderPKI, err)
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}, nil
+}
+
+// extenderCheckArgs are kubectl inspect gpushare --check's flags reaching this extender.
+func (e *Env) extenderCheckArgs() []string {
+	return []string{"--extender-url", e.ExtenderDiagnosticsURL,
+		"--extender-client-cert", filepath.Join(e.ExtenderPKI, "client.crt"),
+		"--extender-client-key", filepath.Join(e.ExtenderPKI, "client.key"),
+		"--extender-ca", filepath.Join(e.ExtenderPKI, "ca.crt")}
 }

@@ -6,19 +6,20 @@ import "testing"
 
 // The reference scenario runs first: it reads the cluster-wide occupancy of the real node.
 
-func TestReferenceScenario(t *testing.T)       { CaseReferenceScenario(t, env) }
-func TestControlPlaneVersion(t *testing.T)     { CaseControlPlaneVersion(t, env) }
-func TestPerCardFit(t *testing.T)              { CasePerCardFit(t, env) }
-func TestDeleteFreesMemory(t *testing.T)       { CaseDeleteFreesMemory(t, env) }
-func TestExtenderRestart(t *testing.T)         { CaseExtenderRestart(t, env) }
-func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, env) }
-func TestDeployManifestsDryRun(t *testing.T)   { CaseDeployManifestsDryRun(t, env) }
-func TestRealNodeTwoCards(t *testing.T)        { CaseRealNodeTwoCards(t, env) }
-func TestKubeletRestart(t *testing.T)          { CaseKubeletRestart(t, env) }
-func TestChaosExtenderKills(t *testing.T)      { CaseChaosExtenderKills(t, env) }
-func TestChaosDelayedBinding(t *testing.T)     { CaseChaosDelayedBinding(t, env) }
-func TestChaosTenantEdits(t *testing.T)        { CaseChaosTenantEdits(t, env) }
-func TestChaosSelfPlaced(t *testing.T)         { CaseChaosSelfPlaced(t, env) }
-func TestChaosSameSizePods(t *testing.T)       { CaseChaosSameSizePods(t, env) }
-func TestAdmissionTenant(t *testing.T)         { CaseAdmissionTenantAllocation(t, env) }
-func TestAdmissionNodeScope(t *testing.T)      { CaseAdmissionSharePluginNodeScope(t, env) }
+func TestReferenceScenario(t *testing.T)         { CaseReferenceScenario(t, env) }
+func TestControlPlaneVersion(t *testing.T)       { CaseControlPlaneVersion(t, env) }
+func TestPerCardFit(t *testing.T)                { CasePerCardFit(t, env) }
+func TestDeleteFreesMemory(t *testing.T)         { CaseDeleteFreesMemory(t, env) }
+func TestExtenderRestart(t *testing.T)           { CaseExtenderRestart(t, env) }
+func TestMultiContainerMultiCard(t *testing.T)   { CaseMultiContainerMultiCard(t, env) }
+func TestDeployManifestsDryRun(t *testing.T)     { CaseDeployManifestsDryRun(t, env) }
+func TestRealNodeTwoCards(t *testing.T)          { CaseRealNodeTwoCards(t, env) }
+func TestKubeletRestart(t *testing.T)            { CaseKubeletRestart(t, env) }
+func TestChaosExtenderKills(t *testing.T)        { CaseChaosExtenderKills(t, env) }
+func TestChaosDelayedBinding(t *testing.T)       { CaseChaosDelayedBinding(t, env) }
+func TestChaosTenantEdits(t *testing.T)          { CaseChaosTenantEdits(t, env) }
+func TestChaosSelfPlaced(t *testing.T)           { CaseChaosSelfPlaced(t, env) }
+func TestChaosSameSizePods(t *testing.T)         { CaseChaosSameSizePods(t, env) }
+func TestAnonymousBindRefusedAtTLS(t *testing.T) { CaseAnonymousBindRefusedAtTLS(t, env) }
+func TestAdmissionTenant(t *testing.T)           { CaseAdmissionTenantAllocation(t, env) }
+func TestAdmissionNodeScope(t *testing.T)        { CaseAdmissionSharePluginNodeScope(t, env) }

@@ -311,11 +311,11 @@ func deletePod(t *testing.T, e *Env, ns, name string) {
 
 // extenderInspect returns the raw JSON of the extender's inspect endpoint for one node.
 func extenderInspect(ctx context.Context, e *Env, node string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ExtenderURL+"/inspect/"+node, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ExtenderDiagnosticsURL+"/gpushare-scheduler/inspect/"+node, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.ExtenderHTTP.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("GET inspect/%s: %w", node, err)
 	}

@@ -52,7 +52,7 @@ func assertLedgerSound(t *testing.T, e *Env) {
 // runCheck runs the inspect plugin's --check against this cluster's extender and the real
 // node's share-plugin, returning its output and exit code.
 func runCheck(ctx context.Context, e *Env) (string, int) {
-	args := []string{"--check", "--extender-url", strings.TrimSuffix(e.ExtenderURL, "/gpushare-scheduler")}
+	args := append([]string{"--check"}, e.extenderCheckArgs()...)
 	if e.RealNode != "" {
 		args = append(args, "--share-plugin-urls", e.SharePluginURL)
 	}

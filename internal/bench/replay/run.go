@@ -38,8 +38,10 @@ type Options struct {
 	Namespace   string // namespace of the replay pods
 	StepEvery   int    // write every n-th step to steps.csv
 	MetricsURL  string // extender /metrics ("" skips latencies)
-	PodTimeout  time.Duration
-	Progress    io.Writer // progress bar; nil for none
+	// MetricsTLS is the client certificate and CA for MetricsURL (mutual TLS).
+	MetricsTLS metrics.TLSFiles
+	PodTimeout time.Duration
+	Progress   io.Writer // progress bar; nil for none
 	// ModeSuffix is appended to the mode recorded in the results ("cluster-<suffix>"), to
 	// tell runs of different set-ups apart (hack/bench/replay.sh: "allpods").
 	ModeSuffix string
@@ -133,7 +135,10 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
 		return Summary{}, fmt.Errorf("creating result folder: %w", err)
 	}
-	httpc := &http.Client{Timeout: 10 * time.Second}
+	httpc, err := metrics.NewClient(10*time.Second, o.MetricsTLS)
+	if err != nil {
+		return Summary{}, err
+	}
 	before, err := o.scrape(ctx, httpc, "before")
 	if err != nil {
 		klog.ErrorS(err, "extender metrics unavailable; latencies will be missing")

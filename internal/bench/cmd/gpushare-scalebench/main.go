@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/internal/bench/metrics"
 	"github.com/gpushare/gpushare/internal/bench/scale"
 	"github.com/gpushare/gpushare/internal/flagenv"
 )
@@ -44,6 +45,7 @@ type options struct {
 	qps          float32
 	timeout      time.Duration
 	metricsURL   string
+	metricsTLS   metrics.TLSFiles
 	extenderPID  int
 	schedPIDFile string
 	burstPods    int
@@ -63,6 +65,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.qps, "kube-api-qps", 2000, "client QPS (burst is twice that)")
 	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long a step may wait for the cluster")
 	fs.StringVar(&o.metricsURL, "metrics-url", "", "the extender's /metrics URL")
+	fs.StringVar(&o.metricsTLS.CertFile, "extender-client-cert", "", "client certificate presented to the extender's diagnostics listener (mutual TLS)")
+	fs.StringVar(&o.metricsTLS.KeyFile, "extender-client-key", "", "key of --extender-client-cert")
+	fs.StringVar(&o.metricsTLS.CAFile, "extender-ca", "", "CA bundle that verifies the extender's serving certificate")
 	fs.IntVar(&o.extenderPID, "extender-pid", 0, "the extender's process ID (RSS and CPU from /proc)")
 	fs.StringVar(&o.schedPIDFile, "scheduler-pid-file", defaultSchedulerPIDFile(), "file holding kube-scheduler's process ID (phase: its CPU time); empty: not measured")
 	fs.IntVar(&o.burstPods, "burst-pods", 100, "burst: pods created at once on one node")
@@ -119,7 +124,11 @@ func run(ctx context.Context, step string, o *options) error {
 		if o.metricsURL == "" || o.extenderPID <= 0 {
 			return nil, fmt.Errorf("step %s needs --metrics-url and --extender-pid", step)
 		}
-		return &scale.ExtenderProbe{MetricsURL: o.metricsURL, PID: o.extenderPID}, nil
+		client, err := metrics.NewClient(time.Minute, o.metricsTLS)
+		if err != nil {
+			return nil, err
+		}
+		return &scale.ExtenderProbe{MetricsURL: o.metricsURL, PID: o.extenderPID, HTTP: client}, nil
 	}
 	save := func(name string, v any) error { return scale.WriteJSON(filepath.Join(o.out, name), v) }
 	switch step {
