@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,6 +67,15 @@ type options struct {
 	burst           int
 	shutdownTimeout time.Duration
 	profiling       bool
+
+	// What bind accepts and how much one client can hold (routes.Config, routes.Timeouts).
+	schedulerNames     []string
+	bindNonGPUPods     bool
+	maxNodesPerRequest int
+	maxInflight        int
+	podGetQPS          float64
+	podGetBurst        int
+	timeouts           routes.Timeouts
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -84,7 +94,25 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.memResource, "mem-resource", string(def.Mem), "extended resource pods request GPU memory units with")
 	fs.StringVar(&o.countResource, "count-resource", string(def.Count), "extended resource giving the GPU count (node) or cards per container (pod)")
 	fs.DurationVar(&o.reservationTTL, "reservation-ttl", cache.DefaultReservationTTL, "how long cards reserved at bind wait for the pod to show up bound before expiry asks the API server whether it is")
-	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", routes.DefaultMaxRequestBytes, "largest accepted request body in bytes")
+	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", routes.DefaultMaxRequestBytes, "largest accepted request body in bytes, "+
+		"larger ones are answered 400 (a filter call naming 15,000 nodes is about 200 KB; a scheduler sending full Node objects, "+
+		"without nodeCacheCapable, is not supported beyond this)")
+	fs.StringSliceVar(&o.schedulerNames, "scheduler-name", []string{routes.DefaultSchedulerName}, "spec.schedulerName of the pods bind accepts "+
+		"(repeat the flag or separate by commas for several); bind refuses pods of other schedulers")
+	fs.BoolVar(&o.bindNonGPUPods, "bind-non-gpu-pods", false, "also bind pods that request no gpu-mem (refused otherwise); needed only "+
+		"when the scheduler's extender entry has bindVerb but no managedResources, since kube-scheduler then hands every pod to the extender's bind")
+	fs.IntVar(&o.maxNodesPerRequest, "max-nodes-per-request", routes.DefaultMaxNodesPerRequest, "most nodes a filter or prioritize call may list; more are answered 400")
+	fs.IntVar(&o.maxInflight, "max-inflight", routes.DefaultMaxInflight, "most filter, prioritize, bind and inspect requests served at once; more are answered 429 with Retry-After")
+	fs.Float64Var(&o.podGetQPS, "pod-get-qps", routes.DefaultPodGetQPS, "API reads per second of pods a bind names that the informer does not hold yet; "+
+		"binds beyond the rate fail at once")
+	fs.IntVar(&o.podGetBurst, "pod-get-burst", routes.DefaultPodGetBurst, "burst of --pod-get-qps")
+	to := routes.DefaultTimeouts()
+	fs.DurationVar(&o.timeouts.ReadHeader, "read-header-timeout", to.ReadHeader, "longest time to read a request's headers")
+	fs.DurationVar(&o.timeouts.Read, "read-timeout", to.Read, "longest time to read a whole request, body included")
+	fs.DurationVar(&o.timeouts.Write, "write-timeout", to.Write, "longest time from a request's headers to the end of its answer; "+
+		"must exceed 1m, a bind's Binding write and its read-back (30s each)")
+	fs.DurationVar(&o.timeouts.Idle, "idle-timeout", to.Idle, "longest time a keep-alive connection waits for its next request "+
+		"(keep it above the scheduler's 90s idle-connection timeout)")
 	fs.Float32Var(&o.qps, "kube-api-qps", 100, "API client queries per second (binds must not be throttled)")
 	fs.IntVar(&o.burst, "kube-api-burst", 200, "API client burst")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight requests")
@@ -130,6 +158,14 @@ func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector
 		return nil, res, nil, fmt.Errorf("--reservation-ttl %s must be positive", o.reservationTTL)
 	case o.maxRequestBytes <= 0:
 		return nil, res, nil, fmt.Errorf("--max-request-bytes %d must be positive", o.maxRequestBytes)
+	case o.maxNodesPerRequest <= 0 || o.maxInflight <= 0 || o.podGetQPS <= 0 || o.podGetBurst <= 0:
+		return nil, res, nil, fmt.Errorf("--max-nodes-per-request %d, --max-inflight %d, --pod-get-qps %g and --pod-get-burst %d must be positive",
+			o.maxNodesPerRequest, o.maxInflight, o.podGetQPS, o.podGetBurst)
+	case slices.Contains(o.schedulerNames, "") || len(o.schedulerNames) == 0:
+		return nil, res, nil, fmt.Errorf("--scheduler-name %q: names must not be empty", strings.Join(o.schedulerNames, ","))
+	}
+	if err := o.timeouts.Validate(); err != nil {
+		return nil, res, nil, fmt.Errorf("--read-header-timeout, --read-timeout, --write-timeout, --idle-timeout: %w", err)
 	}
 	return pol, res, sel, nil
 }
@@ -212,7 +248,8 @@ func run(ctx context.Context, o *options) error {
 	handlers, err := routes.New(routes.Config{
 		Cache: c, Policy: pol, Resources: res, Client: client,
 		Metrics: metrics.New(c), NodeSelector: sel.String(), MaxRequestBytes: o.maxRequestBytes,
-		Version: version.Version,
+		MaxNodesPerRequest: o.maxNodesPerRequest, MaxInflight: o.maxInflight, PodGetQPS: o.podGetQPS, PodGetBurst: o.podGetBurst,
+		SchedulerNames: o.schedulerNames, BindNonGPUPods: o.bindNonGPUPods, Version: version.Version,
 	})
 	if err != nil {
 		return err
@@ -247,7 +284,10 @@ func run(ctx context.Context, o *options) error {
 
 	serveDone := make(chan error, len(servers))
 	for _, e := range servers {
-		e.srv = &http.Server{Handler: e.handler, ReadHeaderTimeout: 10 * time.Second}
+		if e.srv, err = routes.NewServer(e.ln.Addr().String(), e.handler, o.timeouts); err != nil {
+			closeAll(servers)
+			return err
+		}
 		go func() { serveDone <- fmt.Errorf("serving %s on %s: %w", e.name, e.ln.Addr(), e.srv.Serve(e.ln)) }()
 	}
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
+	"github.com/gpushare/gpushare/pkg/routes"
 )
 
 // tlsArgs name a complete TLS file set (validate does not read the files).
@@ -70,6 +71,37 @@ func TestFlagsAndEnv(t *testing.T) {
 			want: func(o *options) { o.insecureHTTP = true },
 		},
 		{name: "zero ttl", args: []string{"--insecure-serve-http", "--reservation-ttl=0s"}, wantErr: "--reservation-ttl"},
+		{
+			name: "bind and input limits",
+			args: []string{"--insecure-serve-http", "--scheduler-name=a,b", "--scheduler-name=c", "--bind-non-gpu-pods", "--max-nodes-per-request=5",
+				"--max-inflight=7", "--pod-get-qps=0.5", "--pod-get-burst=3", "--read-header-timeout=1s", "--read-timeout=2s",
+				"--write-timeout=61s", "--idle-timeout=4s"},
+			want: func(o *options) {
+				o.insecureHTTP = true
+				o.schedulerNames, o.bindNonGPUPods, o.maxNodesPerRequest, o.maxInflight = []string{"a", "b", "c"}, true, 5, 7
+				o.podGetQPS, o.podGetBurst = 0.5, 3
+				o.timeouts = routes.Timeouts{ReadHeader: time.Second, Read: 2 * time.Second, Write: 61 * time.Second, Idle: 4 * time.Second}
+			},
+		},
+		{
+			name: "their variables", args: []string{"--insecure-serve-http"},
+			env: map[string]string{"GPUSHARE_SCHEDULER_NAME": "x,y", "GPUSHARE_BIND_NON_GPU_PODS": "true",
+				"GPUSHARE_MAX_NODES_PER_REQUEST": "9", "GPUSHARE_MAX_INFLIGHT": "8", "GPUSHARE_POD_GET_QPS": "2",
+				"GPUSHARE_POD_GET_BURST": "4", "GPUSHARE_WRITE_TIMEOUT": "2m"},
+			want: func(o *options) {
+				o.insecureHTTP = true
+				o.schedulerNames, o.bindNonGPUPods, o.maxNodesPerRequest, o.maxInflight = []string{"x", "y"}, true, 9, 8
+				o.podGetQPS, o.podGetBurst, o.timeouts.Write = 2, 4, 2*time.Minute
+			},
+		},
+		{name: "default limits", args: []string{"--insecure-serve-http"}, want: func(o *options) {
+			o.insecureHTTP = true
+			o.schedulerNames, o.maxRequestBytes, o.maxNodesPerRequest, o.maxInflight = []string{"default-scheduler"}, 4<<20, 20000, 256
+			o.timeouts = routes.Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 90 * time.Second, Idle: 2 * time.Minute}
+		}},
+		{name: "write timeout within bind's", args: []string{"--insecure-serve-http", "--write-timeout=30s"}, wantErr: "write timeout 30s must exceed 1m0s"},
+		{name: "empty scheduler name", args: []string{"--insecure-serve-http", "--scheduler-name=a,"}, wantErr: `--scheduler-name "a,": names must not be empty`},
+		{name: "no in-flight cap", args: []string{"--insecure-serve-http", "--max-inflight=0"}, wantErr: "--max-inflight 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -127,7 +127,8 @@ main() {
   start_etcd
   start_apiserver
   if [ "$REPLAY_KCM" = yes ]; then start_controller_manager; fi
-  start_extender
+  # Without managedResources the scheduler hands CPU-only pods to the extender's bind too.
+  GPUSHARE_BIND_NON_GPU_PODS=$([ "$REPLAY_ALL_PODS" = yes ] && echo true || echo false) start_extender
   start_replay_kwok
   start_scheduler "$REPLAY_CONFIG" "${REPLAY_CONFIG_EDITS[@]}"
   log "cluster up; replaying $PODS_CSV (policy $POLICY, seed $SEED, tune $TUNE, all pods to the extender: $REPLAY_ALL_PODS) into $OUT"

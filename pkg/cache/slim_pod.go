@@ -15,17 +15,21 @@ import (
 )
 
 // Pod is what the pod informer stores instead of a *corev1.Pod (New installs the transform):
-// namespace, name, UID and resourceVersion, node name, whether the pod is terminal, and what
+// namespace, name, UID and resourceVersion, node and scheduler name, whether the pod is
+// terminal, and what
 // the cache and bind read of the full object, derived once per event: the gpu-mem request,
 // the units per card its allocation annotations give, which bind annotations it carries and,
-// with Config.TrackWorkload, its CPU and memory request. 160 bytes plus its request (64 per
+// with Config.TrackWorkload, its CPU and memory request. 176 bytes plus its request (64 per
 // gpu-mem container) and usage (16 per card), where even a trimmed corev1.Pod took 2.6 KB: at
 // 40,000 pods that was most of the extender's heap. The node's accounting holds the same
 // object. A Pod is never modified once built; share it, do not change it.
 type Pod struct {
 	objectMeta
 	nodeName string
-	terminal bool // phase Succeeded or Failed
+	// schedulerName is spec.schedulerName (interned: a cluster has a handful), which bind
+	// checks against the schedulers the extender serves.
+	schedulerName string
+	terminal      bool // phase Succeeded or Failed
 	// recorded: the pod carries card annotations (readable or not); a bound pod without them
 	// was placed without the extender.
 	recorded bool
@@ -68,9 +72,10 @@ func NewPod(pod *corev1.Pod, res gpushare.Resources) *Pod { return newPod(pod, r
 // newPod derives the slim Pod; withHost adds the effective CPU and memory request.
 func newPod(pod *corev1.Pod, res gpushare.Resources, withHost bool) *Pod {
 	p := &Pod{
-		objectMeta: metaOf(&pod.ObjectMeta),
-		nodeName:   intern(pod.Spec.NodeName),
-		terminal:   pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed,
+		objectMeta:    metaOf(&pod.ObjectMeta),
+		nodeName:      intern(pod.Spec.NodeName),
+		schedulerName: intern(pod.Spec.SchedulerName),
+		terminal:      pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed,
 	}
 	p.namespace = intern(p.namespace)
 	for i, k := range gpushare.BindAnnotationKeys() {
@@ -185,6 +190,11 @@ func (p *Pod) peakPerCard() int64 {
 // the full pod (zero for a pod without gpu-mem), or its error. The containers are shared:
 // do not modify them.
 func (p *Pod) Request() (gpushare.PodRequest, error) { return p.request, p.requestErr() }
+
+// SchedulerName returns the pod's spec.schedulerName as the object had it ("" only for an
+// object that did not go through the API server's defaulting, which sets
+// "default-scheduler").
+func (p *Pod) SchedulerName() string { return p.schedulerName }
 
 // BindAnnotationKeys returns the keys among gpushare.BindAnnotationKeys that the pod carries
 // (their values are not kept), in that order.

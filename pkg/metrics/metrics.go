@@ -41,6 +41,15 @@ const (
 	BindHeldElsewhere = "held_elsewhere"
 	// BindInFlight: an earlier Binding of the pod was still in flight when the request ended.
 	BindInFlight = "in_flight"
+	// BindNoUID: the request named no pod UID (kube-scheduler always sends one).
+	BindNoUID = "no_uid"
+	// BindSchedulerName: the pod's spec.schedulerName is not one the extender serves.
+	BindSchedulerName = "scheduler_name"
+	// BindNotGPU: the pod requests no gpu-mem and the extender does not bind such pods.
+	BindNotGPU = "not_gpu"
+	// BindNodeUnfit: the node is one filter rejects for any pod (not a gpushare node, or
+	// without cards).
+	BindNodeUnfit = "node_unfit"
 )
 
 // CardSource gives the per-card view and the ledger's statistics at scrape time
@@ -63,6 +72,7 @@ type Metrics struct {
 	filterRejections *prometheus.CounterVec
 	bindFailures     *prometheus.CounterVec
 	notReady         *prometheus.CounterVec
+	throttled        *prometheus.CounterVec
 }
 
 // New builds the metrics on a fresh registry, with Go/process collectors and, when cards is
@@ -84,16 +94,19 @@ func New(cards CardSource) *Metrics {
 		notReady: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpushare_requests_not_ready_total",
 			Help: "Requests answered 503 because the node and pod caches had not synced yet, by verb."}, []string{"verb"}),
+		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpushare_requests_throttled_total",
+			Help: "Requests answered 429 because the most requests allowed at once were being served, by verb."}, []string{"verb"}),
 	}
 	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards, RejectHeldElsewhere} {
 		m.filterRejections.WithLabelValues(r)
 	}
 	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding,
-		BindUnknown, BindHeldElsewhere, BindInFlight} {
+		BindUnknown, BindHeldElsewhere, BindInFlight, BindNoUID, BindSchedulerName, BindNotGPU, BindNodeUnfit} {
 		m.bindFailures.WithLabelValues(r)
 	}
 	m.registry.MustRegister(m.FilterDuration, m.PrioritizeDuration, m.BindDuration,
-		m.filterRejections, m.bindFailures, m.notReady,
+		m.filterRejections, m.bindFailures, m.notReady, m.throttled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cards != nil {
 		m.registry.MustRegister(&cardCollector{src: cards})
@@ -114,6 +127,10 @@ func (m *Metrics) BindFailed(reason string) { m.bindFailures.WithLabelValues(rea
 // NotReady counts one request refused before the caches synced (verb: filter, prioritize,
 // bind or inspect).
 func (m *Metrics) NotReady(verb string) { m.notReady.WithLabelValues(verb).Inc() }
+
+// Throttled counts one request refused because MaxInflight requests were being served (verb:
+// filter, prioritize, bind or inspect).
+func (m *Metrics) Throttled(verb string) { m.throttled.WithLabelValues(verb).Inc() }
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
@@ -23,7 +26,7 @@ import (
 )
 
 func (s *server) installBind(r *httprouter.Router) {
-	r.POST(Prefix+"/bind", s.whenSynced("bind", s.bind))
+	r.POST(Prefix+"/bind", s.limit("bind", s.whenSynced("bind", s.bind)))
 }
 
 // bindError is a failed bind with its metric label.
@@ -52,9 +55,9 @@ func (s *server) bind(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 		s.Metrics.BindFailed(metrics.BindBadRequest)
 		return
 	}
-	if args.PodName == "" || args.PodNamespace == "" || args.Node == "" {
-		s.Metrics.BindFailed(metrics.BindBadRequest)
-		writeError(w, http.StatusBadRequest, errors.New("bind request needs podName, podNamespace and node"))
+	if label, err := checkBindArgs(&args); err != nil {
+		s.Metrics.BindFailed(label)
+		writeError(w, http.StatusBadRequest, err)
 		return
 	}
 	logger := klog.FromContext(r.Context()).WithValues("pod", klog.KRef(args.PodNamespace, args.PodName), "node", args.Node)
@@ -72,21 +75,59 @@ func (s *server) bind(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	writeJSON(w, http.StatusOK, &res)
 }
 
+// checkBindArgs refuses a request that cannot name a pod and node (the bad_request label)
+// or names no pod UID (no_uid): kube-scheduler always sends the UID of the pod it placed,
+// and without it a bind could hit another pod created under the same name. Names that are
+// not valid object names are refused here, before they reach an API call.
+func checkBindArgs(args *extenderv1.ExtenderBindingArgs) (label string, err error) {
+	switch {
+	case args.PodName == "" || args.PodNamespace == "" || args.Node == "":
+		return metrics.BindBadRequest, errors.New("bind request needs podName, podNamespace and node")
+	case args.PodUID == "":
+		return metrics.BindNoUID, errors.New("bind request needs podUID, the UID of the pod the scheduler placed")
+	}
+	for _, f := range []struct {
+		field string
+		errs  []string
+	}{
+		{"podNamespace", validation.ValidateNamespaceName(args.PodNamespace, false)},
+		{"podName", validation.NameIsDNSSubdomain(args.PodName, false)},
+		{"node", validation.NameIsDNSSubdomain(args.Node, false)},
+	} {
+		if len(f.errs) > 0 {
+			return metrics.BindBadRequest, fmt.Errorf("bind request: %s is not a valid name: %s", f.field, strings.Join(f.errs, "; "))
+		}
+	}
+	return "", nil
+}
+
+// bindPod binds the pod args name, after checking that it is one the extender may bind: the
+// UID the scheduler placed, a scheduler the extender serves, a gpu-mem request (unless
+// BindNonGPUPods), and a node its filter passes (checked by Reserve, under the node lock).
 func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArgs) error {
 	pod, err := s.getPod(ctx, args.PodNamespace, args.PodName)
 	if err != nil {
-		return failBind(metrics.BindPodLookup, "looking up pod %s/%s: %w", args.PodNamespace, args.PodName, err)
+		return err
 	}
 	ns, name, uid := pod.GetNamespace(), pod.GetName(), pod.GetUID()
-	if args.PodUID != "" && uid != args.PodUID {
+	if uid != args.PodUID {
 		return failBind(metrics.BindUIDMismatch, "pod %s/%s has UID %s, bind asked for %s (pod was re-created)",
 			args.PodNamespace, args.PodName, uid, args.PodUID)
+	}
+	if sched := schedulerOf(pod); !s.served.Has(sched) {
+		return failBind(metrics.BindSchedulerName, "pod %s/%s has schedulerName %q; this extender binds only pods of %s",
+			ns, name, sched, strings.Join(sets.List(s.served), ", "))
 	}
 	req, err := pod.Request()
 	if err != nil {
 		return failBind(metrics.BindInvalid, "pod %s/%s: %w", ns, name, err)
 	}
-	if req.IsZero() { // not a gpushare pod: bind it plainly
+	if req.IsZero() { // not a gpushare pod: bind it plainly, when allowed to
+		if !s.BindNonGPUPods {
+			return failBind(metrics.BindNotGPU, "pod %s/%s requests no %s; this extender binds only pods that do "+
+				"(a scheduler configuration without managedResources sends it every pod: see --bind-non-gpu-pods)",
+				ns, name, s.Resources.Mem)
+		}
 		if err := s.createBinding(ctx, pod, args.Node, nil); err != nil {
 			return failBind(metrics.BindBinding, "binding pod %s/%s to %s: %w", ns, name, args.Node, err)
 		}
@@ -149,6 +190,10 @@ func (s *server) reserveFailed(pod *cache.Pod, node string, err error) error {
 		return failBind(metrics.BindHeldElsewhere, "binding pod %s/%s to %s: %w", ns, name, node, err)
 	case errors.Is(err, cache.ErrBindInFlight):
 		return failBind(metrics.BindInFlight, "binding pod %s/%s to %s: %w", ns, name, node, err)
+	case errors.Is(err, cache.ErrUnknownNode), errors.Is(err, cache.ErrNoCards):
+		// What filter answers for this node, whatever the pod: a scheduler that used the
+		// filter never asks for it.
+		return failBind(metrics.BindNodeUnfit, "binding pod %s/%s to %s: %s", ns, name, node, s.reject(err).reason)
 	case errors.As(err, &fit):
 		err = errors.New(s.memName + ": " + fit.Error())
 	}
@@ -229,16 +274,32 @@ func staleAnnotations(pod *cache.Pod, ann map[string]string) map[string]*string 
 	return del
 }
 
+// schedulerOf is the pod's scheduler name, with the API server's default for none.
+func schedulerOf(pod *cache.Pod) string {
+	if n := pod.SchedulerName(); n != "" {
+		return n
+	}
+	return DefaultSchedulerName
+}
+
 // getPod reads the pod from the cache's informer, else from the API server (a pod created
 // moments ago may not have reached the informer yet), in the slim form either way: bind
-// reads no more of a pod than the informer keeps.
+// reads no more of a pod than the informer keeps. The API reads are rate-limited (podGets):
+// a name the informer does not hold is rare from the scheduler and free for anyone else to
+// invent, so beyond the rate the bind fails at once, without a read. Errors are *bindError
+// (pod_lookup).
 func (s *server) getPod(ctx context.Context, ns, name string) (*cache.Pod, error) {
 	if pod, ok := s.Cache.Pod(ns, name); ok {
 		return pod, nil
 	}
+	if !s.podGets.Allow() {
+		return nil, failBind(metrics.BindPodLookup, "looking up pod %s/%s: not in the extender's pod cache, and reading "+
+			"such pods from the API server is over its rate limit (%g/s, burst %d); retry shortly",
+			ns, name, s.PodGetQPS, s.PodGetBurst)
+	}
 	pod, err := s.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, err
+		return nil, failBind(metrics.BindPodLookup, "looking up pod %s/%s: %w", ns, name, err)
 	}
 	return cache.NewPod(pod, s.Resources), nil
 }

@@ -159,8 +159,8 @@ func TestBindFailures(t *testing.T) {
 		},
 		{
 			name:      "pod not found",
-			args:      extenderv1.ExtenderBindingArgs{PodName: "nope", PodNamespace: "default", Node: "n1"},
-			wantError: "looking up pod default/nope",
+			args:      extenderv1.ExtenderBindingArgs{PodName: "nope", PodNamespace: "default", PodUID: "uid-nope", Node: "n1"},
+			wantError: `looking up pod default/nope: pods "nope" not found`,
 		},
 		{
 			name:      "does not fit",

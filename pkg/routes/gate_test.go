@@ -10,6 +10,7 @@ import (
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/routes"
 )
 
 // After a restart the node LIST can finish long before the pod LIST: a card held 16/16 then
@@ -21,7 +22,7 @@ func TestVerbsWaitForPodSync(t *testing.T) {
 		ct.Placed(ct.Pod("holder", 16), "n1", gpushare.CardUnits{0: 16}),
 		ct.Pod("new", 16),
 	)
-	f := handlerOn(t, env, "binpack", 0) // no Binding may happen: bind must answer 503
+	f := handlerOn(t, env, "binpack", func(*routes.Config) {}) // no Binding may happen: bind must answer 503
 	ct.Eventually(t, "node n1 in the cache while pods are still being listed", func() bool {
 		_, ok := env.Cache.InspectNode("n1")
 		return ok

@@ -17,6 +17,7 @@ import (
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/routes"
 )
@@ -28,7 +29,30 @@ var podsGVR = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 // (409) for a pod already bound or of another UID.
 type fixture struct {
 	*ct.Env
-	h *routes.Handlers
+	h       *routes.Handlers
+	metrics *metrics.Metrics
+}
+
+// counter reads the value of a counter vector's series with label value label, 0 when absent.
+func (f *fixture) counter(t testing.TB, name, label string) float64 {
+	t.Helper()
+	families, err := f.metrics.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }
 
 func newFixture(t testing.TB, objs ...runtime.Object) *fixture {
@@ -50,6 +74,17 @@ func newFGDFixture(t testing.TB, objs ...runtime.Object) *fixture {
 
 func build(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture {
 	t.Helper()
+	return buildWith(t, env, policyName, func(c *routes.Config) { c.MaxRequestBytes = maxBody })
+}
+
+// newFixtureConfig is newFixture with the routes.Config changed by mod.
+func newFixtureConfig(t testing.TB, mod func(*routes.Config), objs ...runtime.Object) *fixture {
+	t.Helper()
+	return buildWith(t, ct.Start(t, time.Minute, objs...), "binpack", mod)
+}
+
+func buildWith(t testing.TB, env *ct.Env, policyName string, mod func(*routes.Config)) *fixture {
+	t.Helper()
 	env.Client.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "binding" {
 			return false, nil, nil
@@ -57,25 +92,27 @@ func build(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture
 		b := a.(k8stesting.CreateAction).GetObject().(*corev1.Binding)
 		return true, b, applyBinding(env, b)
 	})
-	return handlerOn(t, env, policyName, maxBody)
+	return handlerOn(t, env, policyName, mod)
 }
 
-// handlerOn is the extender's handler on env, without build's Binding reactor: the fake
+// handlerOn is the extender's handler on env, without buildWith's Binding reactor: the fake
 // clientset's reactors may only be added before its informers start listing.
-func handlerOn(t testing.TB, env *ct.Env, policyName string, maxBody int64) *fixture {
+func handlerOn(t testing.TB, env *ct.Env, policyName string, mod func(*routes.Config)) *fixture {
 	t.Helper()
 	pol, err := policy.New(policyName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := routes.New(routes.Config{
+	cfg := routes.Config{
 		Cache: env.Cache, Policy: pol, Resources: gpushare.DefaultResources(), Client: env.Client,
-		MaxRequestBytes: maxBody, Version: "test-version",
-	})
+		Metrics: metrics.New(env.Cache), Version: "test-version",
+	}
+	mod(&cfg)
+	h, err := routes.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{Env: env, h: h}
+	return &fixture{Env: env, h: h, metrics: cfg.Metrics}
 }
 
 // applyBinding does what the API server does for a Binding: it sets the pod's nodeName and

@@ -15,8 +15,8 @@ type inspectResult struct {
 }
 
 func (s *server) installInspect(r *httprouter.Router) {
-	r.GET(Prefix+"/inspect", s.whenSynced("inspect", s.inspectAll))
-	r.GET(Prefix+"/inspect/:node", s.whenSynced("inspect", s.inspectNode))
+	r.GET(Prefix+"/inspect", s.limit("inspect", s.whenSynced("inspect", s.inspectAll)))
+	r.GET(Prefix+"/inspect/:node", s.limit("inspect", s.whenSynced("inspect", s.inspectNode)))
 }
 
 func (s *server) inspectAll(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {

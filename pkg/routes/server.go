@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/julienschmidt/httprouter"
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -21,13 +24,36 @@ import (
 // Prefix is the URL prefix of the extender verbs (the scheduler's urlPrefix ends with it).
 const Prefix = "/gpushare-scheduler"
 
-// DefaultMaxRequestBytes bounds request bodies: a filter call with 5000 full Node objects
-// is tens of MiB.
-const DefaultMaxRequestBytes int64 = 64 << 20
+// DefaultMaxRequestBytes bounds request bodies: a filter call naming 15,000 nodes
+// (nodeCacheCapable) is about 200 KB, and the pod rarely more than tens of KB. Full Node
+// objects (a scheduler without nodeCacheCapable) are several KB each: 5000 of them do not
+// fit, and such a scheduler is not supported beyond the cap.
+const DefaultMaxRequestBytes int64 = 4 << 20
 
-// defaultBindTimeout bounds a bind's API writes. They run detached from the scheduler's
-// request (see bind), so this, not the scheduler's httpTimeout, ends a stuck write.
-const defaultBindTimeout = 30 * time.Second
+// DefaultMaxNodesPerRequest bounds the nodes one filter or prioritize call may list.
+const DefaultMaxNodesPerRequest = 20000
+
+// DefaultMaxInflight bounds the scheduler-verb and inspect requests served at once. The
+// scheduler sends filter and prioritize one pod at a time, but binds concurrently, one per
+// pod in its binding cycle: 256 covers a burst of binds against a slow API server.
+const DefaultMaxInflight = 256
+
+// DefaultPodGetQPS and DefaultPodGetBurst rate-limit bind's API reads of pods the informer
+// does not hold: normally none (the scheduler learns of pods from its own informer, at the
+// same time), so only a bogus or hostile name costs an API call, and at most these many.
+const (
+	DefaultPodGetQPS   = 5.0
+	DefaultPodGetBurst = 10
+)
+
+// DefaultSchedulerName is the one scheduler bind serves unless told otherwise, and the name
+// the API server gives a pod created without spec.schedulerName.
+const DefaultSchedulerName = corev1.DefaultSchedulerName
+
+// DefaultBindTimeout bounds a bind's API writes, and separately the read-back that settles
+// a failed one. They run detached from the scheduler's request (see bind), so this, not the
+// scheduler's httpTimeout, ends a stuck write.
+const DefaultBindTimeout = 30 * time.Second
 
 // Config is what New needs.
 type Config struct {
@@ -42,9 +68,28 @@ type Config struct {
 	// NodeSelector is only used in the reason given for nodes the cache does not know
 	// (default "cgpu=true").
 	NodeSelector string
-	// MaxRequestBytes defaults to DefaultMaxRequestBytes.
+	// MaxRequestBytes bounds request bodies (default DefaultMaxRequestBytes); larger ones are
+	// answered 400.
 	MaxRequestBytes int64
-	// BindTimeout defaults to 30s (defaultBindTimeout).
+	// MaxNodesPerRequest bounds the nodes a filter or prioritize call lists (default
+	// DefaultMaxNodesPerRequest); more are answered 400.
+	MaxNodesPerRequest int
+	// MaxInflight bounds the filter, prioritize, bind and inspect requests served at once
+	// (default DefaultMaxInflight); more are answered 429 with Retry-After.
+	MaxInflight int
+	// PodGetQPS (per second) and PodGetBurst rate-limit bind's API reads of pods the
+	// informer does not hold (defaults DefaultPodGetQPS, DefaultPodGetBurst); a bind over
+	// the rate fails without a read.
+	PodGetQPS   float64
+	PodGetBurst int
+	// SchedulerNames are the spec.schedulerName values of the pods bind accepts (default
+	// DefaultSchedulerName only); other pods are refused.
+	SchedulerNames []string
+	// BindNonGPUPods lets bind bind pods that request no gpu-mem (refused otherwise). Only
+	// a scheduler configuration that sends such pods to the extender needs it: one whose
+	// extender entry has bindVerb but no managedResources.
+	BindNonGPUPods bool
+	// BindTimeout defaults to DefaultBindTimeout.
 	BindTimeout time.Duration
 	// Version is served at /version.
 	Version string
@@ -60,8 +105,19 @@ func (c *Config) validate() error {
 		return errors.New("routes config: kubernetes client is nil")
 	case c.MaxRequestBytes < 0:
 		return fmt.Errorf("routes config: max request bytes %d is negative", c.MaxRequestBytes)
+	case c.MaxNodesPerRequest < 0:
+		return fmt.Errorf("routes config: max nodes per request %d is negative", c.MaxNodesPerRequest)
+	case c.MaxInflight < 0:
+		return fmt.Errorf("routes config: max in-flight requests %d is negative", c.MaxInflight)
+	case c.PodGetQPS < 0 || c.PodGetBurst < 0:
+		return fmt.Errorf("routes config: pod GET rate %g/s, burst %d: negative", c.PodGetQPS, c.PodGetBurst)
 	case c.BindTimeout < 0:
 		return fmt.Errorf("routes config: bind timeout %s is negative", c.BindTimeout)
+	}
+	for _, name := range c.SchedulerNames {
+		if name == "" {
+			return errors.New("routes config: empty scheduler name")
+		}
 	}
 	if err := c.Resources.Validate(); err != nil {
 		return fmt.Errorf("routes config: %w", err)
@@ -75,15 +131,33 @@ func (c *Config) validate() error {
 	if c.MaxRequestBytes == 0 {
 		c.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if c.MaxNodesPerRequest == 0 {
+		c.MaxNodesPerRequest = DefaultMaxNodesPerRequest
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = DefaultMaxInflight
+	}
+	if c.PodGetQPS == 0 {
+		c.PodGetQPS = DefaultPodGetQPS
+	}
+	if c.PodGetBurst == 0 {
+		c.PodGetBurst = DefaultPodGetBurst
+	}
+	if len(c.SchedulerNames) == 0 {
+		c.SchedulerNames = []string{DefaultSchedulerName}
+	}
 	if c.BindTimeout == 0 {
-		c.BindTimeout = defaultBindTimeout
+		c.BindTimeout = DefaultBindTimeout
 	}
 	return nil
 }
 
 type server struct {
 	Config
-	memName string // the gpu-mem resource's name after '/', prefix of fit reasons
+	memName  string // the gpu-mem resource's name after '/', prefix of fit reasons
+	served   sets.Set[string]
+	inflight chan struct{} // one slot per request being served (see limit)
+	podGets  *rate.Limiter // bind's API reads of pods the informer does not hold
 }
 
 // Paths of the probes, which Handlers.Diagnostics serves to anyone (kubelet presents no
@@ -110,7 +184,13 @@ func New(cfg Config) (*Handlers, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &server{Config: cfg, memName: shortName(string(cfg.Resources.Mem))}
+	s := &server{
+		Config:   cfg,
+		memName:  shortName(string(cfg.Resources.Mem)),
+		served:   sets.New(cfg.SchedulerNames...),
+		inflight: make(chan struct{}, cfg.MaxInflight),
+		podGets:  rate.NewLimiter(rate.Limit(cfg.PodGetQPS), cfg.PodGetBurst),
+	}
 	verbs := newRouter()
 	s.installFilter(verbs)
 	s.installPrioritize(verbs)
@@ -148,7 +228,10 @@ func shortName(resource string) string {
 // decode reads a JSON body of at most MaxRequestBytes into v; on failure it answers 400
 // with a JSON error and returns false.
 func (s *server) decode(w http.ResponseWriter, r *http.Request, v any) bool {
-	body := http.MaxBytesReader(w, r.Body, s.MaxRequestBytes)
+	body, ok := s.body(w, r)
+	if !ok {
+		return false
+	}
 	if err := json.NewDecoder(body).Decode(v); err != nil {
 		writeError(w, http.StatusBadRequest, bodyError(err))
 		return false

@@ -3,6 +3,8 @@ package extenderjson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -41,10 +43,10 @@ func TestNodeNameListMatchesEncodingJSON(t *testing.T) {
 			if (wantErr == nil) != (gotErr == nil) {
 				t.Fatalf("error %v, encoding/json says %v", gotErr, wantErr)
 			}
-			if d := cmp.Diff(want, []string(got)); d != "" {
+			if d := cmp.Diff(want, got.names); d != "" {
 				t.Errorf("(-encoding/json,+fast):\n%s", d)
 			}
-			if _, ok := plainStrings([]byte(tc.in)); ok != tc.fast {
+			if _, ok, _ := plainStrings([]byte(tc.in), 0); ok != tc.fast {
 				t.Errorf("fast path taken = %v, want %v", ok, tc.fast)
 			}
 		})
@@ -112,6 +114,52 @@ func TestEncodePrioritiesMatchesEncodingJSON(t *testing.T) {
 			}
 			if d := cmp.Diff(want.String(), string(EncodePriorities(names, tc.scores))); d != "" {
 				t.Errorf("(-encoding/json,+ours):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestDecodeArgsLimitsNames: more NodeNames than the limit is a *TooManyNamesError on both
+// paths, and a hostile array of empty names is refused without a slice for all of them.
+func TestDecodeArgsLimitsNames(t *testing.T) {
+	hostile := append([]byte(`{"NodeNames":[`), bytes.Repeat([]byte(`"",`), 1<<20)...)
+	hostile = append(hostile, `""]}`...)
+	tests := []struct {
+		name     string
+		body     string
+		max      int
+		wantErr  bool // a *TooManyNamesError
+		maxBytes uint64
+	}{
+		{name: "at the limit", body: `{"NodeNames":["a","b","c"]}`, max: 3},
+		{name: "over the limit", body: `{"NodeNames":["a","b","c"]}`, max: 2, wantErr: true},
+		{name: "no limit", body: `{"NodeNames":["a","b","c"]}`, max: 0},
+		{name: "escaped names: encoding/json path", body: `{"NodeNames":["\u0061","b","c"]}`, max: 2, wantErr: true},
+		{name: "repeated key: encoding/json path", body: `{"NodeNames":null,"NodeNames":["a","b","c"]}`, max: 2, wantErr: true},
+		{name: "nodes are not counted", body: `{"Nodes":{"items":[{},{},{}]}}`, max: 2},
+		// 1M+1 empty names in 3 MiB: without the limit the slice alone is 16 MiB; with it the
+		// body's one string copy (3 MiB) and 20,000 slots (320 KB).
+		{name: "hostile empty names", body: string(hostile), max: 20000, wantErr: true, maxBytes: 4 << 20},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := []byte(tc.body)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			got, err := DecodeArgs(body, tc.max)
+			runtime.ReadMemStats(&after)
+			var tooMany *TooManyNamesError
+			if gotErr := errors.As(err, &tooMany); gotErr != tc.wantErr || (err != nil && !gotErr) {
+				t.Fatalf("error %v, want TooManyNamesError: %v", err, tc.wantErr)
+			}
+			if tc.wantErr && tooMany.Max != tc.max {
+				t.Errorf("error names limit %d, want %d", tooMany.Max, tc.max)
+			}
+			if !tc.wantErr && tc.max > 0 && got.NodeNames != nil && len(*got.NodeNames) > tc.max {
+				t.Errorf("%d names decoded, limit %d", len(*got.NodeNames), tc.max)
+			}
+			if n := after.TotalAlloc - before.TotalAlloc; tc.maxBytes > 0 && n > tc.maxBytes {
+				t.Errorf("decoding allocated %d bytes, want at most %d", n, tc.maxBytes)
 			}
 		})
 	}
