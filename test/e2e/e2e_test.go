@@ -23,3 +23,5 @@ func TestChaosSameSizePods(t *testing.T)         { CaseChaosSameSizePods(t, env)
 func TestAnonymousBindRefusedAtTLS(t *testing.T) { CaseAnonymousBindRefusedAtTLS(t, env) }
 func TestAdmissionTenant(t *testing.T)           { CaseAdmissionTenantAllocation(t, env) }
 func TestAdmissionNodeScope(t *testing.T)        { CaseAdmissionSharePluginNodeScope(t, env) }
+func TestBindChecksRequest(t *testing.T)         { CaseBindChecksRequest(t, env) }
+func TestSlowBodies(t *testing.T)                { CaseSlowBodies(t, env) }
