@@ -72,7 +72,9 @@ type Metrics struct {
 	filterRejections *prometheus.CounterVec
 	bindFailures     *prometheus.CounterVec
 	notReady         *prometheus.CounterVec
+	notLeader        *prometheus.CounterVec
 	throttled        *prometheus.CounterVec
+	leader           prometheus.Gauge
 }
 
 // New builds the metrics on a fresh registry, with Go/process collectors and, when cards is
@@ -94,6 +96,12 @@ func New(cards CardSource) *Metrics {
 		notReady: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpushare_requests_not_ready_total",
 			Help: "Requests answered 503 because the node and pod caches had not synced yet, by verb."}, []string{"verb"}),
+		notLeader: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpushare_requests_not_leader_total",
+			Help: "Scheduler verbs answered 503 because this replica is not the elected leader, by verb."}, []string{"verb"}),
+		leader: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpushare_leader",
+			Help: "1 while this replica answers the scheduler verbs (the elected leader, or the only replica without leader election), else 0."}),
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpushare_requests_throttled_total",
 			Help: "Requests answered 429 because the most requests allowed at once were being served, by verb."}, []string{"verb"}),
@@ -106,7 +114,7 @@ func New(cards CardSource) *Metrics {
 		m.bindFailures.WithLabelValues(r)
 	}
 	m.registry.MustRegister(m.FilterDuration, m.PrioritizeDuration, m.BindDuration,
-		m.filterRejections, m.bindFailures, m.notReady, m.throttled,
+		m.filterRejections, m.bindFailures, m.notReady, m.notLeader, m.throttled, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cards != nil {
 		m.registry.MustRegister(&cardCollector{src: cards})
@@ -127,6 +135,20 @@ func (m *Metrics) BindFailed(reason string) { m.bindFailures.WithLabelValues(rea
 // NotReady counts one request refused before the caches synced (verb: filter, prioritize,
 // bind or inspect).
 func (m *Metrics) NotReady(verb string) { m.notReady.WithLabelValues(verb).Inc() }
+
+// NotLeader counts one scheduler verb refused because this replica is not the leader (verb:
+// filter, prioritize or bind).
+func (m *Metrics) NotLeader(verb string) { m.notLeader.WithLabelValues(verb).Inc() }
+
+// SetLeader sets gpushare_leader: 1 while this replica answers the scheduler verbs, else 0
+// (the start value).
+func (m *Metrics) SetLeader(leading bool) {
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	m.leader.Set(v)
+}
 
 // Throttled counts one request refused because MaxInflight requests were being served (verb:
 // filter, prioritize, bind or inspect).

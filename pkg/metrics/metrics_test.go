@@ -56,3 +56,40 @@ func TestLedgerSeries(t *testing.T) {
 		}
 	}
 }
+
+func TestLeaderGauge(t *testing.T) {
+	m := New(nil)
+	gauge := func() float64 {
+		t.Helper()
+		mfs, err := m.Registry().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "gpushare_leader" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("gpushare_leader not gathered")
+		return 0
+	}
+	tests := []struct {
+		name string
+		set  *bool // nil: the start value
+		want float64
+	}{
+		{"starts at 0", nil, 0},
+		{"leading", new(true), 1},
+		{"stopped leading", new(false), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.set != nil {
+				m.SetLeader(*tc.set)
+			}
+			if got := gauge(); got != tc.want {
+				t.Errorf("gpushare_leader = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -26,7 +26,7 @@ import (
 )
 
 func (s *server) installBind(r *httprouter.Router) {
-	r.POST(Prefix+"/bind", s.limit("bind", s.whenSynced("bind", s.bind)))
+	r.POST(Prefix+"/bind", s.limit("bind", s.whenLeading("bind", s.whenSynced("bind", s.bind))))
 }
 
 // bindError is a failed bind with its metric label.

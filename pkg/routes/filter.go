@@ -13,7 +13,7 @@ import (
 )
 
 func (s *server) installFilter(r *httprouter.Router) {
-	r.POST(Prefix+"/filter", s.limit("filter", s.whenSynced("filter", s.filter)))
+	r.POST(Prefix+"/filter", s.limit("filter", s.whenLeading("filter", s.whenSynced("filter", s.filter))))
 }
 
 // filter answers ExtenderArgs with the nodes where the pod's containers fit card by card,

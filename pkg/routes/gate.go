@@ -2,6 +2,7 @@ package routes
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
@@ -26,4 +27,39 @@ func (s *server) whenSynced(verb string, h httprouter.Handle) httprouter.Handle 
 		}
 		h(w, r, ps)
 	}
+}
+
+// Leadership tells whether this replica may answer the scheduler verbs (implemented by
+// *leader.Elector). Config.Leadership nil means a single replica that always may.
+type Leadership interface {
+	// Leading reports whether this replica holds the leader lease now.
+	Leading() bool
+	// Leader is the identity of the leader as last observed, "" when unknown.
+	Leader() string
+}
+
+// whenLeading runs h only on the leader. A follower's ledger lacks the cards the leader holds
+// for binds in flight, so a filter or bind answered by it could promise a card twice. The
+// answer is 503 with a JSON error naming the leader and Retry-After: the Service routes to the
+// leader alone (followers are not ready), so a follower is reached only around a failover.
+func (s *server) whenLeading(verb string, h httprouter.Handle) httprouter.Handle {
+	if s.Leadership == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request, ps httprouter.Params) {
+		if !s.Leadership.Leading() {
+			s.Metrics.NotLeader(verb)
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusServiceUnavailable, notLeaderError(s.Leadership.Leader()))
+			return
+		}
+		h(w, r, ps)
+	}
+}
+
+func notLeaderError(leader string) error {
+	if leader == "" {
+		leader = "not known yet"
+	}
+	return fmt.Errorf("gpushare extender is not the leader; the leader is %s", leader)
 }

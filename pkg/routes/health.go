@@ -11,10 +11,16 @@ func (s *server) installHealth(r *httprouter.Router) {
 	r.GET(HealthzPath, func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 		fmt.Fprintln(w, "ok")
 	})
-	// readyz turns ready once the cache rebuilt every allocation from pod annotations.
+	// readyz turns ready once the cache rebuilt every allocation from pod annotations and,
+	// with leader election, only on the leader: the Service then routes the scheduler's calls
+	// to the leader alone.
 	r.GET(ReadyzPath, func(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
 		if !s.Cache.Ready() {
 			http.Error(w, "cache not synced", http.StatusServiceUnavailable)
+			return
+		}
+		if s.Leadership != nil && !s.Leadership.Leading() {
+			http.Error(w, notLeaderError(s.Leadership.Leader()).Error(), http.StatusServiceUnavailable)
 			return
 		}
 		fmt.Fprintln(w, "ok")

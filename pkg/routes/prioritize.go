@@ -11,7 +11,7 @@ import (
 )
 
 func (s *server) installPrioritize(r *httprouter.Router) {
-	r.POST(Prefix+"/prioritize", s.limit("prioritize", s.whenSynced("prioritize", s.prioritize)))
+	r.POST(Prefix+"/prioritize", s.limit("prioritize", s.whenLeading("prioritize", s.whenSynced("prioritize", s.prioritize))))
 }
 
 // prioritize scores the candidate nodes 0..10 with policy.Rank over the rates of the

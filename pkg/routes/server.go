@@ -89,6 +89,9 @@ type Config struct {
 	// a scheduler configuration that sends such pods to the extender needs it: one whose
 	// extender entry has bindVerb but no managedResources.
 	BindNonGPUPods bool
+	// Leadership, when set, limits filter, prioritize, bind and /readyz to the elected
+	// replica; the others answer 503. Nil: this replica always answers.
+	Leadership Leadership
 	// BindTimeout defaults to DefaultBindTimeout.
 	BindTimeout time.Duration
 	// Version is served at /version.

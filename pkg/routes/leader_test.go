@@ -1,0 +1,104 @@
+package routes_test
+
+import (
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+	"github.com/gpushare/gpushare/pkg/routes"
+)
+
+// leadership is a routes.Leadership switched by the test.
+type leadership struct {
+	leading atomic.Bool
+	leader  string
+}
+
+func (l *leadership) Leading() bool  { return l.leading.Load() }
+func (l *leadership) Leader() string { return l.leader }
+
+var _ routes.Leadership = (*leadership)(nil)
+
+// A follower keeps a synced cache but answers no scheduler verb and is not ready, so that the
+// Service routes to the leader; once it leads it serves them.
+func TestFollowerRefusesVerbs(t *testing.T) {
+	lead := &leadership{leader: "cp-1_3f2a"}
+	f := newFixtureConfig(t, func(c *routes.Config) { c.Leadership = lead },
+		ct.Node("n1", 16), ct.Pod("new", 4))
+	ct.Eventually(t, "cache ready", f.Cache.Ready)
+	names := []string{"n1"}
+	args := extenderv1.ExtenderArgs{Pod: ct.Pod("new", 4), NodeNames: &names}
+	bind := extenderv1.ExtenderBindingArgs{PodName: "new", PodNamespace: "default", PodUID: "uid-new", Node: "n1"}
+	verbs := []struct {
+		path string
+		body any
+	}{
+		{"/gpushare-scheduler/filter", args},
+		{"/gpushare-scheduler/prioritize", args},
+		{"/gpushare-scheduler/bind", bind},
+	}
+
+	for _, v := range verbs {
+		rec := f.do(t, http.MethodPost, v.path, v.body)
+		var e struct{ Error string }
+		decodeInto(t, rec, &e)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" ||
+			e.Error != "gpushare extender is not the leader; the leader is cp-1_3f2a" {
+			t.Errorf("follower %s: HTTP %d, Retry-After %q, error %q; want 503, a Retry-After and the leader named",
+				v.path, rec.Code, rec.Header().Get("Retry-After"), e.Error)
+		}
+	}
+	if rec := f.do(t, http.MethodGet, "/readyz", nil); rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "not the leader") {
+		t.Errorf("follower /readyz: HTTP %d %q, want 503 not the leader", rec.Code, rec.Body)
+	}
+	if got := f.counter(t, "gpushare_requests_not_leader_total", "bind"); got != 1 {
+		t.Errorf("gpushare_requests_not_leader_total{verb=bind} = %v, want 1", got)
+	}
+	// Diagnostics stay served: people and monitoring read a follower's warm ledger.
+	for _, path := range []string{"/healthz", "/gpushare-scheduler/inspect/n1"} {
+		if rec := f.do(t, http.MethodGet, path, nil); rec.Code != http.StatusOK {
+			t.Errorf("follower %s: HTTP %d %s, want 200", path, rec.Code, rec.Body)
+		}
+	}
+	if pod, err := f.Client.CoreV1().Pods("default").Get(t.Context(), "new", metav1.GetOptions{}); err != nil || pod.Spec.NodeName != "" {
+		t.Fatalf("a follower bound the pod: node %q, err %v", pod.Spec.NodeName, err)
+	}
+
+	lead.leading.Store(true)
+	for _, v := range verbs {
+		if rec := f.do(t, http.MethodPost, v.path, v.body); rec.Code != http.StatusOK {
+			t.Errorf("leader %s: HTTP %d %s, want 200", v.path, rec.Code, rec.Body)
+		}
+	}
+	if rec := f.do(t, http.MethodGet, "/readyz", nil); rec.Code != http.StatusOK {
+		t.Errorf("leader /readyz: HTTP %d %s, want 200", rec.Code, rec.Body)
+	}
+	if pod, err := f.Client.CoreV1().Pods("default").Get(t.Context(), "new", metav1.GetOptions{}); err != nil || pod.Spec.NodeName != "n1" {
+		t.Fatalf("leader's bind: pod on node %q, err %v; want n1", pod.Spec.NodeName, err)
+	}
+}
+
+// A replica whose lease is lost refuses at once, and says so when the new leader is unknown.
+func TestLostLeadershipRefusesAtOnce(t *testing.T) {
+	lead := &leadership{}
+	lead.leading.Store(true)
+	f := newFixtureConfig(t, func(c *routes.Config) { c.Leadership = lead }, ct.Node("n1", 16))
+	ct.Eventually(t, "cache ready", f.Cache.Ready)
+	names := []string{"n1"}
+	args := extenderv1.ExtenderArgs{Pod: ct.Pod("p", 4), NodeNames: &names}
+	if rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", args); rec.Code != http.StatusOK {
+		t.Fatalf("leader filter: HTTP %d %s", rec.Code, rec.Body)
+	}
+	lead.leading.Store(false)
+	rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", args)
+	var e struct{ Error string }
+	decodeInto(t, rec, &e)
+	if rec.Code != http.StatusServiceUnavailable || e.Error != "gpushare extender is not the leader; the leader is not known yet" {
+		t.Errorf("after losing the lease: HTTP %d, error %q; want 503 not the leader, not known yet", rec.Code, e.Error)
+	}
+}
