@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -37,6 +38,7 @@ import (
 	"github.com/gpushare/gpushare/internal/flagenv"
 	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/leader"
 	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/routes"
@@ -67,6 +69,9 @@ type options struct {
 	burst           int
 	shutdownTimeout time.Duration
 	profiling       bool
+	leaderElect     bool
+	// Lease and timing of --leader-elect (Client and Identity are filled in by run).
+	leaderElection leader.Config
 
 	// What bind accepts and how much one client can hold (routes.Config, routes.Timeouts).
 	schedulerNames     []string
@@ -116,6 +121,17 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.qps, "kube-api-qps", 100, "API client queries per second (binds must not be throttled)")
 	fs.IntVar(&o.burst, "kube-api-burst", 200, "API client burst")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long SIGTERM waits for in-flight requests")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "run as one of several replicas: only the replica holding the Lease "+
+		"--leader-elect-resource-namespace/--leader-elect-resource-name answers filter, prioritize and bind and reports ready; "+
+		"the others keep a warm cache and answer those verbs 503")
+	fs.DurationVar(&o.leaderElection.LeaseDuration, "leader-elect-lease-duration", leader.DefaultLeaseDuration,
+		"how long followers wait after the leader's last renewal before taking the lease: the longest failover after a leader dies")
+	fs.DurationVar(&o.leaderElection.RenewDeadline, "leader-elect-renew-deadline", leader.DefaultRenewDeadline,
+		"how long the leader retries renewing before it stops answering the verbs and exits; below --leader-elect-lease-duration")
+	fs.DurationVar(&o.leaderElection.RetryPeriod, "leader-elect-retry-period", leader.DefaultRetryPeriod,
+		"wait between attempts to acquire or renew the lease")
+	fs.StringVar(&o.leaderElection.Namespace, "leader-elect-resource-namespace", leader.DefaultNamespace, "namespace of the leader election Lease")
+	fs.StringVar(&o.leaderElection.Name, "leader-elect-resource-name", leader.DefaultName, "name of the leader election Lease")
 	fs.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the diagnostics port, behind its client-certificate check (benchmarks, debugging)")
 }
 
@@ -166,6 +182,11 @@ func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector
 	}
 	if err := o.timeouts.Validate(); err != nil {
 		return nil, res, nil, fmt.Errorf("--read-header-timeout, --read-timeout, --write-timeout, --idle-timeout: %w", err)
+	}
+	if o.leaderElect {
+		if err := o.leaderElection.Validate(); err != nil {
+			return nil, res, nil, err
+		}
 	}
 	return pol, res, sel, nil
 }
@@ -245,12 +266,23 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	handlers, err := routes.New(routes.Config{
+	m := metrics.New(c)
+	rc := routes.Config{
 		Cache: c, Policy: pol, Resources: res, Client: client,
-		Metrics: metrics.New(c), NodeSelector: sel.String(), MaxRequestBytes: o.maxRequestBytes,
+		Metrics: m, NodeSelector: sel.String(), MaxRequestBytes: o.maxRequestBytes,
 		MaxNodesPerRequest: o.maxNodesPerRequest, MaxInflight: o.maxInflight, PodGetQPS: o.podGetQPS, PodGetBurst: o.podGetBurst,
 		SchedulerNames: o.schedulerNames, BindNonGPUPods: o.bindNonGPUPods, Version: version.Version,
-	})
+	}
+	var elector *leader.Elector
+	if o.leaderElect {
+		if elector, err = newElector(o.leaderElection, client, m); err != nil {
+			return err
+		}
+		rc.Leadership = elector
+	} else {
+		m.SetLeader(true)
+	}
+	handlers, err := routes.New(rc)
 	if err != nil {
 		return err
 	}
@@ -291,19 +323,73 @@ func run(ctx context.Context, o *options) error {
 		go func() { serveDone <- fmt.Errorf("serving %s on %s: %w", e.name, e.ln.Addr(), e.srv.Serve(e.ln)) }()
 	}
 
+	// The campaign starts once the cache is ready, so that a replica still listing pods never
+	// takes the lease from a warm standby. Its context outlives ctx: the lease is released
+	// only after the servers drained their in-flight binds (see stopElection).
+	electLost := make(chan error, 1)
+	electExited := make(chan struct{})
+	ectx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElect()
+	if elector != nil {
+		go func() {
+			defer close(electExited)
+			if err := campaign(ctx, ectx, c, elector); err != nil {
+				electLost <- err
+			}
+		}()
+	}
+	stopElection := func() {
+		if elector != nil {
+			stopElect()
+			<-electExited
+		}
+	}
+
 	select {
 	case err := <-serveDone:
 		shutdown(ctx, servers, 0)
+		stopElection()
 		return err
 	case err := <-cacheDone:
 		if ctx.Err() == nil {
 			shutdown(ctx, servers, 0)
+			stopElection()
 			return fmt.Errorf("cache stopped: %w", err)
 		}
+	case err := <-electLost:
+		// The lease is lost: the verbs answer 503 already (Leading is false). Let binds in
+		// flight finish, then exit non-zero; the restarted process rejoins as a follower.
+		klog.ErrorS(err, "leader election lost; draining and exiting", "timeout", o.shutdownTimeout)
+		return errors.Join(err, shutdown(ctx, servers, o.shutdownTimeout))
 	case <-ctx.Done():
 	}
 	klog.InfoS("shutting down", "timeout", o.shutdownTimeout)
-	return shutdown(ctx, servers, o.shutdownTimeout)
+	err = shutdown(ctx, servers, o.shutdownTimeout)
+	stopElection()
+	return err
+}
+
+// newElector builds the leader elector of --leader-elect on client, with a fresh identity,
+// keeping gpushare_leader in m current.
+func newElector(cfg leader.Config, client kubernetes.Interface, m *metrics.Metrics) (*leader.Elector, error) {
+	id, err := leader.NewIdentity()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Client, cfg.Identity, cfg.OnChange = client, id, m.SetLeader
+	klog.InfoS("leader election enabled", "lease", cfg.Namespace+"/"+cfg.Name, "identity", id,
+		"leaseDuration", cfg.LeaseDuration, "renewDeadline", cfg.RenewDeadline, "retryPeriod", cfg.RetryPeriod)
+	return leader.New(cfg)
+}
+
+// campaign waits (until ctx ends) for the cache to be ready, then runs e until ectx ends. It
+// returns leader.ErrLost when the lease is lost, nil otherwise.
+func campaign(ctx, ectx context.Context, c *cache.Cache, e *leader.Elector) error {
+	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return c.Ready(), nil })
+	if err != nil {
+		return nil // shutting down before the cache synced: never campaigned
+	}
+	return e.Run(ectx)
 }
 
 // endpoint is one of the extender's listeners and its server.

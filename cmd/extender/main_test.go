@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
+	"github.com/gpushare/gpushare/pkg/leader"
 	"github.com/gpushare/gpushare/pkg/routes"
 )
 
@@ -102,6 +103,43 @@ func TestFlagsAndEnv(t *testing.T) {
 		{name: "write timeout within bind's", args: []string{"--insecure-serve-http", "--write-timeout=30s"}, wantErr: "write timeout 30s must exceed 1m0s"},
 		{name: "empty scheduler name", args: []string{"--insecure-serve-http", "--scheduler-name=a,"}, wantErr: `--scheduler-name "a,": names must not be empty`},
 		{name: "no in-flight cap", args: []string{"--insecure-serve-http", "--max-inflight=0"}, wantErr: "--max-inflight 0"},
+		{name: "leader election off by default", args: []string{"--insecure-serve-http"}, want: func(o *options) {
+			o.insecureHTTP = true
+			o.leaderElection = leader.Config{Namespace: "kube-system", Name: "gpushare-extender",
+				LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+		}},
+		{
+			name: "leader election",
+			args: []string{"--insecure-serve-http", "--leader-elect", "--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s",
+				"--leader-elect-retry-period=4s", "--leader-elect-resource-namespace=gpushare", "--leader-elect-resource-name=ext"},
+			want: func(o *options) {
+				o.insecureHTTP, o.leaderElect = true, true
+				o.leaderElection = leader.Config{Namespace: "gpushare", Name: "ext",
+					LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 4 * time.Second}
+			},
+		},
+		{
+			name: "leader election variables", args: []string{"--insecure-serve-http"},
+			env: map[string]string{"GPUSHARE_LEADER_ELECT": "true", "GPUSHARE_LEADER_ELECT_LEASE_DURATION": "20s",
+				"GPUSHARE_LEADER_ELECT_RESOURCE_NAME": "ext2"},
+			want: func(o *options) {
+				o.insecureHTTP, o.leaderElect = true, true
+				o.leaderElection.LeaseDuration, o.leaderElection.Name = 20*time.Second, "ext2"
+			},
+		},
+		// Followers would take the lease while the leader still renews it.
+		{name: "lease within renew deadline", args: []string{"--insecure-serve-http", "--leader-elect", "--leader-elect-lease-duration=10s"},
+			wantErr: "--leader-elect-lease-duration 10s must exceed --leader-elect-renew-deadline 10s"},
+		// 1.2 * 2s = 2.4s: no room for one retry before the leader gives up.
+		{name: "renew deadline within retry", args: []string{"--insecure-serve-http", "--leader-elect", "--leader-elect-renew-deadline=2s"},
+			wantErr: "--leader-elect-renew-deadline 2s must exceed 1.2 times --leader-elect-retry-period 2s"},
+		{name: "zero retry period", args: []string{"--insecure-serve-http", "--leader-elect", "--leader-elect-retry-period=0s"},
+			wantErr: "--leader-elect-retry-period 0s must be positive"},
+		{name: "empty lease name", args: []string{"--insecure-serve-http", "--leader-elect", "--leader-elect-resource-name="},
+			wantErr: "--leader-elect-resource-name"},
+		// Without --leader-elect its timing is not used, so not checked.
+		{name: "timing unchecked without leader election", args: []string{"--insecure-serve-http", "--leader-elect-lease-duration=1s"},
+			want: func(o *options) { o.insecureHTTP, o.leaderElection.LeaseDuration = true, time.Second }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

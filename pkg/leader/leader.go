@@ -53,13 +53,12 @@ type Config struct {
 	OnChange func(leading bool)
 }
 
-// Validate checks the timing as leaderelection does, with the flag names in the errors.
+// Validate checks the Lease's name and the timing as leaderelection does, with the flag
+// names in the errors; New also checks Client and Identity.
 func (c *Config) Validate() error {
 	switch {
 	case c.Namespace == "" || c.Name == "":
-		return fmt.Errorf("leader election lease %q/%q: namespace and name must not be empty", c.Namespace, c.Name)
-	case c.Identity == "":
-		return errors.New("leader election: empty identity")
+		return fmt.Errorf("--leader-elect-resource-namespace %q, --leader-elect-resource-name %q: must not be empty", c.Namespace, c.Name)
 	case c.RetryPeriod <= 0:
 		return fmt.Errorf("--leader-elect-retry-period %s must be positive", c.RetryPeriod)
 	case c.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(c.RetryPeriod)):
@@ -100,8 +99,11 @@ type Elector struct {
 
 // New builds an Elector; it starts nothing. Errors: invalid config.
 func New(cfg Config) (*Elector, error) {
-	if cfg.Client == nil {
+	switch {
+	case cfg.Client == nil:
 		return nil, errors.New("leader election: kubernetes client is nil")
+	case cfg.Identity == "":
+		return nil, errors.New("leader election: empty identity")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -180,8 +180,8 @@ func TestConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{"defaults", func(*leader.Config) {}, ""},
-		{"no namespace", func(c *leader.Config) { c.Namespace = "" }, "namespace and name"},
-		{"no name", func(c *leader.Config) { c.Name = "" }, "namespace and name"},
+		{"no namespace", func(c *leader.Config) { c.Namespace = "" }, "--leader-elect-resource-namespace"},
+		{"no name", func(c *leader.Config) { c.Name = "" }, "--leader-elect-resource-name"},
 		{"no identity", func(c *leader.Config) { c.Identity = "" }, "identity"},
 		{"zero retry", func(c *leader.Config) { c.RetryPeriod = 0 }, "--leader-elect-retry-period"},
 		// 1.2 * 2s = 2.4s: a 2s renew deadline leaves no room for one retry.
