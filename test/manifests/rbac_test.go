@@ -15,10 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/gpushare/gpushare/pkg/leader"
 )
 
 // grants flattens the rules of the ClusterRole bound to the service account in file into
-// sorted "group/resource verb" strings ("" group written as core).
+// sorted "group/resource verb" strings ("" group written as core), then those of the Roles
+// bound to it as "namespace: group/resource verb", with " name" per resourceNames entry.
 func grants(t *testing.T, file, serviceAccount string) []string {
 	t.Helper()
 	raw, err := os.ReadFile(file)
@@ -26,7 +29,8 @@ func grants(t *testing.T, file, serviceAccount string) []string {
 		t.Fatal(err)
 	}
 	roles := map[string]rbacv1.ClusterRole{}
-	var bound []string
+	nsRoles := map[string]rbacv1.Role{} // by namespace/name
+	var bound, nsBound []string
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	for {
 		doc, err := r.Read()
@@ -47,6 +51,25 @@ func grants(t *testing.T, file, serviceAccount string) []string {
 				t.Fatalf("%s: %v", file, err)
 			}
 			roles[cr.Name] = cr
+		case "Role":
+			var r rbacv1.Role
+			if err := yaml.UnmarshalStrict(doc, &r); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			nsRoles[r.Namespace+"/"+r.Name] = r
+		case "RoleBinding":
+			var b rbacv1.RoleBinding
+			if err := yaml.UnmarshalStrict(doc, &b); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if b.RoleRef.Kind != "Role" {
+				t.Fatalf("%s: RoleBinding %s binds a %s, want only Roles", file, b.Name, b.RoleRef.Kind)
+			}
+			for _, s := range b.Subjects {
+				if s.Kind == rbacv1.ServiceAccountKind && "system:serviceaccount:"+s.Namespace+":"+s.Name == serviceAccount {
+					nsBound = append(nsBound, b.Namespace+"/"+b.RoleRef.Name)
+				}
+			}
 		case "ClusterRoleBinding":
 			var b rbacv1.ClusterRoleBinding
 			if err := yaml.UnmarshalStrict(doc, &b); err != nil {
@@ -83,7 +106,30 @@ func grants(t *testing.T, file, serviceAccount string) []string {
 		}
 	}
 	slices.Sort(out)
-	return out
+	var namespaced []string
+	for _, key := range nsBound {
+		r, ok := nsRoles[key]
+		if !ok {
+			t.Fatalf("%s: Role %s is not in the file", file, key)
+		}
+		for _, rule := range r.Rules {
+			names := rule.ResourceNames
+			if len(names) == 0 {
+				names = []string{""}
+			}
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					for _, v := range rule.Verbs {
+						for _, n := range names {
+							namespaced = append(namespaced, strings.TrimSpace(r.Namespace+": "+g+"/"+res+" "+v+" "+n))
+						}
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(namespaced)
+	return append(out, namespaced...)
 }
 
 // TestRBAC: each component is granted exactly what its code uses (the comments in the
@@ -98,6 +144,10 @@ func TestRBAC(t *testing.T) {
 			"core/nodes list", "core/nodes watch",
 			"core/pods get", "core/pods list", "core/pods patch", "core/pods watch",
 			"core/pods/binding create",
+			// --leader-elect: its own Lease only, but create cannot be limited by name.
+			leader.DefaultNamespace + ": coordination.k8s.io/leases create",
+			leader.DefaultNamespace + ": coordination.k8s.io/leases get " + leader.DefaultName,
+			leader.DefaultNamespace + ": coordination.k8s.io/leases update " + leader.DefaultName,
 		}},
 		{"share-plugin", "share-plugin/rbac.yaml", sharePluginSA, []string{
 			"core/events create", "core/events patch",
