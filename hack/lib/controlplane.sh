@@ -63,7 +63,8 @@ start_controller_manager() {
 
 # start_scheduler [TEMPLATE [SED_EXPR...]]: kube-scheduler with the configuration TEMPLATE
 # (default: deploy/scheduler/scheduler-config.yaml) rendered into $STATE: the kubeconfig
-# path, the extender's port and the folder of the extender's certificates (tlsConfig:
+# path, the extender's URL (127.0.0.1 and its port; the one scheduler without leader
+# election) and the folder of the extender's certificates (tlsConfig:
 # $EXTENDER_PKI) filled in, then each SED_EXPR applied (the benchmarks adjust
 # their configurations so). Returns once /readyz answers, i.e. informers are synced, so a
 # benchmark's timing starts with a working scheduler.
@@ -71,7 +72,9 @@ start_scheduler() {
   local template=${1:-$REPO/deploy/scheduler/scheduler-config.yaml} config sed_args expr
   config=$STATE/$(basename "$template")
   sed_args=(-e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#"
+    -e "s#https://gpushare-extender.kube-system.svc:12345/#https://127.0.0.1:$EXTENDER_PORT/#"
     -e "s#https://127.0.0.1:12345/#https://127.0.0.1:$EXTENDER_PORT/#"
+    -e "s#leaderElect: true#leaderElect: false#"
     -e "s#/etc/kubernetes/gpushare/#$EXTENDER_PKI/#")
   for expr in "${@:2}"; do sed_args+=(-e "$expr"); done
   sed "${sed_args[@]}" "$template" >"$config" || die "could not render $template"
