@@ -312,6 +312,15 @@ func (e *Env) StartComponent(ctx context.Context, name string, extraEnv ...strin
 // RestartComponent stops one component (SIGTERM, by its recorded PID) and starts it again
 // with extraEnv.
 func (e *Env) RestartComponent(ctx context.Context, name string, extraEnv ...string) error {
+	if err := e.StopComponent(ctx, name); err != nil {
+		return err
+	}
+	return e.StartComponent(ctx, name, extraEnv...)
+}
+
+// StopComponent stops one component (SIGTERM, by its recorded PID) and waits up to 15 s for
+// it to exit.
+func (e *Env) StopComponent(_ context.Context, name string) error {
 	b, err := os.ReadFile(filepath.Join(e.cfg.state, "pids", name))
 	if err != nil {
 		return fmt.Errorf("reading %s's pid file: %w", name, err)
@@ -326,14 +335,13 @@ func (e *Env) RestartComponent(ctx context.Context, name string, extraEnv ...str
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil {
-			break
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s (pid %d) still runs 15s after SIGTERM", name, pid)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return e.StartComponent(ctx, name, extraEnv...)
 }
 
 // extenderClient is an HTTP client that trusts the extender's CA and, withCert, presents the

@@ -25,3 +25,4 @@ func TestAdmissionTenant(t *testing.T)           { CaseAdmissionTenantAllocation
 func TestAdmissionNodeScope(t *testing.T)        { CaseAdmissionSharePluginNodeScope(t, env) }
 func TestBindChecksRequest(t *testing.T)         { CaseBindChecksRequest(t, env) }
 func TestSlowBodies(t *testing.T)                { CaseSlowBodies(t, env) }
+func TestExtenderFailover(t *testing.T)          { CaseExtenderFailover(t, env) }
