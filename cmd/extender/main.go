@@ -72,6 +72,8 @@ type options struct {
 	leaderElect     bool
 	// Lease and timing of --leader-elect (Client and Identity are filled in by run).
 	leaderElection leader.Config
+	// podName/podNamespace name the extender's own pod, which carries the leader label.
+	podName, podNamespace string
 
 	// What bind accepts and how much one client can hold (routes.Config, routes.Timeouts).
 	schedulerNames     []string
@@ -132,6 +134,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"wait between attempts to acquire or renew the lease")
 	fs.StringVar(&o.leaderElection.Namespace, "leader-elect-resource-namespace", leader.DefaultNamespace, "namespace of the leader election Lease")
 	fs.StringVar(&o.leaderElection.Name, "leader-elect-resource-name", leader.DefaultName, "name of the leader election Lease")
+	fs.StringVar(&o.podName, "pod-name", "", "with --leader-elect: this replica's pod, labelled "+gpushare.LabelExtenderLeader+
+		"=true while it leads so that the Service selecting that label reaches the leader (the Deployment sets it from metadata.name); empty: no label")
+	fs.StringVar(&o.podNamespace, "pod-namespace", "", "namespace of --pod-name (the Deployment sets it from metadata.namespace)")
 	fs.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the diagnostics port, behind its client-certificate check (benchmarks, debugging)")
 }
 
@@ -182,6 +187,9 @@ func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector
 	}
 	if err := o.timeouts.Validate(); err != nil {
 		return nil, res, nil, fmt.Errorf("--read-header-timeout, --read-timeout, --write-timeout, --idle-timeout: %w", err)
+	}
+	if o.podName != "" && o.podNamespace == "" {
+		return nil, res, nil, errors.New("--pod-name needs --pod-namespace")
 	}
 	if o.leaderElect {
 		if err := o.leaderElection.Validate(); err != nil {
@@ -275,7 +283,15 @@ func run(ctx context.Context, o *options) error {
 	}
 	var elector *leader.Elector
 	if o.leaderElect {
-		if elector, err = newElector(o.leaderElection, client, m); err != nil {
+		onChange := m.SetLeader
+		if o.podName != "" {
+			// A label left by an earlier run of this pod must not draw the scheduler's calls.
+			label := newLeaderLabel(client, o.podNamespace, o.podName)
+			label.set(false)
+			go label.run(ctx)
+			onChange = func(leading bool) { m.SetLeader(leading); label.set(leading) }
+		}
+		if elector, err = newElector(o.leaderElection, client, onChange); err != nil {
 			return err
 		}
 		rc.Leadership = elector
@@ -370,13 +386,13 @@ func run(ctx context.Context, o *options) error {
 }
 
 // newElector builds the leader elector of --leader-elect on client, with a fresh identity,
-// keeping gpushare_leader in m current.
-func newElector(cfg leader.Config, client kubernetes.Interface, m *metrics.Metrics) (*leader.Elector, error) {
+// calling onChange when this replica starts or stops leading.
+func newElector(cfg leader.Config, client kubernetes.Interface, onChange func(bool)) (*leader.Elector, error) {
 	id, err := leader.NewIdentity()
 	if err != nil {
 		return nil, err
 	}
-	cfg.Client, cfg.Identity, cfg.OnChange = client, id, m.SetLeader
+	cfg.Client, cfg.Identity, cfg.OnChange = client, id, onChange
 	klog.InfoS("leader election enabled", "lease", cfg.Namespace+"/"+cfg.Name, "identity", id,
 		"leaseDuration", cfg.LeaseDuration, "renewDeadline", cfg.RenewDeadline, "retryPeriod", cfg.RetryPeriod)
 	return leader.New(cfg)

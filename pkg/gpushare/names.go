@@ -50,6 +50,11 @@ const (
 	AnnotationAllocated = "gpushare.io/allocated-containers"
 )
 
+// LabelExtenderLeader ("true") marks the extender replica that holds the leader lease. The
+// extender Service selects it, so kube-scheduler's calls reach the leader while every replica
+// whose cache has synced reports ready (drains, PodDisruptionBudgets and rollouts count them).
+const LabelExtenderLeader = "gpushare.io/extender-leader"
+
 // AnnotationNodeInventory is the node annotation with the per-card inventory that
 // share-plugin publishes (JSON Inventory).
 const AnnotationNodeInventory = "gpushare.io/gpu-inventory"

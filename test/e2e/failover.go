@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -36,8 +37,8 @@ type replica struct {
 	done              chan struct{}
 }
 
-// CaseExtenderFailover: two extender replicas with leader election behind a readiness-routed
-// proxy (what a Service does); the leader is killed with SIGKILL while 200 pods are being
+// CaseExtenderFailover: two extender replicas with leader election behind a proxy that
+// routes to the leader (what the Service selecting the leader's label does); the leader is killed with SIGKILL while 200 pods are being
 // scheduled. Binding resumes within 15 s, every pod ends bound, no card is over capacity and
 // the ledger check is clean.
 func CaseExtenderFailover(t *testing.T, e *Env) {
@@ -155,9 +156,9 @@ func startReplica(t *testing.T, e *Env, r *replica) {
 	})
 }
 
-// readinessProxy forwards each new TCP connection (TLS passes through) to the replica whose
-// /readyz answers 200, as a Service routes to ready endpoints; with none ready it closes the
-// connection.
+// readinessProxy forwards each new TCP connection (TLS passes through) to the replica that
+// leads (gpushare_leader 1 in its /metrics), as the Service routes to the pod the leader
+// labels; with none leading it closes the connection.
 type readinessProxy struct {
 	e        *Env
 	replicas []*replica
@@ -168,7 +169,7 @@ func newReadinessProxy(t *testing.T, e *Env, replicas []*replica) *readinessProx
 	return &readinessProxy{e: e, replicas: replicas}
 }
 
-// ready returns the replica whose /readyz answers 200 (nil when none).
+// ready returns the replica that leads (nil when none).
 func (p *readinessProxy) ready() *replica {
 	for _, r := range p.replicas {
 		select {
@@ -177,14 +178,16 @@ func (p *readinessProxy) ready() *replica {
 		default:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/readyz", r.diagnostics), nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d/metrics", r.diagnostics), nil)
 		resp, err := p.e.ExtenderHTTP.Do(req)
-		cancel()
 		if err != nil {
+			cancel()
 			continue
 		}
+		b, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
+		cancel()
+		if resp.StatusCode == http.StatusOK && strings.Contains(string(b), "\ngpushare_leader 1\n") {
 			return r
 		}
 	}

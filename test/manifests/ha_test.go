@@ -15,6 +15,7 @@ import (
 	schedconfigv1 "k8s.io/kube-scheduler/config/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/routes"
 )
 
@@ -73,8 +74,19 @@ func TestHADeployment(t *testing.T) {
 		t.Errorf("readiness probe %+v, want HTTPS /readyz on the diagnostics port 12346 at the pod's address", rp)
 	}
 
-	if !labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels) {
-		t.Errorf("service selector %v does not select the extender's pods %v", svc.Spec.Selector, podLabels)
+	// The Service selects the leader: the pods' labels plus the one the leader sets on itself.
+	leaderLabels := labels.Merge(podLabels, labels.Set{gpushare.LabelExtenderLeader: "true"})
+	if sel := labels.SelectorFromSet(svc.Spec.Selector); !sel.Matches(leaderLabels) || sel.Matches(podLabels) {
+		t.Errorf("service selector %v: want it to select the leader (%v) and not a follower (%v)", svc.Spec.Selector, leaderLabels, podLabels)
+	}
+	env := map[string]string{}
+	for _, v := range c.Env {
+		if v.ValueFrom != nil && v.ValueFrom.FieldRef != nil {
+			env[v.Name] = v.ValueFrom.FieldRef.FieldPath
+		}
+	}
+	if env["GPUSHARE_POD_NAME"] != "metadata.name" || env["GPUSHARE_POD_NAMESPACE"] != "metadata.namespace" {
+		t.Errorf("extender env %v: want GPUSHARE_POD_NAME/NAMESPACE from the downward API (the leader labels its pod)", env)
 	}
 	if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err != nil || !sel.Matches(podLabels) {
 		t.Errorf("PDB selector %v does not select the extender's pods", pdb.Spec.Selector)
