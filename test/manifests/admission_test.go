@@ -6,12 +6,7 @@
 package manifests_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission"
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
@@ -65,24 +59,13 @@ func load(t *testing.T) manifests {
 		if filepath.Base(f) == "kustomization.yaml" {
 			continue
 		}
-		fh, err := os.Open(f)
+		docs, err := docsOf(f)
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := utilyaml.NewYAMLReader(bufio.NewReader(fh))
-		for i := 0; ; i++ {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("%s#%d: %v", f, i, err)
-			}
-			var tm metav1.TypeMeta
-			if err := yaml.Unmarshal(doc, &tm); err != nil {
-				t.Fatalf("%s#%d: %v", f, i, err)
-			}
-			switch tm.Kind {
+		for i, d := range docs {
+			doc := d.raw
+			switch d.kind {
 			case "ValidatingAdmissionPolicy":
 				p := &admissionregistrationv1.ValidatingAdmissionPolicy{}
 				if err := yaml.UnmarshalStrict(doc, p); err != nil {
@@ -97,10 +80,9 @@ func load(t *testing.T) manifests {
 				m.bindings[b.Name] = b
 			case "ClusterRole":
 			default:
-				t.Fatalf("%s#%d: unexpected kind %q", f, i, tm.Kind)
+				t.Fatalf("%s#%d: unexpected kind %q", f, i, d.kind)
 			}
 		}
-		fh.Close()
 	}
 	return m
 }
@@ -321,22 +303,14 @@ func TestServiceAccountNames(t *testing.T) {
 		"extender/rbac.yaml":     extenderSA,
 		"share-plugin/rbac.yaml": sharePluginSA,
 	} {
-		raw, err := os.ReadFile(file)
+		docs, err := docsOf(file)
 		if err != nil {
 			t.Fatal(err)
 		}
 		var found []string
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-		for {
-			doc, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		for _, d := range docs {
 			var sa corev1.ServiceAccount
-			if err := yaml.Unmarshal(doc, &sa); err != nil {
+			if err := yaml.Unmarshal(d.raw, &sa); err != nil {
 				t.Fatal(err)
 			}
 			if sa.Kind == "ServiceAccount" {

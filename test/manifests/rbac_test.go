@@ -1,19 +1,12 @@
 package manifests_test
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpushare/gpushare/pkg/leader"
@@ -24,27 +17,16 @@ import (
 // bound to it as "namespace: group/resource verb", with " name" per resourceNames entry.
 func grants(t *testing.T, file, serviceAccount string) []string {
 	t.Helper()
-	raw, err := os.ReadFile(file)
+	docs, err := docsOf(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	roles := map[string]rbacv1.ClusterRole{}
 	nsRoles := map[string]rbacv1.Role{} // by namespace/name
 	var bound, nsBound []string
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		var tm metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &tm); err != nil {
-			t.Fatal(err)
-		}
-		switch tm.Kind {
+	for _, d := range docs {
+		doc := d.raw
+		switch d.kind {
 		case "ClusterRole":
 			var cr rbacv1.ClusterRole
 			if err := yaml.UnmarshalStrict(doc, &cr); err != nil {
