@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // collector computes the per-card gauges at scrape time from the informer and NVML, so
@@ -92,13 +94,13 @@ func boolFloat(b bool) float64 {
 }
 
 // Handler serves /metrics (the plugin's own registry plus Go runtime metrics), /healthz
-// (200 while registered with kubelet, 503 otherwise) and GET /served (ServedReport as JSON).
+// (200 while registered with kubelet, 503 otherwise) and GET /served (gpushare.ServedReport as JSON).
 func (p *Plugin) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(p), p.ambiguous, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /served", p.serveServed)
+	mux.HandleFunc("GET "+gpushare.ServedPath, p.serveServed)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		if !p.Registered() {
 			http.Error(w, "not registered with kubelet", http.StatusServiceUnavailable)

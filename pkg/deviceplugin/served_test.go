@@ -69,13 +69,13 @@ func TestRebuildAfterRestart(t *testing.T) {
 		t.Errorf("rebuild adopted %d pods, want 2", n)
 	}
 	got := e.plugin.Served()
-	want := ServedReport{
+	want := gpushare.ServedReport{
 		Node: testNode,
-		Cards: []ServedCard{
+		Cards: []gpushare.ServedCard{
 			{Index: 0, UUID: uuid(0), TotalUnits: 14, ServedUnits: 4},
 			{Index: 1, UUID: uuid(1), TotalUnits: 14, ServedUnits: 2},
 		},
-		Containers: []ServedContainer{
+		Containers: []gpushare.ServedContainer{
 			{Namespace: "default", Name: "a", UID: "uid-a", Container: "app/0", Cards: gpushare.CardUnits{0: 4}},
 			{Namespace: "default", Name: "b", UID: "uid-b", Container: "app/0", Cards: gpushare.CardUnits{1: 2}},
 		},

@@ -17,7 +17,7 @@ type checkViews struct {
 	// Extender is nil when the extender was not reached (NotChecked says why).
 	Extender *extenderInspect
 	// Plugins are the share-plugin answers that were read, one per node reached.
-	Plugins []servedReport
+	Plugins []gpushare.ServedReport
 	// NotChecked lists the components (or nodes of them) that could not be read.
 	NotChecked []notChecked
 	// Node restricts the extender's and share-plugin's nodes to one ("" for all); the
@@ -101,7 +101,7 @@ func compareViews(v checkViews) checkReport {
 			}
 		}
 	}
-	plugins := map[string][]servedReport{}
+	plugins := map[string][]gpushare.ServedReport{}
 	for _, p := range v.Plugins {
 		if v.Node == "" || p.Node == v.Node {
 			plugins[p.Node] = append(plugins[p.Node], p)
@@ -293,12 +293,12 @@ func podDiffs(ann, ext map[string]int64, pods map[string]annotatedPod) string {
 
 // pluginProblems compares what share-plugin served on one node with the annotations: each
 // served container's cards, and each card's served units against its size.
-func (r *checkReport) pluginProblems(a *annotatedNode, s servedReport) {
+func (r *checkReport) pluginProblems(a *annotatedNode, s gpushare.ServedReport) {
 	pods := map[string]annotatedPod{}
 	for _, p := range a.Pods {
 		pods[p.key()] = p
 	}
-	containers := append([]servedContainer{}, s.Containers...)
+	containers := append([]gpushare.ServedContainer{}, s.Containers...)
 	sort.SliceStable(containers, func(i, j int) bool {
 		ki, kj := containers[i].Namespace+"/"+containers[i].Name, containers[j].Namespace+"/"+containers[j].Name
 		if ki != kj {
@@ -314,7 +314,7 @@ func (r *checkReport) pluginProblems(a *annotatedNode, s servedReport) {
 			continue
 		}
 		p, bound := pods[key]
-		if bound && c.UID != "" && p.UID != "" && c.UID != p.UID {
+		if bound && c.UID != "" && p.UID != "" && string(c.UID) != p.UID {
 			bound = false
 		}
 		var annSays string
@@ -333,7 +333,7 @@ func (r *checkReport) pluginProblems(a *annotatedNode, s servedReport) {
 		r.add(problemPluginDiffers, a.Name, nil, key, "node %s: pod %s %s: share-plugin served %s, annotations %s",
 			a.Name, key, ref, formatCards(c.Cards), annSays)
 	}
-	cards := append([]servedCard{}, s.Cards...)
+	cards := append([]gpushare.ServedCard{}, s.Cards...)
 	sort.SliceStable(cards, func(i, j int) bool { return cards[i].Index < cards[j].Index })
 	for _, c := range cards {
 		if c.ServedUnits > c.TotalUnits {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
 	restclient "k8s.io/client-go/rest"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // Where --check finds the extender and share-plugin when no URL is given: through the API
@@ -31,7 +33,7 @@ const (
 	pluginNamespace  = metav1.NamespaceSystem
 	pluginSelector   = "app.kubernetes.io/name=share-plugin"
 	pluginPort       = "9401"
-	pluginServedPath = "/served"
+	pluginServedPath = gpushare.ServedPath
 )
 
 const (
@@ -88,7 +90,7 @@ func (f fetcher) extender(ctx context.Context, src checkSources) (*extenderInspe
 // plugins returns the served-cards answers of the share-plugins: those of SharePluginURLs,
 // else of every share-plugin pod on nodes (only those on node when it is set). What could
 // not be read, and the nodes no answer covers, are listed as not checked.
-func (f fetcher) plugins(ctx context.Context, src checkSources, nodes []string, node string) ([]servedReport, []notChecked) {
+func (f fetcher) plugins(ctx context.Context, src checkSources, nodes []string, node string) ([]gpushare.ServedReport, []notChecked) {
 	var targets []pluginTarget
 	var skipped []notChecked
 	if len(src.SharePluginURLs) > 0 {
@@ -115,7 +117,7 @@ func (f fetcher) plugins(ctx context.Context, src checkSources, nodes []string, 
 			})
 		}
 	}
-	reports := make([]*servedReport, len(targets))
+	reports := make([]*gpushare.ServedReport, len(targets))
 	errs := make([]error, len(targets))
 	parallel(len(targets), func(i int) {
 		body, err := targets[i].get(ctx)
@@ -123,7 +125,7 @@ func (f fetcher) plugins(ctx context.Context, src checkSources, nodes []string, 
 			errs[i] = err
 			return
 		}
-		var r servedReport
+		var r gpushare.ServedReport
 		if err := decodeStrict(body, &r, "share-plugin's /served answer"); err != nil {
 			errs[i] = err
 			return
@@ -137,7 +139,7 @@ func (f fetcher) plugins(ctx context.Context, src checkSources, nodes []string, 
 		}
 		reports[i] = &r
 	})
-	var out []servedReport
+	var out []gpushare.ServedReport
 	covered := map[string]bool{}
 	required := len(src.SharePluginURLs) > 0
 	for i, r := range reports {

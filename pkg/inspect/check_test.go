@@ -31,10 +31,10 @@ func agreeingExtender() *extenderInspect {
 }
 
 // agreeingPlugin is share-plugin's answer for agreeingPods.
-func agreeingPlugin() servedReport {
-	return servedReport{Node: "gpu-a",
-		Cards: []servedCard{{Index: 0, UUID: "GPU-t4-a", TotalUnits: 14, ServedUnits: 4}, {Index: 1, UUID: "GPU-t4-b", TotalUnits: 14, ServedUnits: 6}},
-		Containers: []servedContainer{
+func agreeingPlugin() gpushare.ServedReport {
+	return gpushare.ServedReport{Node: "gpu-a",
+		Cards: []gpushare.ServedCard{{Index: 0, UUID: "GPU-t4-a", TotalUnits: 14, ServedUnits: 4}, {Index: 1, UUID: "GPU-t4-b", TotalUnits: 14, ServedUnits: 6}},
+		Containers: []gpushare.ServedContainer{
 			{Namespace: "ml", Name: "a", UID: "ml-a", Container: "app/0", Cards: gpushare.CardUnits{0: 4}},
 			{Namespace: "ml", Name: "b", UID: "ml-b", Container: "app/0", Cards: gpushare.CardUnits{1: 6}},
 		}}
@@ -44,15 +44,15 @@ func TestCompareViews(t *testing.T) {
 	tests := []struct {
 		name      string
 		pods      []corev1.Pod
-		extender  func(*extenderInspect) // changes agreeingExtender; nil keeps it
-		noExt     bool                   // the extender was not read
-		plugin    func(*servedReport)    // changes agreeingPlugin
-		skipped   []notChecked           // components not read
-		want      []string               // problem lines
-		wantKinds []string               // their kinds
-		wantNotes []string               // notes
-		wantOK    bool                   // no problem, every required view read
-		wantPods  int                    // pods counted
+		extender  func(*extenderInspect)       // changes agreeingExtender; nil keeps it
+		noExt     bool                         // the extender was not read
+		plugin    func(*gpushare.ServedReport) // changes agreeingPlugin
+		skipped   []notChecked                 // components not read
+		want      []string                     // problem lines
+		wantKinds []string                     // their kinds
+		wantNotes []string                     // notes
+		wantOK    bool                         // no problem, every required view read
+		wantPods  int                          // pods counted
 	}{
 		{
 			name: "all three agree", pods: agreeingPods(), wantOK: true, wantPods: 2,
@@ -61,7 +61,7 @@ func TestCompareViews(t *testing.T) {
 			name:      "annotations overcommit a card: 10+8 = 18 > 14",
 			pods:      append(agreeingPods()[:1], *makePod("ml", "big").Node("gpu-a").GPU(10, 0).Alloc(`{"0":{"0":10}}`).Obj(), *makePod("ml", "c").Node("gpu-a").GPU(4, 0).Alloc(`{"0":{"0":4}}`).Obj()),
 			noExt:     true,
-			plugin:    func(r *servedReport) { r.Containers = nil },
+			plugin:    func(r *gpushare.ServedReport) { r.Containers = nil },
 			wantPods:  3,
 			want:      []string{"node gpu-a card 0: annotations give 18 units, card size 14 (ml/a 4, ml/big 10, ml/c 4)"},
 			wantKinds: []string{problemCardOvercommitted},
@@ -117,9 +117,9 @@ func TestCompareViews(t *testing.T) {
 				c.Used += 4
 				c.Pods = append(c.Pods, extenderPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 4})
 			},
-			plugin: func(r *servedReport) {
+			plugin: func(r *gpushare.ServedReport) {
 				r.Cards[0].ServedUnits += 4
-				r.Containers = append(r.Containers, servedContainer{Namespace: "ml", Name: "x", UID: "ml-x", Container: "app/0", Cards: gpushare.CardUnits{0: 4}})
+				r.Containers = append(r.Containers, gpushare.ServedContainer{Namespace: "ml", Name: "x", UID: "ml-x", Container: "app/0", Cards: gpushare.CardUnits{0: 4}})
 			},
 			wantPods: 3,
 			wantOK:   true,
@@ -134,8 +134,8 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "extender misses a pod: card 0 counts 4, annotations 4+4",
 			pods: append(agreeingPods(), *makePod("ml", "c").Node("gpu-a").GPU(4, 0).Alloc(`{"0":{"0":4}}`).Obj()),
-			plugin: func(r *servedReport) {
-				r.Containers = append(r.Containers, servedContainer{Namespace: "ml", Name: "c", UID: "ml-c", Container: "app/0", Cards: gpushare.CardUnits{0: 4}})
+			plugin: func(r *gpushare.ServedReport) {
+				r.Containers = append(r.Containers, gpushare.ServedContainer{Namespace: "ml", Name: "c", UID: "ml-c", Container: "app/0", Cards: gpushare.CardUnits{0: 4}})
 			},
 			wantPods:  3,
 			want:      []string{"node gpu-a card 0: extender counts 4 units, annotations 8 (ml/c: extender 0, annotations 4)"},
@@ -210,7 +210,7 @@ func TestCompareViews(t *testing.T) {
 				c.Used += 2
 				c.Pods = append(c.Pods, extenderPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 2})
 			},
-			plugin:   func(r *servedReport) {},
+			plugin:   func(r *gpushare.ServedReport) {},
 			wantPods: 3,
 			want: []string{
 				`node gpu-a: pod ml/x: allocation invalid: container "c0" (app/0): allocation holds 2 units on card 0, the request wants 4 per card`,
@@ -231,7 +231,7 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "share-plugin served another card than annotated",
 			pods: agreeingPods(),
-			plugin: func(r *servedReport) {
+			plugin: func(r *gpushare.ServedReport) {
 				r.Containers[0].Cards = gpushare.CardUnits{1: 4}
 			},
 			wantPods:  2,
@@ -241,8 +241,8 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "share-plugin served a pod not bound to the node",
 			pods: agreeingPods(),
-			plugin: func(r *servedReport) {
-				r.Containers = append(r.Containers, servedContainer{Namespace: "ml", Name: "gone", UID: "ml-gone", Container: "init/0", Cards: gpushare.CardUnits{0: 2}})
+			plugin: func(r *gpushare.ServedReport) {
+				r.Containers = append(r.Containers, gpushare.ServedContainer{Namespace: "ml", Name: "gone", UID: "ml-gone", Container: "init/0", Cards: gpushare.CardUnits{0: 2}})
 			},
 			wantPods:  2,
 			want:      []string{"node gpu-a: pod ml/gone init/0: share-plugin served {0:2}, annotations pod not bound here"},
@@ -251,7 +251,7 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "share-plugin served a pod of the same name but another uid",
 			pods: agreeingPods(),
-			plugin: func(r *servedReport) {
+			plugin: func(r *gpushare.ServedReport) {
 				r.Containers[1].UID = "old"
 			},
 			wantPods:  2,
@@ -261,7 +261,7 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "share-plugin served more than the card: 15 > 14",
 			pods: agreeingPods(),
-			plugin: func(r *servedReport) {
+			plugin: func(r *gpushare.ServedReport) {
 				r.Cards[1].ServedUnits = 15
 			},
 			wantPods:  2,
@@ -271,7 +271,7 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "share-plugin names a container that is no ref",
 			pods: agreeingPods(),
-			plugin: func(r *servedReport) {
+			plugin: func(r *gpushare.ServedReport) {
 				r.Containers[0].Container = "main"
 			},
 			wantPods:  2,
@@ -310,7 +310,7 @@ func TestCompareViews(t *testing.T) {
 			if tc.plugin != nil {
 				tc.plugin(&p)
 			}
-			v.Plugins = []servedReport{p}
+			v.Plugins = []gpushare.ServedReport{p}
 			r := compareViews(v)
 			var lines, kinds []string
 			for _, pr := range r.Problems {

@@ -49,29 +49,6 @@ type extenderPod struct {
 	Conservative bool `json:"conservative"`
 }
 
-// servedReport is share-plugin's GET /served answer: what the device plugin of one node has
-// handed out through kubelet's Allocate. Amounts are gpu-mem units.
-type servedReport struct {
-	Node       string            `json:"node"`
-	Cards      []servedCard      `json:"cards"`
-	Containers []servedContainer `json:"containers"`
-}
-
-type servedCard struct {
-	Index       int    `json:"index"`
-	UUID        string `json:"uuid"`
-	TotalUnits  int64  `json:"totalUnits"`
-	ServedUnits int64  `json:"servedUnits"`
-}
-
-type servedContainer struct {
-	Namespace string             `json:"namespace"`
-	Name      string             `json:"name"`
-	UID       string             `json:"uid"`
-	Container string             `json:"container"` // gpushare.ContainerRef.String(): "app/N" or "init/N"
-	Cards     gpushare.CardUnits `json:"cards"`     // card index → units served to this container
-}
-
 // annotatedView is what the API server's node and pod objects say: the sharing nodes' cards
 // and the allocations of the non-terminated gpu-mem pods bound to them.
 type annotatedView struct {
