@@ -52,6 +52,8 @@ type options struct {
 	nodeResync     time.Duration
 	allocateWait   time.Duration
 	podResources   string
+	deviceList     string
+	cdiKind        string
 	showVersion    bool
 }
 
@@ -70,6 +72,10 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.healthRecovery, "health-recovery", 5*time.Minute, "a card is healthy again after this long without a critical XID")
 	fs.DurationVar(&o.nodeResync, "node-resync", time.Minute, "how often the node's gpu-count and inventory annotation are re-checked")
 	fs.DurationVar(&o.allocateWait, "allocate-wait", 5*time.Second, "how long Allocate waits for a just-bound pod to reach the informer")
+	fs.StringVar(&o.deviceList, "device-list-strategy", string(deviceplugin.DeviceListEnvVar),
+		"how Allocate hands the cards to the runtime: envvar (NVIDIA_VISIBLE_DEVICES=<UUIDs>; the runtime must trust that variable from unprivileged pods) "+
+			"or cdi-cri (CDI device names <cdi-kind>=<UUID> through the CRI, kubelet >= 1.28, a CDI-enabled runtime and the node's CDI spec)")
+	fs.StringVar(&o.cdiKind, "cdi-kind", deviceplugin.DefaultCDIKind, "with --device-list-strategy=cdi-cri: the CDI vendor/class of the card devices")
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 }
@@ -109,6 +115,10 @@ func main() {
 }
 
 func run(ctx context.Context, o options) error {
+	deviceList, err := deviceplugin.ParseDeviceListStrategy(o.deviceList)
+	if err != nil {
+		return fmt.Errorf("--device-list-strategy: %w", err)
+	}
 	unit, err := gpushare.ParseUnit(o.memoryUnit)
 	if err != nil {
 		return err
@@ -155,6 +165,7 @@ func run(ctx context.Context, o options) error {
 		NVML: nv, Client: client, Pods: pods,
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
+		DeviceListStrategy: deviceList, CDIKind: o.cdiKind,
 	})
 	if err != nil {
 		return err

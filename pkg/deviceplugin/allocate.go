@@ -100,7 +100,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	}
 	klog.InfoS("Allocated", "pod", klog.KObj(m.pod), "container", m.cont.Name, "units", n,
 		"cards", env[gpushare.EnvIndex], "uuids", env[gpushare.EnvVisibleDevices], "perCard", d.units, "placedByPlugin", d.placed, "podAssigned", all)
-	return &pluginapi.ContainerAllocateResponse{Envs: env}, nil
+	return p.handOver(env, d.cards), nil
 }
 
 // pick finds the container kubelet is allocating n units for, and returns it with the

@@ -48,6 +48,11 @@ type Config struct {
 	PodResourcesSocket string
 	// Recorder receives the events on pods (default: none are sent).
 	Recorder record.EventRecorder
+	// DeviceListStrategy is how Allocate hands cards to the runtime (default
+	// DeviceListEnvVar); CDIKind prefixes the CDI device names of DeviceListCDICRI
+	// (default DefaultCDIKind).
+	DeviceListStrategy DeviceListStrategy
+	CDIKind            string
 }
 
 func (c *Config) validate() error {
@@ -75,6 +80,15 @@ func (c *Config) validate() error {
 	}
 	if c.AllocateWait <= 0 {
 		c.AllocateWait = 5 * time.Second
+	}
+	if c.DeviceListStrategy == "" {
+		c.DeviceListStrategy = DeviceListEnvVar
+	}
+	if _, err := ParseDeviceListStrategy(string(c.DeviceListStrategy)); err != nil {
+		return err
+	}
+	if c.CDIKind == "" {
+		c.CDIKind = DefaultCDIKind
 	}
 	if c.Recorder == nil {
 		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event
