@@ -597,14 +597,9 @@ type inspectNode struct {
 // waitGone waits until pid no longer runs (a zombie counts as gone: its exe link is gone).
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !exited(pid, 10*time.Second) {
+		t.Fatalf("process %d still runs 10s after SIGKILL", pid)
 	}
-	t.Fatalf("process %d still runs 10s after SIGKILL", pid)
 }
 
 func cardsOf(cu gpushare.CardUnits) string {

@@ -332,13 +332,22 @@ func (e *Env) StopComponent(_ context.Context, name string) error {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stopping %s (pid %d): %w", name, pid, err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	if !exited(pid, 15*time.Second) {
+		return fmt.Errorf("%s (pid %d) still runs 15s after SIGTERM", name, pid)
+	}
+	return nil
+}
+
+// exited waits up to d for process pid to end (a zombie counts as ended: its exe link is
+// gone) and reports whether it did.
+func exited(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
 	for {
 		if _, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err != nil {
-			return nil
+			return true
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s (pid %d) still runs 15s after SIGTERM", name, pid)
+			return false
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
