@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -45,6 +46,15 @@ type Config struct {
 	// Recorder receives the Warning events about pods whose card record the cache does not
 	// take as written (EventAllocationChanged, EventAllocationInvalid); nil sends none.
 	Recorder record.EventRecorder
+	// Shared: Nodes and Pods belong to someone else who reads full objects from them (the
+	// scheduler's own informer factory, in the framework plugin), may already be started, and
+	// list every node. The cache then installs no transform: its handlers derive the slim
+	// objects from each event themselves, and skip nodes NodeSelector does not match (a node
+	// that stops matching is removed, one that starts matching added).
+	Shared bool
+	// NodeSelector selects the GPU-sharing nodes when Shared (nil: every node); ignored
+	// otherwise, where the node informer is built with the selector.
+	NodeSelector labels.Selector
 }
 
 func (c *Config) validate() error {
@@ -116,6 +126,16 @@ func New(cfg Config) (*Cache, error) {
 		nodes:    map[string]*nodeState{},
 		podStore: cfg.Pods.GetStore(),
 	}
+	nodeHandlers := []toolscache.ResourceEventHandler{c.nodeHandler()}
+	podHandlers := []toolscache.ResourceEventHandler{c.podHandler()}
+	if cfg.TrackWorkload {
+		c.hosts, c.shapes = newHostBook(), newShapeBook()
+		nodeHandlers = append(nodeHandlers, c.hostNodeHandler())
+		podHandlers = append(podHandlers, c.hostPodHandler())
+	}
+	if cfg.Shared {
+		return c, c.registerShared(cfg, nodeHandlers, podHandlers)
+	}
 	// The CPU/memory request costs a resource computation per pod event: only fgd reads it.
 	if err := cfg.Pods.SetTransform(podTransform(cfg.Resources, cfg.TrackWorkload)); err != nil {
 		return nil, fmt.Errorf("installing the pod transform: %w", err)
@@ -123,21 +143,19 @@ func New(cfg Config) (*Cache, error) {
 	if err := cfg.Nodes.SetTransform(nodeTransform(cfg.Resources)); err != nil {
 		return nil, fmt.Errorf("installing the node transform: %w", err)
 	}
-	nodeReg, err := cfg.Nodes.AddEventHandler(c.nodeHandler())
-	if err != nil {
-		return nil, fmt.Errorf("adding the node event handler: %w", err)
-	}
-	podReg, err := cfg.Pods.AddEventHandler(c.podHandler())
-	if err != nil {
-		return nil, fmt.Errorf("adding the pod event handler: %w", err)
-	}
-	c.synced = []toolscache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}
-	if cfg.TrackWorkload {
-		synced, err := c.trackWorkload(cfg.Nodes, cfg.Pods)
+	for _, h := range nodeHandlers {
+		reg, err := cfg.Nodes.AddEventHandler(h)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("adding a node event handler: %w", err)
 		}
-		c.synced = append(c.synced, synced...)
+		c.synced = append(c.synced, reg.HasSynced)
+	}
+	for _, h := range podHandlers {
+		reg, err := cfg.Pods.AddEventHandler(h)
+		if err != nil {
+			return nil, fmt.Errorf("adding a pod event handler: %w", err)
+		}
+		c.synced = append(c.synced, reg.HasSynced)
 	}
 	return c, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -78,8 +79,13 @@ func (c *Cache) Pod(namespace, name string) (*Pod, bool) {
 	if err != nil || !ok { // the informer's store never errors
 		return nil, false
 	}
-	pod, ok := obj.(*Pod)
-	return pod, ok
+	switch pod := obj.(type) {
+	case *Pod:
+		return pod, true
+	case *corev1.Pod: // a Shared informer keeps full objects
+		return NewPod(pod, c.res), true
+	}
+	return nil, false
 }
 
 // place records a bound pod on its node, moving it from any other node.

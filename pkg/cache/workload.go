@@ -1,7 +1,6 @@
 package cache
 
 import (
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -10,28 +9,23 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// trackWorkload registers the handlers behind Config.TrackWorkload: host accounting from
-// nodes and from every pod (pods without gpu-mem take CPU too), and workload learning from
-// every pod the cache sees.
-func (c *Cache) trackWorkload(nodes, pods toolscache.SharedIndexInformer) ([]toolscache.InformerSynced, error) {
-	c.hosts, c.shapes = newHostBook(), newShapeBook()
-	nodeReg, err := nodes.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+// hostNodeHandler and hostPodHandler are the handlers behind Config.TrackWorkload: host
+// accounting from nodes and from every pod (pods without gpu-mem take CPU too), and workload
+// learning from every pod the cache sees.
+func (c *Cache) hostNodeHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onHostNode,
 		UpdateFunc: func(_, obj any) { c.onHostNode(obj) },
 		DeleteFunc: c.onHostNodeDelete,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("adding the host node handler: %w", err)
 	}
-	podReg, err := pods.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+}
+
+func (c *Cache) hostPodHandler() toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    c.onHostPod,
 		UpdateFunc: func(_, obj any) { c.onHostPod(obj) },
 		DeleteFunc: c.onHostPodDelete,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("adding the host pod handler: %w", err)
 	}
-	return []toolscache.InformerSynced{nodeReg.HasSynced, podReg.HasSynced}, nil
 }
 
 func (c *Cache) onHostNode(obj any) {

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/gpushare/gpushare/pkg/frontend"
 	"github.com/gpushare/gpushare/pkg/metrics"
 )
 
@@ -62,11 +63,11 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 				return
 			}
 			rej := s.reject(err)
-			counts[rej.label]++
-			if rej.resolvable {
-				res.FailedNodes[names[i]] = rej.reason
+			counts[rej.Label]++
+			if rej.Resolvable {
+				res.FailedNodes[names[i]] = rej.Reason
 			} else {
-				res.FailedAndUnresolvableNodes[names[i]] = rej.reason
+				res.FailedAndUnresolvableNodes[names[i]] = rej.Reason
 			}
 		})
 		for label, n := range counts {
@@ -96,7 +97,7 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 
 // filterHeld passes only the node holding the pod's cards.
 func (s *server) filterHeld(names []string, node string, pass []bool, res *extenderv1.ExtenderFilterResult) {
-	reason := "an earlier bind of this pod to node " + node + " holds its cards and may still land"
+	reason := frontend.HeldElsewhere(node)
 	for i, n := range names {
 		if n == node {
 			pass[i] = true

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/julienschmidt/httprouter"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/frontend"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
@@ -53,7 +53,7 @@ const DefaultSchedulerName = corev1.DefaultSchedulerName
 // DefaultBindTimeout bounds a bind's API writes, and separately the read-back that settles
 // a failed one. They run detached from the scheduler's request (see bind), so this, not the
 // scheduler's httpTimeout, ends a stuck write.
-const DefaultBindTimeout = 30 * time.Second
+const DefaultBindTimeout = frontend.DefaultBindTimeout
 
 // Config is what New needs.
 type Config struct {
@@ -157,7 +157,8 @@ func (c *Config) validate() error {
 
 type server struct {
 	Config
-	memName  string // the gpu-mem resource's name after '/', prefix of fit reasons
+	reasons  frontend.Reasons
+	binder   *frontend.Binder
 	served   sets.Set[string]
 	inflight chan struct{} // one slot per request being served (see limit)
 	podGets  *rate.Limiter // bind's API reads of pods the informer does not hold
@@ -189,11 +190,12 @@ func New(cfg Config) (*Handlers, error) {
 	}
 	s := &server{
 		Config:   cfg,
-		memName:  shortName(string(cfg.Resources.Mem)),
+		reasons:  frontend.NewReasons(cfg.Resources, cfg.NodeSelector),
 		served:   sets.New(cfg.SchedulerNames...),
 		inflight: make(chan struct{}, cfg.MaxInflight),
 		podGets:  rate.NewLimiter(rate.Limit(cfg.PodGetQPS), cfg.PodGetBurst),
 	}
+	s.binder = &frontend.Binder{Cache: cfg.Cache, Client: cfg.Client, Reasons: s.reasons, Timeout: cfg.BindTimeout}
 	verbs := newRouter()
 	s.installFilter(verbs)
 	s.installPrioritize(verbs)
@@ -219,13 +221,6 @@ func newRouter() *httprouter.Router {
 		writeError(w, http.StatusInternalServerError, errors.New("internal error"))
 	}
 	return r
-}
-
-func shortName(resource string) string {
-	if i := strings.LastIndexByte(resource, '/'); i >= 0 {
-		return resource[i+1:]
-	}
-	return resource
 }
 
 // decode reads a JSON body of at most MaxRequestBytes into v; on failure it answers 400

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -112,9 +113,10 @@ func Placed(pod *corev1.Pod, node string, cards gpushare.CardUnits) *corev1.Pod 
 // Env is a running cache on a fake clientset. Its informers store the cache's slim objects:
 // look pods up with Cache.Pod, or read them from Client.
 type Env struct {
-	Client *fake.Clientset
-	Cache  *cache.Cache
-	Clock  *testingclock.FakeClock
+	Client  *fake.Clientset
+	Cache   *cache.Cache
+	Clock   *testingclock.FakeClock
+	Factory informers.SharedInformerFactory
 }
 
 // Start seeds a fake clientset with objs, builds the informers and the cache, starts them
@@ -147,6 +149,10 @@ type Options struct {
 	Track    bool
 	Recorder record.EventRecorder
 	HoldPods <-chan struct{}
+	// Shared runs the cache on informers it shares (Config.Shared) with NodeSelector
+	// (nil: every node); Env.Factory's listers then hold full objects.
+	Shared       bool
+	NodeSelector labels.Selector
 }
 
 // StartWith is Start with every cache setting the tests vary.
@@ -165,6 +171,8 @@ func StartWith(tb testing.TB, o Options, objs ...runtime.Object) *Env {
 		Clock:          clk,
 		TrackWorkload:  o.Track,
 		Recorder:       o.Recorder,
+		Shared:         o.Shared,
+		NodeSelector:   o.NodeSelector,
 	})
 	if err != nil {
 		tb.Fatalf("cache.New: %v", err)
@@ -180,7 +188,7 @@ func StartWith(tb testing.TB, o Options, objs ...runtime.Object) *Env {
 		<-done
 		factory.Shutdown()
 	})
-	env := &Env{Client: client, Cache: c, Clock: clk}
+	env := &Env{Client: client, Cache: c, Clock: clk, Factory: factory}
 	if o.HoldPods != nil {
 		return env
 	}

@@ -1,0 +1,72 @@
+package cache_test
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// TestSharedInformers runs the cache on informers whose owner reads full objects (the
+// scheduler's, for the framework plugin): the stores keep *corev1.Pod and *corev1.Node, the
+// ledger is the same as on its own informers, and nodes come and go with the selector.
+func TestSharedInformers(t *testing.T) {
+	gpuNode := func(name string, labelled bool, cards ...int64) *corev1.Node {
+		n := ct.Node(name, cards...)
+		if !labelled {
+			delete(n.Labels, gpushare.NodeLabelKey)
+		}
+		return n
+	}
+	placed := ct.Placed(ct.Pod("p", 6), "n1", gpushare.CardUnits{1: 6})
+	for _, track := range []bool{false, true} {
+		env := ct.StartWith(t, ct.Options{Shared: true, Track: track,
+			NodeSelector: labels.SelectorFromSet(labels.Set{gpushare.NodeLabelKey: gpushare.NodeLabelValue})},
+			gpuNode("n1", true, 16, 16), gpuNode("plain", false, 16), placed)
+		ctx := context.Background()
+
+		if got, want := cards(env.Cache, "n1"), "0:0/16 1:6/16"; got != want {
+			t.Fatalf("track=%v: n1 cards %q, want %q", track, got, want)
+		}
+		if got := cards(env.Cache, "plain"); got != "" {
+			t.Fatalf("track=%v: a node outside the selector is accounted: %q", track, got)
+		}
+		// The owner's listers still work: the stores hold full objects.
+		if _, err := env.Factory.Core().V1().Pods().Lister().Pods("default").Get("p"); err != nil {
+			t.Fatalf("track=%v: pod lister: %v", track, err)
+		}
+		if _, err := env.Factory.Core().V1().Nodes().Lister().Get("n1"); err != nil {
+			t.Fatalf("track=%v: node lister: %v", track, err)
+		}
+		if p, ok := env.Cache.Pod("default", "p"); !ok || p.GetName() != "p" {
+			t.Fatalf("track=%v: Cache.Pod = %v, %v; want the pod", track, p, ok)
+		}
+
+		// Labelling a node adds it; removing the label removes it.
+		plain, _ := env.Client.CoreV1().Nodes().Get(ctx, "plain", metav1.GetOptions{})
+		plain.Labels[gpushare.NodeLabelKey] = gpushare.NodeLabelValue
+		if _, err := env.Client.CoreV1().Nodes().Update(ctx, plain, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ct.Eventually(t, "labelled node accounted", func() bool { return cards(env.Cache, "plain") == "0:0/16" })
+		n1, _ := env.Client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
+		delete(n1.Labels, gpushare.NodeLabelKey)
+		if _, err := env.Client.CoreV1().Nodes().Update(ctx, n1, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ct.Eventually(t, "unlabelled node's cards forgotten", func() bool {
+			return env.Cache.Fits("n1", request(t, ct.Pod("q", 1)), binpack(t)) != nil
+		})
+
+		// Pods leave as on the cache's own informers.
+		if err := env.Client.CoreV1().Pods("default").Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		ct.Eventually(t, "deleted pod forgotten", func() bool { _, ok := env.Cache.Pod("default", "p"); return !ok })
+	}
+}

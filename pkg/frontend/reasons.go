@@ -1,0 +1,78 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/metrics"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// Rejection is why one node fails filter for a pod.
+type Rejection struct {
+	// Reason is shown to users in the pod's scheduling events.
+	Reason string
+	// Label is the reason label of gpushare_filter_rejections_total (metrics.Reject*).
+	Label string
+	// Resolvable: evicting pods could make room. Otherwise the scheduler should not preempt
+	// for this node (the extender's FailedAndUnresolvableNodes, the plugin's
+	// UnschedulableAndUnresolvable).
+	Resolvable bool
+}
+
+// Reasons words rejections for one resource naming and node selector.
+type Reasons struct {
+	memName      string // the gpu-mem resource's name after '/', prefix of fit reasons
+	nodeSelector string
+}
+
+// NewReasons returns the Reasons of a front end serving res on the nodes nodeSelector
+// (e.g. "cgpu=true") selects.
+func NewReasons(res gpushare.Resources, nodeSelector string) Reasons {
+	return Reasons{memName: ShortName(string(res.Mem)), nodeSelector: nodeSelector}
+}
+
+// ShortName is a resource name after its last '/' ("gpu-mem" for aliyun.com/gpu-mem), the
+// prefix of per-card reasons.
+func ShortName(resource string) string {
+	if i := strings.LastIndexByte(resource, '/'); i >= 0 {
+		return resource[i+1:]
+	}
+	return resource
+}
+
+// Reject classifies an error of cache.Fits, cache.PlaceWith or cache.Reserve for a node. The
+// per-card shortfall reads e.g. "gpu-mem: need 10 on one card; largest free 8 (card0 8/16,
+// card1 8/16)".
+func (r Reasons) Reject(err error) Rejection {
+	var fit *policy.FitError
+	switch {
+	case errors.Is(err, cache.ErrUnknownNode):
+		return Rejection{Reason: r.NotGPUNode(), Label: metrics.RejectUnknownNode}
+	case errors.Is(err, cache.ErrNoCards):
+		return Rejection{Reason: r.NotGPUNode(), Label: metrics.RejectNoCards}
+	case errors.As(err, &fit):
+		return Rejection{Reason: r.memName + ": " + fit.Error(), Label: metrics.RejectCardShortfall, Resolvable: true}
+	default:
+		return Rejection{Reason: r.memName + ": " + err.Error(), Label: metrics.RejectCardShortfall, Resolvable: true}
+	}
+}
+
+// NotGPUNode is the reason for a node the ledger does not account.
+func (r Reasons) NotGPUNode() string {
+	return fmt.Sprintf("not a gpushare node (no %s label or no %s)", r.nodeSelector, r.memName)
+}
+
+// HeldElsewhere is the reason for every node but the one where an earlier bind of the pod
+// holds its cards (cache.HeldOn): its Binding may still land, so no other node may take
+// the pod.
+func HeldElsewhere(node string) string {
+	return "an earlier bind of this pod to node " + node + " holds its cards and may still land"
+}
+
+// FitReason is the reason of a card choice that failed at bind (cache.Reserve's
+// *policy.FitError), worded as filter words it.
+func (r Reasons) FitReason(fit *policy.FitError) string { return r.memName + ": " + fit.Error() }
