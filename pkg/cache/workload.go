@@ -1,7 +1,6 @@
 package cache
 
 import (
-
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
