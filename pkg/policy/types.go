@@ -58,6 +58,9 @@ type Policy interface {
 	Rate(node Node, p Placement) float64
 }
 
-// maxScore equals extenderv1.MaxExtenderPriority (kept here so this package stays free of
-// scheduler imports; a test checks they agree).
-const maxScore int64 = 10
+// MaxScore is the top of Rank's and Score's 0..MaxScore priorities. It equals
+// extenderv1.MaxExtenderPriority (kept here so this package stays free of scheduler imports;
+// a test checks they agree); the framework plugin scales it to the framework's 0-100.
+const MaxScore int64 = 10
+
+const maxScore = MaxScore

@@ -3,14 +3,12 @@ package routes_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
@@ -115,33 +113,8 @@ func handlerOn(t testing.TB, env *ct.Env, policyName string, mod func(*routes.Co
 	return &fixture{Env: env, h: h, metrics: cfg.Metrics}
 }
 
-// applyBinding does what the API server does for a Binding: it sets the pod's nodeName and
-// copies the Binding's annotations onto it, or answers 409 for a pod already bound or of
-// another UID than the Binding's.
-func applyBinding(env *ct.Env, b *corev1.Binding) error {
-	obj, err := env.Client.Tracker().Get(podsGVR, b.Namespace, b.Name)
-	if err != nil {
-		return err
-	}
-	pod := obj.(*corev1.Pod).DeepCopy()
-	if pod.Spec.NodeName != "" {
-		return apierrors.NewConflict(podsGVR.GroupResource(), b.Name,
-			fmt.Errorf("pod %s is already assigned to node %q", b.Name, pod.Spec.NodeName))
-	}
-	if b.UID != "" && b.UID != pod.UID {
-		return apierrors.NewConflict(podsGVR.GroupResource(), b.Name,
-			fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", b.UID, pod.UID))
-	}
-	for k, v := range b.Annotations {
-		if pod.Annotations == nil {
-			pod.Annotations = map[string]string{}
-		}
-		pod.Annotations[k] = v
-	}
-	pod.Spec.NodeName = b.Target.Name
-	pod.Status.Phase = corev1.PodRunning
-	return env.Client.Tracker().Update(podsGVR, pod, b.Namespace)
-}
+// applyBinding does what the API server does for a Binding (cachetest.ApplyBinding).
+func applyBinding(env *ct.Env, b *corev1.Binding) error { return ct.ApplyBinding(env.Client, b) }
 
 // do sends a request with body (JSON-encoded unless it is []byte or nil) and returns the
 // recorder.

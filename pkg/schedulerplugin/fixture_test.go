@@ -1,0 +1,111 @@
+package schedulerplugin
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+)
+
+// fakeHandle is the part of the framework handle New reads.
+type fakeHandle struct {
+	fwk.Handle
+	client  *fake.Clientset
+	factory informers.SharedInformerFactory
+}
+
+func (h *fakeHandle) ClientSet() kubernetes.Interface                        { return h.client }
+func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
+func (h *fakeHandle) EventRecorder() events.EventRecorderLogger              { return nil }
+
+// testState is a CycleState holding plugin data, cloned as the framework clones it.
+type testState struct {
+	fwk.CycleState
+	data map[fwk.StateKey]fwk.StateData
+}
+
+func newState() *testState { return &testState{data: map[fwk.StateKey]fwk.StateData{}} }
+
+func (s *testState) Read(k fwk.StateKey) (fwk.StateData, error) {
+	v, ok := s.data[k]
+	if !ok {
+		return nil, fwk.ErrNotFound
+	}
+	return v, nil
+}
+func (s *testState) Write(k fwk.StateKey, v fwk.StateData) { s.data[k] = v }
+func (s *testState) Delete(k fwk.StateKey)                 { delete(s.data, k) }
+func (s *testState) Clone() fwk.CycleState {
+	out := newState()
+	for k, v := range s.data {
+		out.data[k] = v.Clone()
+	}
+	return out
+}
+
+type testNodeInfo struct {
+	fwk.NodeInfo
+	node *v1.Node
+}
+
+func (n testNodeInfo) Node() *v1.Node { return n.node }
+
+func nodeInfo(name string) fwk.NodeInfo {
+	n := &v1.Node{}
+	n.Name = name
+	return testNodeInfo{node: n}
+}
+
+type testPodInfo struct {
+	fwk.PodInfo
+	pod *v1.Pod
+}
+
+func (p testPodInfo) GetPod() *v1.Pod { return p.pod }
+
+// fixture is the plugin on a fake clientset whose Bindings act as the API server's.
+type fixture struct {
+	pl     *Plugin
+	client *fake.Clientset
+}
+
+func start(t *testing.T, args runtime.Object, objs ...runtime.Object) *fixture {
+	t.Helper()
+	client := fake.NewClientset(objs...)
+	ct.ReactToBindings(client)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	p, err := New(ctx, args, &fakeHandle{client: client, factory: factory})
+	if err != nil {
+		cancel()
+		t.Fatalf("New: %v", err)
+	}
+	factory.Start(ctx.Done())
+	t.Cleanup(func() { cancel(); factory.Shutdown() })
+	pl := p.(*Plugin)
+	deadline := time.Now().Add(30 * time.Second)
+	for !pl.cache.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("ledger not ready after 30s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return &fixture{pl: pl, client: client}
+}
+
+// prefilter runs PreFilter on a fresh state and returns it.
+func (f *fixture) prefilter(t *testing.T, pod *v1.Pod) (*testState, *fwk.PreFilterResult, *fwk.Status) {
+	t.Helper()
+	st := newState()
+	res, status := f.pl.PreFilter(context.Background(), st, pod, nil)
+	return st, res, status
+}

@@ -1,0 +1,116 @@
+package schedulerplugin
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/frontend"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration.
+const Name = "GPUShare"
+
+// reserveWait bounds how long Reserve waits for an earlier Binding of the same pod still in
+// flight (cache.Reserve): the scheduling cycle is the scheduler's one thread, and the
+// scheduler does not schedule a pod again while it is binding, so this is only a backstop.
+const reserveWait = time.Second
+
+// Plugin is GPUShare. Build it with New.
+type Plugin struct {
+	cache         *cache.Cache
+	pol           policy.Policy
+	workloadAware bool // pol scores pods without gpu-mem too (fgd)
+	res           gpushare.Resources
+	reasons       frontend.Reasons
+	binder        *frontend.Binder
+}
+
+var (
+	_ fwk.PreFilterPlugin     = (*Plugin)(nil)
+	_ fwk.PreFilterExtensions = (*Plugin)(nil)
+	_ fwk.FilterPlugin        = (*Plugin)(nil)
+	_ fwk.PreScorePlugin      = (*Plugin)(nil)
+	_ fwk.ScorePlugin         = (*Plugin)(nil)
+	_ fwk.ScoreExtensions     = (*Plugin)(nil)
+	_ fwk.ReservePlugin       = (*Plugin)(nil)
+	_ fwk.BindPlugin          = (*Plugin)(nil)
+)
+
+// New is the plugin factory kube-scheduler calls (app.WithPlugin(Name, New)): obj holds the
+// GPUShareArgs (see decodeArgs), h the framework handle. The ledger is fed by the
+// scheduler's own informer factory (h.SharedInformerFactory) and runs until ctx ends.
+// Errors: invalid arguments, or informers that refuse a handler.
+func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	pol, err := policy.New(args.Policy) // validated: cannot fail
+	if err != nil {
+		return nil, err
+	}
+	sel, err := labels.Parse(args.NodeSelector)
+	if err != nil {
+		return nil, err
+	}
+	res := args.resources()
+	_, workloadAware := pol.(policy.WorkloadAware)
+	cfg := cache.Config{
+		Nodes:          h.SharedInformerFactory().Core().V1().Nodes().Informer(),
+		Pods:           h.SharedInformerFactory().Core().V1().Pods().Informer(),
+		Resources:      res,
+		PodClient:      h.ClientSet().CoreV1(),
+		ReservationTTL: args.ReservationTTL.Duration,
+		TrackWorkload:  workloadAware,
+		Shared:         true,
+		NodeSelector:   sel,
+	}
+	if r := h.EventRecorder(); r != nil {
+		cfg.Recorder = eventRecorder{r}
+	}
+	c, err := cache.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: building the ledger: %w", Name, err)
+	}
+	go func() {
+		if err := c.Run(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "gpushare ledger stopped")
+		}
+	}()
+	reasons := frontend.NewReasons(res, sel.String())
+	klog.FromContext(ctx).Info("GPUShare plugin ready to sync", "policy", pol.Name(), "nodeSelector", sel.String(),
+		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration)
+	return &Plugin{
+		cache: c, pol: pol, workloadAware: workloadAware, res: res, reasons: reasons,
+		binder: &frontend.Binder{Cache: c, Client: h.ClientSet(), Reasons: reasons, Timeout: args.BindTimeout.Duration},
+	}, nil
+}
+
+// Name implements fwk.Plugin.
+func (*Plugin) Name() string { return Name }
+
+// eventRecorder sends the ledger's Warning events (record.EventRecorder calls) through the
+// scheduler's events.k8s.io recorder.
+type eventRecorder struct{ r events.EventRecorder }
+
+func (e eventRecorder) Event(obj runtime.Object, eventtype, reason, message string) {
+	e.r.Eventf(obj, nil, eventtype, reason, "Scheduling", "%s", message)
+}
+
+func (e eventRecorder) Eventf(obj runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	e.r.Eventf(obj, nil, eventtype, reason, "Scheduling", messageFmt, args...)
+}
+
+func (e eventRecorder) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	e.r.Eventf(obj, nil, eventtype, reason, "Scheduling", messageFmt, args...)
+}

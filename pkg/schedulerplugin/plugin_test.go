@@ -1,0 +1,253 @@
+package schedulerplugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/sets"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// cards summarises a node's cards as "idx:used/total", "" when the ledger has no such node.
+func (f *fixture) cards(node string) string {
+	n, ok := f.pl.cache.InspectNode(node)
+	if !ok {
+		return ""
+	}
+	var parts []string
+	for _, c := range n.Cards {
+		parts = append(parts, fmt.Sprintf("%d:%d/%d", c.Index, c.Used, c.Total))
+	}
+	return strings.Join(parts, " ")
+}
+
+func unlabelled(n *v1.Node) *v1.Node {
+	delete(n.Labels, gpushare.NodeLabelKey)
+	return n
+}
+
+func TestFilter(t *testing.T) {
+	invalid := ct.Pod("invalid", 0)
+	ct.SetGPU(&invalid.Spec.Containers[0], 10, 3) // 10 units over 3 cards: not divisible
+	f := start(t, nil,
+		ct.Node("n1", 16, 16), unlabelled(ct.Node("plain", 16)),
+		ct.Placed(ct.Pod("a", 10), "n1", gpushare.CardUnits{0: 10}),
+		ct.Placed(ct.Pod("b", 10), "n1", gpushare.CardUnits{1: 10}))
+	tests := []struct {
+		name          string
+		pod           *v1.Pod
+		node          string
+		wantPreFilter fwk.Code
+		want          fwk.Code
+		wantReason    string
+	}{
+		{"fits", ct.Pod("p6", 6), "n1", fwk.Success, fwk.Success, ""},
+		{"card shortfall", ct.Pod("p8", 8), "n1", fwk.Success, fwk.Unschedulable,
+			"gpu-mem: need 8 on one card; largest free 6 (card0 6/16, card1 6/16)"},
+		{"not a gpushare node", ct.Pod("p1", 1), "plain", fwk.Success, fwk.UnschedulableAndUnresolvable,
+			"not a gpushare node (no cgpu=true label or no gpu-mem)"},
+		{"unknown node", ct.Pod("p1", 1), "gone", fwk.Success, fwk.UnschedulableAndUnresolvable,
+			"not a gpushare node (no cgpu=true label or no gpu-mem)"},
+		{"no gpu-mem", ct.Pod("cpu", 0), "plain", fwk.Skip, fwk.Success, ""},
+		{"invalid request", invalid, "n1", fwk.UnschedulableAndUnresolvable, fwk.Success, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _, status := f.prefilter(t, tc.pod)
+			if status.Code() != tc.wantPreFilter {
+				t.Fatalf("PreFilter = %v, want %v", status, tc.wantPreFilter)
+			}
+			if tc.wantPreFilter != fwk.Success {
+				return // the framework runs no Filter of this plugin
+			}
+			got := f.pl.Filter(context.Background(), st, tc.pod, nodeInfo(tc.node))
+			if got.Code() != tc.want || got.Message() != tc.wantReason {
+				t.Fatalf("Filter = %v %q, want %v %q", got.Code(), got.Message(), tc.want, tc.wantReason)
+			}
+		})
+	}
+}
+
+// TestPreemptionDryRun: the victims preemption removes free their cards for the preemptor
+// in that node's dry run only, re-added victims take them back, and a nominated pod takes
+// the cards the policy gives it.
+func TestPreemptionDryRun(t *testing.T) {
+	low := ct.Placed(ct.Pod("low", 16), "n1", gpushare.CardUnits{0: 16})
+	f := start(t, nil, ct.Node("n1", 16), ct.Node("n2", 16), low)
+	high := ct.Pod("high", 16)
+	ctx := context.Background()
+	st, _, status := f.prefilter(t, high)
+	if !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if s := f.pl.Filter(ctx, st, high, nodeInfo("n1")); s.Code() != fwk.Unschedulable {
+		t.Fatalf("full card: Filter = %v, want Unschedulable (resolvable by preemption)", s)
+	}
+
+	dry := st.Clone()
+	if s := f.pl.RemovePod(ctx, dry, high, testPodInfo{pod: low}, nodeInfo("n1")); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := f.pl.Filter(ctx, dry, high, nodeInfo("n1")); !s.IsSuccess() {
+		t.Fatalf("victim removed: Filter = %v, want success", s)
+	}
+	if s := f.pl.Filter(ctx, st, high, nodeInfo("n1")); s.IsSuccess() {
+		t.Fatal("the dry run changed the original cycle state")
+	}
+	if got := f.cards("n1"); got != "0:16/16" {
+		t.Fatalf("the dry run changed the ledger: %s", got)
+	}
+	if s := f.pl.AddPod(ctx, dry, high, testPodInfo{pod: low}, nodeInfo("n1")); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := f.pl.Filter(ctx, dry, high, nodeInfo("n1")); s.Code() != fwk.Unschedulable {
+		t.Fatalf("victim re-added: Filter = %v, want Unschedulable", s)
+	}
+
+	// A nominated pod (not in the ledger) takes its card on n2 for this cycle.
+	nominated := ct.Pod("nominated", 12)
+	if s := f.pl.AddPod(ctx, dry, high, testPodInfo{pod: nominated}, nodeInfo("n2")); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := f.pl.Filter(ctx, dry, high, nodeInfo("n2")); s.Code() != fwk.Unschedulable {
+		t.Fatalf("nominated pod added: Filter = %v, want Unschedulable", s)
+	}
+	if s := f.pl.RemovePod(ctx, dry, high, testPodInfo{pod: nominated}, nodeInfo("n2")); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	if s := f.pl.Filter(ctx, dry, high, nodeInfo("n2")); !s.IsSuccess() {
+		t.Fatalf("nominated pod removed again: Filter = %v, want success", s)
+	}
+}
+
+// TestScoreRanksAsPrioritize: Score + NormalizeScore give each node the extender's
+// prioritize priority (policy.Rank of the Scorer's rates), scaled to 0-100.
+func TestScoreRanksAsPrioritize(t *testing.T) {
+	for _, name := range []string{"binpack", "spread", "fgd"} {
+		t.Run(name, func(t *testing.T) {
+			objs := []runtime.Object{
+				ct.Node("empty", 16, 16), ct.Node("half", 16, 16), ct.Node("nearly", 16, 16),
+				ct.Placed(ct.Pod("h", 8), "half", gpushare.CardUnits{0: 8}),
+				ct.Placed(ct.Pod("n", 14), "nearly", gpushare.CardUnits{1: 14}),
+			}
+			f := start(t, &GPUShareArgs{Policy: name}, objs...)
+			pod := ct.Pod("p", 2)
+			ctx := context.Background()
+			st, _, status := f.prefilter(t, pod)
+			if !status.IsSuccess() {
+				t.Fatal(status)
+			}
+			if s := f.pl.PreScore(ctx, st, pod, nil); !s.IsSuccess() {
+				t.Fatal(s)
+			}
+			names := []string{"empty", "half", "nearly"}
+			var scores fwk.NodeScoreList
+			for _, n := range names {
+				s, status := f.pl.Score(ctx, st, pod, nodeInfo(n))
+				if !status.IsSuccess() {
+					t.Fatal(status)
+				}
+				scores = append(scores, fwk.NodeScore{Name: n, Score: s})
+			}
+			if s := f.pl.NormalizeScore(ctx, st, pod, scores); !s.IsSuccess() {
+				t.Fatal(s)
+			}
+
+			// The extender's computation (routes prioritize).
+			pol := f.pl.cache.ForPod(f.pl.pol)
+			req, _ := f.pl.res.PodRequest(pod)
+			sc := policy.NewScorer(pol, req, policy.Host{})
+			rates, fits := make([]float64, len(names)), make([]bool, len(names))
+			f.pl.cache.ViewEach(names, func(i int, node policy.Node) { rates[i], fits[i] = sc.Rate(node) })
+			want := policy.Rank(rates, fits)
+			for i := range names {
+				if scores[i].Score != want[i]*10 || scores[i].Score < fwk.MinNodeScore || scores[i].Score > fwk.MaxNodeScore {
+					t.Fatalf("scores %v, want the extender's %v ×10", scores, want)
+				}
+			}
+		})
+	}
+}
+
+func TestPodsWithoutGPUMem(t *testing.T) {
+	f := start(t, nil, ct.Node("n1", 16))
+	pod := ct.Pod("cpu", 0)
+	ctx := context.Background()
+	st, _, status := f.prefilter(t, pod)
+	if !status.IsSkip() {
+		t.Fatalf("PreFilter = %v, want Skip", status)
+	}
+	if s := f.pl.PreScore(ctx, st, pod, nil); !s.IsSkip() {
+		t.Fatalf("PreScore = %v, want Skip (binpack does not score them)", s)
+	}
+	if s := f.pl.Reserve(ctx, st, pod, "n1"); !s.IsSuccess() {
+		t.Fatalf("Reserve = %v", s)
+	}
+	if s := f.pl.Bind(ctx, st, pod, "n1"); !s.IsSkip() {
+		t.Fatalf("Bind = %v, want Skip (DefaultBinder binds it)", s)
+	}
+}
+
+func TestReserveBindUnreserve(t *testing.T) {
+	pod, other := ct.Pod("p", 12), ct.Pod("q", 12)
+	f := start(t, nil, ct.Node("n1", 16), pod, other)
+	ctx := context.Background()
+
+	// Reserve holds the card: no other pod gets it while p binds.
+	st, _, _ := f.prefilter(t, pod)
+	if s := f.pl.Reserve(ctx, st, pod, "n1"); !s.IsSuccess() {
+		t.Fatalf("Reserve = %v", s)
+	}
+	if got := f.cards("n1"); got != "0:12/16" {
+		t.Fatalf("after Reserve: %s, want 0:12/16", got)
+	}
+	st2, res, _ := f.prefilter(t, other)
+	if s := f.pl.Filter(ctx, st2, other, nodeInfo("n1")); s.Code() != fwk.Unschedulable {
+		t.Fatalf("second pod while the card is held: Filter = %v", s)
+	}
+	if res != nil {
+		t.Fatalf("PreFilter restricted a pod holding nothing: %v", res.NodeNames)
+	}
+
+	// A new cycle of p while its Binding may still land is held to n1.
+	_, res, _ = f.prefilter(t, pod)
+	if res == nil || !res.NodeNames.Equal(sets.New("n1")) {
+		t.Fatalf("PreFilter of a pod holding cards: %v, want only n1", res)
+	}
+
+	// Bind writes one Binding carrying the card annotations.
+	if s := f.pl.Bind(ctx, st, pod, "n1"); !s.IsSuccess() {
+		t.Fatalf("Bind = %v", s)
+	}
+	got, err := f.client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alloc, ok, err := gpushare.DefaultResources().ReadAllocation(got)
+	if got.Spec.NodeName != "n1" || !ok || err != nil || alloc.CardUsage(got)[0] != 12 {
+		t.Fatalf("bound pod: node %q, allocation %v (%v, %v)", got.Spec.NodeName, alloc, ok, err)
+	}
+	// Unreserve after a successful Bind changes nothing.
+	f.pl.Unreserve(ctx, st, pod, "n1")
+	ct.Eventually(t, "bound pod counted", func() bool { return f.cards("n1") == "0:12/16" })
+
+	// Unreserve before Bind frees the card.
+	f2 := start(t, nil, ct.Node("n1", 16), pod.DeepCopy())
+	st, _, _ = f2.prefilter(t, pod)
+	if s := f2.pl.Reserve(ctx, st, pod, "n1"); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	f2.pl.Unreserve(ctx, st, pod, "n1")
+	if got := f2.cards("n1"); got != "0:0/16" {
+		t.Fatalf("after Unreserve: %s, want 0:0/16", got)
+	}
+}

@@ -1,0 +1,104 @@
+package schedulerplugin
+
+import (
+	"fmt"
+	"maps"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+const stateKey fwk.StateKey = Name
+
+// cycleState is what PreFilter learns of the pod for the rest of its scheduling cycle.
+type cycleState struct {
+	req gpushare.PodRequest // zero: the pod requests no gpu-mem
+	pol policy.Policy       // the plugin's policy, ready for this pod (cache.ForPod)
+	// held is the node where an earlier bind of the pod holds cards that may still land
+	// (cache.HeldOn); "" when none.
+	held string
+	// dryRun holds, per node, the pods preemption's dry run (or the nominated pods) removed
+	// from or added to that node (AddPod, RemovePod); nil when none. Clone copies it: each
+	// node's dry run works on its own copy of the state.
+	dryRun map[string]*nodeDryRun
+	// scorers rate the pod node by node in Score (one per concurrent Score call); set by
+	// PreScore.
+	scorers *sync.Pool
+	// bind is what Reserve held, for Bind and Unreserve; nil before Reserve.
+	bind *reserved
+}
+
+// nodeDryRun is one node's pods removed and added by a dry run, with the gpu-mem units per
+// card each frees or takes.
+type nodeDryRun struct {
+	removed map[types.UID]gpushare.CardUnits
+	added   map[types.UID]gpushare.CardUnits
+}
+
+// delta is the change of used units per card: added minus removed.
+func (d *nodeDryRun) delta() gpushare.CardUnits {
+	out := gpushare.CardUnits{}
+	for _, cu := range d.removed {
+		for card, u := range cu {
+			out[card] -= u
+		}
+	}
+	for _, cu := range d.added {
+		for card, u := range cu {
+			out[card] += u
+		}
+	}
+	return out
+}
+
+// reserved is the outcome of Reserve.
+type reserved struct {
+	pod *cache.Pod
+	rsv cache.Reservation
+	// placed: the ledger already counts the pod on this node, bound (a bind of it landed
+	// meanwhile): there is nothing to hold, write or free.
+	placed bool
+}
+
+// Clone implements fwk.StateData. The dry-run maps are copied; the rest is never modified
+// after PreFilter or is only set later in the cycle, on the original.
+func (s *cycleState) Clone() fwk.StateData {
+	out := *s
+	if s.dryRun != nil {
+		out.dryRun = make(map[string]*nodeDryRun, len(s.dryRun))
+		for node, d := range s.dryRun {
+			out.dryRun[node] = &nodeDryRun{removed: maps.Clone(d.removed), added: maps.Clone(d.added)}
+		}
+	}
+	return &out
+}
+
+// nodeDryRun returns the node's dry-run record, creating it.
+func (s *cycleState) nodeDryRun(node string) *nodeDryRun {
+	if s.dryRun == nil {
+		s.dryRun = map[string]*nodeDryRun{}
+	}
+	d, ok := s.dryRun[node]
+	if !ok {
+		d = &nodeDryRun{removed: map[types.UID]gpushare.CardUnits{}, added: map[types.UID]gpushare.CardUnits{}}
+		s.dryRun[node] = d
+	}
+	return d
+}
+
+func readState(state fwk.CycleState) (*cycleState, error) {
+	v, err := state.Read(stateKey)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading the cycle state: %w", Name, err)
+	}
+	s, ok := v.(*cycleState)
+	if !ok {
+		return nil, fmt.Errorf("%s: cycle state holds %T", Name, v)
+	}
+	return s, nil
+}
