@@ -59,7 +59,7 @@ E2E_FLAGS   ?=
 images: ## Build the local test images (gpuenv, pause) as docker-save tarballs in _output/images
 	hack/build-images.sh
 
-image: build ## Pack bin/extender and bin/share-plugin into image tarballs in _output/images, tagged $(IMAGE_TAG)
+image: build ## Pack bin/extender, bin/gpushare-scheduler and bin/share-plugin into image tarballs in _output/images, tagged $(IMAGE_TAG)
 	IMAGE_TAG=$(IMAGE_TAG) hack/build-component-images.sh
 
 demo: k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4)

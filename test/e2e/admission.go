@@ -30,7 +30,7 @@ const (
 	allocationPolicy = "gpushare-allocation-annotations"
 	nodeScopePolicy  = "gpushare-share-plugin-node-scope"
 	// refusedAllocation starts the allocation policy's refusal message.
-	refusedAllocation = "only the gpushare extender and share-plugin may"
+	refusedAllocation = "only the gpushare extender, gpushare-scheduler and share-plugin may"
 	// e2eAnnotation is a key no policy protects: writing it tests who may write the object.
 	e2eAnnotation = "e2e.gpushare.io/touched"
 )

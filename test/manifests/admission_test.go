@@ -32,9 +32,12 @@ import (
 )
 
 const (
-	extenderSA    = "system:serviceaccount:kube-system:gpushare-extender"
-	sharePluginSA = "system:serviceaccount:kube-system:share-plugin"
-	nodeNameExtra = "authentication.kubernetes.io/node-name"
+	extenderSA          = "system:serviceaccount:kube-system:gpushare-extender"
+	gpushareSchedulerSA = "system:serviceaccount:kube-system:gpushare-scheduler"
+	sharePluginSA       = "system:serviceaccount:kube-system:share-plugin"
+	nodeNameExtra       = "authentication.kubernetes.io/node-name"
+	// refusedAllocation begins the refusal of gpushare-allocation-annotations.
+	refusedAllocation = "only the gpushare extender, gpushare-scheduler and share-plugin may"
 )
 
 // manifests are the objects of deploy/admission by kind and name.
@@ -300,8 +303,9 @@ func TestManifests(t *testing.T) {
 // TestServiceAccountNames: the policies trust the service accounts deploy/ creates.
 func TestServiceAccountNames(t *testing.T) {
 	for file, want := range map[string]string{
-		"extender/rbac.yaml":     extenderSA,
-		"share-plugin/rbac.yaml": sharePluginSA,
+		"extender/rbac.yaml":           extenderSA,
+		"gpushare-scheduler/rbac.yaml": gpushareSchedulerSA,
+		"share-plugin/rbac.yaml":       sharePluginSA,
 	} {
 		docs, err := docsOf(file)
 		if err != nil {
@@ -342,7 +346,7 @@ func TestAllocationAnnotations(t *testing.T) {
 		{"tenant changes the card of a bound pod",
 			request{user: tenant(), op: admission.Update, resource: "pods", old: pod("gpu-a", bound()),
 				object: pod("gpu-a", with(bound(), gpushare.AnnotationAllocation, `{"0":{"1":2}}`, gpushare.AnnotationIndex, "1"))},
-			"only the gpushare extender and share-plugin may"},
+			refusedAllocation},
 		{"tenant removes the allocation record",
 			request{user: tenant(), op: admission.Update, resource: "pods", old: pod("gpu-a", bound()),
 				object: pod("gpu-a", with(bound(), gpushare.AnnotationAllocation, "<delete>"))},
@@ -356,13 +360,21 @@ func TestAllocationAnnotations(t *testing.T) {
 				object: pod("gpu-a", with(bound(), "team", "b"))}, ""},
 		{"tenant with pods/binding binds with an allocation",
 			request{user: tenant(), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())},
-			"only the gpushare extender and share-plugin may"},
+			refusedAllocation},
 		{"kube-scheduler binds without annotations",
 			request{user: scheduler, op: admission.Create, resource: "pods", subresource: "binding", object: binding(nil)}, ""},
 		{"extender binds with an allocation",
 			request{user: sa(extenderSA, ""), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())}, ""},
 		{"extender clears stale annotations before a bind",
 			request{user: sa(extenderSA, ""), op: admission.Update, resource: "pods", old: pod("", bound()), object: pod("", map[string]string{})}, ""},
+		{"gpushare-scheduler binds with an allocation",
+			request{user: sa(gpushareSchedulerSA, ""), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())}, ""},
+		{"another service account binds with an allocation",
+			request{user: sa("system:serviceaccount:kube-system:other-scheduler", ""), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())},
+			refusedAllocation},
+		{"a gpushare-scheduler of another namespace binds with an allocation",
+			request{user: sa("system:serviceaccount:team-a:gpushare-scheduler", ""), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())},
+			gpushare.AnnotationAllocation},
 		{"share-plugin records Allocate progress",
 			request{user: sa(sharePluginSA, "gpu-a"), op: admission.Update, resource: "pods", old: pod("gpu-a", bound()),
 				object: pod("gpu-a", with(bound(), gpushare.AnnotationAssigned, "true", gpushare.AnnotationAllocated, "app/0"))}, ""},
