@@ -31,6 +31,9 @@ build: ## Build every command into ./bin
 	  c=$${d##*/}; cgo=0; [ "$$c" = share-plugin ] && cgo=$(NVML_CGO); \
 	  if [ -d $$d ]; then echo "go build $$d (CGO_ENABLED=$$cgo)"; CGO_ENABLED=$$cgo $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./$$d; fi; \
 	done
+	@# A module of its own (it pulls in k8s.io/kubernetes), outside the workspace.
+	@echo "go build cmd/gpushare-scheduler (CGO_ENABLED=0)"
+	@cd cmd/gpushare-scheduler && GOWORK=off CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/gpushare-scheduler .
 
 test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster
 
@@ -62,8 +65,12 @@ images: ## Build the local test images (gpuenv, pause) as docker-save tarballs i
 image: build ## Pack bin/extender, bin/gpushare-scheduler and bin/share-plugin into image tarballs in _output/images, tagged $(IMAGE_TAG)
 	IMAGE_TAG=$(IMAGE_TAG) hack/build-component-images.sh
 
-demo: k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4)
-	hack/demo.sh
+# Who places GPU-sharing pods on the local cluster and in the benchmarks: extender
+# (kube-scheduler + the gpushare extender) or plugin (gpushare-scheduler).
+MODE ?= extender
+
+demo: k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4); MODE=extender|plugin
+	GPUSHARE_MODE=$(MODE) hack/demo.sh
 
 demo-down: ## Stop the demo cluster: every process by PID, mounts, cni0, cgroups
 	hack/cluster-down.sh
@@ -75,13 +82,13 @@ clean:
 	rm -rf $(BIN)
 
 .PHONY: bench-scale
-bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory
-	N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench/scale.sh
+bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory; MODE=plugin: vs gpushare-scheduler [POLICY=binpack]
+	MODE=$(MODE) N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench/scale.sh
 
 .PHONY: bench-replay
-bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
-	TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
+bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [MODE=extender|plugin TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
+	MODE=$(MODE) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
 .PHONY: bench-replay-matrix
-bench-replay-matrix: ## Policies × traces × seeds: [POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
-	hack/bench/replay-matrix.sh
+bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
+	MODE=$(MODE) hack/bench/replay-matrix.sh

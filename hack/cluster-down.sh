@@ -19,6 +19,7 @@ K8S_BIN=${GPUSHARE_K8S_BIN:-$(cat "$STATE/k8s-bin" 2>/dev/null || true)}
 
 # No new bindings while the real node is drained.
 stop_proc kube-scheduler
+stop_proc gpushare-scheduler
 stop_proc extender
 if [ -x "${K8S_BIN:-/nonexistent}/kubectl" ]; then
   drain_real_node
@@ -34,6 +35,8 @@ if [ -f "$CONTAINERD_DIR/config.toml" ] || is_running containerd; then
   release_real_node
 fi
 rm -rf "$STATE/etcd"
+# The next hack/cluster-up.sh starts in the mode it is given (default extender), not this one.
+rm -f "$STATE/scheduler-mode"
 left=()
 for f in "$PIDS"/*; do
   [ -e "$f" ] && [[ $f != *.* ]] && left+=("${f##*/}")

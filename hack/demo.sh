@@ -4,6 +4,10 @@
 # and stays Pending. Prints pods, each notebook's GPU environment, the pending reason and
 # `kubectl inspect gpushare`, then leaves the cluster running. Safe to re-run.
 # Expects `make build` (bin/) and hack/build-images.sh to have run (the Makefile does both).
+#
+# GPUSHARE_MODE=plugin (`make demo MODE=plugin`): gpushare-scheduler places the notebooks
+# instead of kube-scheduler + the extender; the examples get schedulerName:
+# gpushare-scheduler as they are applied (see hack/cluster-up.sh for the modes).
 set -o errexit -o nounset -o pipefail
 
 LOG_TAG=demo
@@ -13,6 +17,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 K8S_BIN=$(k8s_bin_dir)
 GPUSHARE_K8S_BIN=$K8S_BIN "$REPO/hack/cluster-up.sh"
 mode=$(cat "$STATE/node-mode")
+sched_mode=$(cat "$STATE/scheduler-mode")
 export PATH="$GPUSHARE_BIN:$K8S_BIN:$PATH"
 export KUBECONFIG=$KUBECONFIG_FILE
 node=$(node_name)
@@ -35,7 +40,29 @@ status:
 EOF
 fi
 
-kubectl apply -f "$REPO/deploy/examples/" >/dev/null
+# apply_examples DIR: kubectl apply of DIR's manifests; in plugin mode each Deployment's pod
+# template first gets schedulerName: gpushare-scheduler (the only scheduler there that places
+# cards). The manifests stay scheduler-neutral, as users apply them.
+apply_examples() {
+  if [ "$sched_mode" != plugin ]; then
+    kubectl apply -f "$1" >/dev/null
+    return
+  fi
+  local rendered deployments named
+  rendered=$(for f in "$1"/*.yaml; do
+    sed 's/^    spec:$/    spec:\n      schedulerName: gpushare-scheduler/' "$f"
+    echo ---
+  done)
+  # Fail closed: a Deployment the expression missed would go to the default scheduler,
+  # which binds without choosing a card.
+  deployments=$(grep -c '^kind: Deployment$' <<<"$rendered" || true)
+  named=$(grep -c '^      schedulerName: gpushare-scheduler$' <<<"$rendered" || true)
+  [ "$deployments" -gt 0 ] && [ "$deployments" = "$named" ] ||
+    die "could not set schedulerName in $1 ($named of $deployments Deployments)"
+  kubectl apply -f - >/dev/null <<<"$rendered"
+}
+
+apply_examples "$REPO/deploy/examples"
 log "waiting for tf-notebook, tf-notebook-2, tf-notebook-3 to be Available"
 if ! kubectl wait --for=condition=Available --timeout=180s deployment/tf-notebook deployment/tf-notebook-2 deployment/tf-notebook-3 >/dev/null; then
   kubectl get pods -o wide
@@ -43,7 +70,7 @@ if ! kubectl wait --for=condition=Available --timeout=180s deployment/tf-noteboo
   die "the notebooks did not become Available; logs: $LOGS"
 fi
 # Only now the one that cannot fit, so it is the one left Pending.
-kubectl apply -f "$REPO/deploy/examples/overflow/" >/dev/null
+apply_examples "$REPO/deploy/examples/overflow"
 pending_reason() {
   local pod
   pod=$(kubectl get pods -l app=tf-notebook-4 -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null) || return 1
@@ -73,6 +100,8 @@ if [ -x "$GPUSHARE_BIN/kubectl-inspect-gpushare" ]; then
   kubectl inspect gpushare
   banner "kubectl inspect gpushare $node"
   kubectl inspect gpushare "$node" || true
+elif [ "$sched_mode" = plugin ]; then
+  log "bin/kubectl-inspect-gpushare not built (make build)"
 else
   log "bin/kubectl-inspect-gpushare not built; the extender's inspect JSON instead"
   curl -sf --cacert "$EXTENDER_PKI/ca.crt" --cert "$EXTENDER_PKI/client.crt" --key "$EXTENDER_PKI/client.key" \

@@ -6,7 +6,12 @@
 #   hack/bench/replay-matrix.sh                        # 4 policies × 4 traces × seeds 42 43 44
 #   POLICIES="fgd" SEEDS="42 43 44 45 46" hack/bench/replay-matrix.sh
 #
+#   MODE=plugin hack/bench/replay-matrix.sh            # the same cells through gpushare-scheduler
+#
 # Settings (environment):
+#   MODE      extender (default) or plugin (hack/bench/replay.sh): a plugin cell goes to
+#             $ROOT/$TRACE/$POLICY-plugin/seed$SEED, beside the extender's, so one ROOT holds
+#             both; table.md has a table per mode and the charts a line per policy and mode
 #   POLICIES  (default: binpack spread bestfit fgd)
 #   TRACES    (default: default gpushare40 gpuspec10 multigpu20)
 #   SEEDS     (default: 42 43 44)
@@ -32,6 +37,20 @@ TRACES=${TRACES:-default gpushare40 gpuspec10 multigpu20}
 SEEDS=${SEEDS:-42 43 44}
 export STOP_AT=${STOP_AT:-100}
 OFFLINE=${OFFLINE:-no}
+export MODE=${MODE:-extender}
+case $MODE in
+extender) cell_suffix= ;;
+plugin) cell_suffix=-plugin ;;
+*)
+  echo "MODE=$MODE: want extender or plugin" >&2
+  exit 2
+  ;;
+esac
+if [ "$OFFLINE" = yes ] && [ "$MODE" != extender ]; then
+  # The offline emulation is pkg/policy in memory: no scheduler, so no plugin mode to emulate.
+  echo "OFFLINE=yes runs no scheduler; MODE=$MODE does not apply" >&2
+  exit 2
+fi
 if [ "$OFFLINE" = yes ]; then
   ROOT=${ROOT:-$REPO/_output/replay-matrix-offline}
   export GPUSHARE_REPLAY_BIN=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin-offline}
@@ -61,7 +80,7 @@ failed=0
 for seed in $SEEDS; do
   for trace in $TRACES; do
     for policy in $POLICIES; do
-      out=$ROOT/$trace/$policy/seed$seed
+      out=$ROOT/$trace/$policy$cell_suffix/seed$seed
       if [ -f "$out/summary.json" ]; then
         echo "[matrix] $trace $policy seed $seed: done before, skipped"
         continue
@@ -70,7 +89,7 @@ for seed in $SEEDS; do
       # GPUSHARE_STATE_DIR, GPUSHARE_REPLAY_BIN) share one matrix, each cell run once.
       mkdir -p "$(dirname "$out")"
       mkdir "$out.claim" 2>/dev/null || { echo "[matrix] $trace $policy seed $seed: another runner has it"; continue; }
-      echo "[matrix] $(date -u +%H:%M:%S) $trace $policy seed $seed"
+      echo "[matrix] $(date -u +%H:%M:%S) $trace $policy seed $seed ($MODE)"
       if ! run_cell "$trace" "$policy" "$seed" "$out" >"$ROOT/run-$RUNNER.log" 2>&1; then
         echo "[matrix] $trace $policy seed $seed FAILED; log: $out.log"
         mkdir -p "$(dirname "$out")" && cp "$ROOT/run-$RUNNER.log" "$out.log"
@@ -93,7 +112,7 @@ for trace in $TRACES; do
   done
   [ "${#runs[@]}" -gt 0 ] || continue
   # One line per policy, averaged over its seeds.
-  "$bin" chart --title "$trace trace: allocated vs arrived GPU ($([ "$OFFLINE" = yes ] && echo offline emulation || echo real kube-scheduler + extender))" \
+  "$bin" chart --title "$trace trace: allocated vs arrived GPU ($([ "$OFFLINE" = yes ] && echo offline emulation || echo "real schedulers: kube-scheduler + extender; cluster-plugin: gpushare-scheduler"))" \
     --out "$ROOT/chart-$trace.svg" "${runs[@]}"
 done
 [ "$failed" = 0 ] || { echo "[matrix] $failed runs failed"; exit 1; }

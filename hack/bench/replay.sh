@@ -6,10 +6,16 @@
 #   hack/bench/replay.sh                             # default trace, binpack, seed 42
 #   TRACE=gpushare40 POLICY=fgd SEED=43 hack/bench/replay.sh
 #   LIMIT=500 hack/bench/replay.sh                   # first 500 pods only
+#   MODE=plugin POLICY=fgd hack/bench/replay.sh      # through gpushare-scheduler
 #
 # Settings (environment):
+#   MODE     extender (default): kube-scheduler + the extender place the pods (replay-config.yaml);
+#            plugin: gpushare-scheduler alone (replay-plugin-config.yaml, the GPUShare plugin
+#            with POLICY), every pod naming it in schedulerName; results in
+#            _output/replay/$TRACE/$POLICY-plugin/seed$SEED, beside the extender's, and
+#            recorded with mode cluster-plugin[-toN]
 #   TRACE    pod list name: openb_pod_list_$TRACE.csv (default: default)
-#   POLICY   extender policy (default: binpack)       SEED  shuffle seed (default: 42)
+#   POLICY   placement policy (default: binpack)      SEED  shuffle seed (default: 42)
 #   TUNE     workload tuning ratio (default: 1.3)     UNIT  milli | gib (default: milli)
 #   LIMIT    replay only the first N pods (default: 0 = all)
 #   STOP_AT  end the workload once the submitted GPU request reaches this % of capacity
@@ -23,7 +29,7 @@
 #                as the simulator's score plugin does (fgd keeps them off the CPU GPU pods
 #                need; the other policies score them 0, i.e. a random feasible node).
 #                no: kube-scheduler, with no score plugin for them, takes the first
-#                feasible node (first fit in node order)
+#                feasible node (first fit in node order). MODE=extender only.
 #   KEEP_CLUSTER yes: leave the cluster running (stop it with the same environment and
 #                hack/cluster-down.sh, GPUSHARE_STATE_DIR=_output/replay-cluster)
 #
@@ -43,6 +49,7 @@ set -o errexit -o nounset -o pipefail
 {
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+MODE=${MODE:-extender}
 TRACE=${TRACE:-default}
 POLICY=${POLICY:-binpack}
 SEED=${SEED:-42}
@@ -50,7 +57,15 @@ TUNE=${TUNE:-1.3}
 UNIT=${UNIT:-milli}
 LIMIT=${LIMIT:-0}
 STOP_AT=${STOP_AT:-0}
-OUT=${OUT:-$REPO/_output/replay/$TRACE/$POLICY/seed$SEED}
+case $MODE in
+extender) policy_dir=$POLICY ;;
+plugin) policy_dir=$POLICY-plugin ;;
+*)
+  echo "MODE=$MODE: want extender or plugin" >&2
+  exit 2
+  ;;
+esac
+OUT=${OUT:-$REPO/_output/replay/$TRACE/$policy_dir/seed$SEED}
 TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
 REPLAY_KCM=${REPLAY_KCM:-no}
 REPLAY_ALL_PODS=${REPLAY_ALL_PODS:-yes}
@@ -72,6 +87,8 @@ export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-10359}
 # 12445-12446: clear of the demo's extender (12345 verbs, 12346 diagnostics).
 export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12445}
 export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-10348}
+export GPUSHARE_PLUGIN_SCHEDULER_PORT=${GPUSHARE_PLUGIN_SCHEDULER_PORT:-10369}
+export GPUSHARE_PLUGIN_POLICY=$POLICY
 
 LOG_TAG=replay
 # shellcheck source=hack/lib/cluster.sh
@@ -90,6 +107,11 @@ log "building extender and gpushare-replay"
 mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
   CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-replay" ./internal/bench/cmd/gpushare-replay)
+if [ "$MODE" = plugin ]; then
+  # A module of its own (k8s.io/kubernetes): minutes on a cold cache.
+  log "building gpushare-scheduler"
+  (cd "$REPO/cmd/gpushare-scheduler" && GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scheduler" .)
+fi
 
 prepare_bench_cluster
 echo kwok >"$STATE/node-mode"
@@ -127,11 +149,28 @@ main() {
   start_etcd
   start_apiserver
   if [ "$REPLAY_KCM" = yes ]; then start_controller_manager; fi
-  # Without managedResources the scheduler hands CPU-only pods to the extender's bind too.
-  GPUSHARE_BIND_NON_GPU_PODS=$([ "$REPLAY_ALL_PODS" = yes ] && echo true || echo false) start_extender
-  start_replay_kwok
-  start_scheduler "$REPLAY_CONFIG" "${REPLAY_CONFIG_EDITS[@]}"
-  log "cluster up; replaying $PODS_CSV (policy $POLICY, seed $SEED, tune $TUNE, all pods to the extender: $REPLAY_ALL_PODS) into $OUT"
+  # The mode's gpushare-replay flags: the pods handed to gpushare-scheduler (no extender to
+  # scrape), or the extender's /metrics for its verb latencies.
+  local flags
+  if [ "$MODE" = plugin ]; then
+    # gpushare-scheduler alone: every replay pod names it, so kube-scheduler has nothing to do.
+    [ -x "$GPUSHARE_BIN/gpushare-scheduler" ] || die "no $GPUSHARE_BIN/gpushare-scheduler"
+    start_replay_kwok
+    start_gpushare_scheduler "$REPO/hack/bench/replay-plugin-config.yaml"
+    log "cluster up; replaying $PODS_CSV through gpushare-scheduler (policy $POLICY, seed $SEED, tune $TUNE) into $OUT"
+    flags=(--scheduler-name gpushare-scheduler --mode-suffix plugin --metrics-url "")
+  else
+    # Without managedResources the scheduler hands CPU-only pods to the extender's bind too.
+    GPUSHARE_BIND_NON_GPU_PODS=$([ "$REPLAY_ALL_PODS" = yes ] && echo true || echo false) start_extender
+    start_replay_kwok
+    start_scheduler "$REPLAY_CONFIG" "${REPLAY_CONFIG_EDITS[@]}"
+    log "cluster up; replaying $PODS_CSV (policy $POLICY, seed $SEED, tune $TUNE, all pods to the extender: $REPLAY_ALL_PODS) into $OUT"
+    flags=(--mode-suffix "$([ "$REPLAY_ALL_PODS" = yes ] && echo allpods)"
+      --metrics-url "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT/metrics"
+      --extender-client-cert "$EXTENDER_PKI/client.crt"
+      --extender-client-key "$EXTENDER_PKI/client.key"
+      --extender-ca "$EXTENDER_PKI/ca.crt")
+  fi
 
   mkdir -p "$OUT"
   "$GPUSHARE_BIN/gpushare-replay" \
@@ -145,11 +184,7 @@ main() {
     --stop-at "$STOP_AT" \
     --out "$OUT" \
     --policy-label "$POLICY" \
-    --mode-suffix "$([ "$REPLAY_ALL_PODS" = yes ] && echo allpods)" \
-    --metrics-url "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT/metrics" \
-    --extender-client-cert "$EXTENDER_PKI/client.crt" \
-    --extender-client-key "$EXTENDER_PKI/client.key" \
-    --extender-ca "$EXTENDER_PKI/ca.crt" | tee "$OUT/summary.txt"
+    "${flags[@]}" | tee "$OUT/summary.txt"
 }
 
 main "$@"

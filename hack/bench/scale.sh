@@ -3,19 +3,27 @@
 # 16 units on a local control plane of its own, then in one run
 #   a) kube-scheduler alone (gpu-mem a plain extended resource) schedules PODS pods,
 #   b) kube-scheduler + the gpushare extender (filter, prioritize, bind) schedules the same set,
+#      or with MODE=plugin gpushare-scheduler alone (deploy/gpushare-scheduler's configuration,
+#      policy POLICY, percentageOfNodesToScore PCT), the pods naming it in schedulerName,
 #   burst: BURST_PODS pods of BURST_UNITS units created at once on one node,
 #   memory: PLACED pods created already bound; the extender's RSS once its cache holds them,
 #           and again after an extender restart (cold LIST of everything).
+# burst and memory measure the extender in both modes; MODE=plugin runs only a and b unless
+# PHASES asks for them.
 # Prints the result table and leaves the JSON results in $OUT (load.txt: load average and
 # kube-apiserver + etcd CPU per pod of each phase). Every process it starts is
 # stopped by PID at the end (KEEP_CLUSTER=yes leaves the cluster running).
 #
 #   hack/bench/scale.sh                      # N=5000 PODS=2000
 #   N=500 PODS=300 PLACED=4000 hack/bench/scale.sh
+#   MODE=plugin POLICY=fgd hack/bench/scale.sh
 #
-# Settings (environment): PHASES (ab burst memory: the steps to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
+# Settings (environment): MODE (extender | plugin: who runs phase b), POLICY (binpack: the
+# plugin's policy with MODE=plugin), PHASES (ab burst memory; ab with MODE=plugin: the steps
+# to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
 # WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
-# caps binds at 100/s, one write each), OUT (_output/scale-results), KEEP_CLUSTER (no),
+# caps binds at 100/s, one write each), OUT (_output/scale-results; with MODE=plugin
+# _output/scale-results-plugin, so both modes' results stay side by side), KEEP_CLUSTER (no),
 # SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
 # EXTENDER_GOMEMLIMIT (64MiB: the Go runtime's soft memory limit for the extender, as the
 # Deployment sets it; empty: none), MEMORY_SETTLE (150s: memory step, idle time before RSS
@@ -23,10 +31,11 @@
 # the garbage of the last 40,000 watch events, which no GC collects while nothing allocates),
 # PROFILE (seconds; empty: none): CPU profiles of kube-scheduler in phases a and b and of the
 # extender (run with --profiling) in phase b, PROFILE seconds from each phase's start, into
-# $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE).
+# $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE); with
+# MODE=plugin gpushare-scheduler's in phase b, $OUT/profile-b-plugin.pprof.
 # The state dir and every port are apart from the demo, e2e and replay clusters:
 # GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
-# extender 32345.
+# extender 32345, gpushare-scheduler 30269.
 #
 # No kwok and no kube-controller-manager: the nodes are Node objects created with a Ready
 # condition and nobody heartbeats them (the node lifecycle controller would taint them
@@ -39,6 +48,16 @@ set -o errexit -o nounset -o pipefail
 {
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+MODE=${MODE:-extender}
+POLICY=${POLICY:-binpack}
+case $MODE in
+extender) default_phases="ab burst memory" default_out=$REPO/_output/scale-results ;;
+plugin) default_phases="ab" default_out=$REPO/_output/scale-results-plugin ;;
+*)
+  echo "MODE=$MODE: want extender or plugin" >&2
+  exit 2
+  ;;
+esac
 N=${N:-5000}
 PODS=${PODS:-2000}
 BURST_PODS=${BURST_PODS:-100}
@@ -46,7 +65,7 @@ BURST_UNITS=${BURST_UNITS:-6}
 PLACED=${PLACED:-40000}
 WORKERS=${WORKERS:-32}
 EXTENDER_QPS=${EXTENDER_QPS:-1000}
-OUT=${OUT:-$REPO/_output/scale-results}
+OUT=${OUT:-$default_out}
 # percentageOfNodesToScore of both phases: 100 hands the extender every node (the case the
 # targets are set for); 0 is kube-scheduler's adaptive default (10% of 5000 nodes).
 PCT=${PCT:-100}
@@ -55,7 +74,7 @@ EXTENDER_GOMEMLIMIT=${EXTENDER_GOMEMLIMIT-64MiB}
 MEMORY_SETTLE=${MEMORY_SETTLE:-150s}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
 PROFILE=${PROFILE:-}
-PHASES=${PHASES:-ab burst memory}
+PHASES=${PHASES:-$default_phases}
 if [ "$SKIP_MEMORY" = yes ]; then PHASES=${PHASES//memory/}; fi
 want() { [[ " $PHASES " == *" $1 "* ]]; }
 
@@ -70,6 +89,8 @@ export GPUSHARE_KCM_PORT=${GPUSHARE_KCM_PORT:-30257}
 export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-30259}
 export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-32345}
 export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-30247}
+export GPUSHARE_PLUGIN_SCHEDULER_PORT=${GPUSHARE_PLUGIN_SCHEDULER_PORT:-30269}
+export GPUSHARE_PLUGIN_POLICY=$POLICY
 # Read by the extender itself (its flags have GPUSHARE_<FLAG> mirrors).
 export GPUSHARE_KUBE_API_QPS=$EXTENDER_QPS
 export GPUSHARE_KUBE_API_BURST=$((2 * EXTENDER_QPS))
@@ -86,13 +107,19 @@ log "building extender and gpushare-scalebench into $GPUSHARE_BIN"
 mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
   CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scalebench" ./internal/bench/cmd/gpushare-scalebench)
+if [ "$MODE" = plugin ]; then
+  # A module of its own (k8s.io/kubernetes): minutes on a cold cache.
+  log "building gpushare-scheduler into $GPUSHARE_BIN"
+  (cd "$REPO/cmd/gpushare-scheduler" && GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scheduler" .)
+fi
 
 # The working tree is shared and changes under a run: record what was built.
 mkdir -p "$OUT"
 {
   echo "built $(date -u +%FT%TZ) from HEAD $(git -C "$REPO" rev-parse --short HEAD)"
-  echo "uncommitted changes in the extender's packages:"
-  git -C "$REPO" status --short cmd/extender pkg/cache pkg/routes pkg/policy pkg/gpushare pkg/metrics
+  echo "mode $MODE$([ "$MODE" = plugin ] && echo " (policy $POLICY)")"
+  echo "uncommitted changes in the extender's and gpushare-scheduler's packages:"
+  git -C "$REPO" status --short cmd/extender cmd/gpushare-scheduler pkg/cache pkg/routes pkg/policy pkg/gpushare pkg/metrics pkg/schedulerplugin
 } >"$OUT/build.txt" 2>&1 || true
 
 prepare_bench_cluster
@@ -103,6 +130,19 @@ echo kwok >"$STATE/node-mode"
 # start_bench_scheduler CONFIG: kube-scheduler with hack/bench/CONFIG at percentageOfNodesToScore PCT.
 start_bench_scheduler() {
   start_scheduler "$REPO/hack/bench/$1" "s#^percentageOfNodesToScore: .*#percentageOfNodesToScore: $PCT#"
+}
+
+# start_bench_plugin_scheduler: gpushare-scheduler with deploy/gpushare-scheduler's
+# configuration plus phase a's settings (scale-plain.yaml: client QPS 1000/2000,
+# percentageOfNodesToScore PCT), so b differs from a by the plugin alone.
+start_bench_plugin_scheduler() {
+  [ -x "$GPUSHARE_BIN/gpushare-scheduler" ] || die "no $GPUSHARE_BIN/gpushare-scheduler"
+  start_gpushare_scheduler "$REPO/deploy/gpushare-scheduler/scheduler-config.yaml" \
+    '/^clientConnection:$/a\  qps: 1000\n  burst: 2000' \
+    "\$a percentageOfNodesToScore: $PCT"
+  local config=$STATE/gpushare-scheduler-config.yaml
+  grep -q '^  qps: 1000$' "$config" && grep -q "^percentageOfNodesToScore: $PCT\$" "$config" ||
+    die "$config lacks the bench settings (qps 1000, percentageOfNodesToScore $PCT)"
 }
 
 sb() {
@@ -159,19 +199,32 @@ if want ab; then
   stop_proc kube-scheduler
   sb --set plain delete
 
-  log "phase b: kube-scheduler + gpushare extender, the same $PODS pods (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset})"
-  echo "extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}" >>"$OUT/load.txt"
-  GOMEMLIMIT=$EXTENDER_GOMEMLIMIT GPUSHARE_PROFILING=$([ -n "$PROFILE" ] && echo true || echo false) start_extender
-  start_bench_scheduler scale-extender.yaml
-  note_load "phase b start"
-  profile b-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
-  profile b-extender "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT"
-  cp0=$(cp_ticks)
-  # shellcheck disable=SC2046
-  sb --set extender --pods "$PODS" $(ext_probe) phase
-  note_load "phase b end"
-  cp_note b "$cp0"
-  sb --set extender delete
+  if [ "$MODE" = plugin ]; then
+    log "phase b: gpushare-scheduler (plugin, policy $POLICY), the same $PODS pods"
+    start_bench_plugin_scheduler
+    note_load "phase b start"
+    profile b-plugin "https://127.0.0.1:$PLUGIN_SCHEDULER_PORT"
+    cp0=$(cp_ticks)
+    sb --set plugin --scheduler-name gpushare-scheduler --scheduler-pid-file "$PIDS/gpushare-scheduler" --pods "$PODS" phase
+    note_load "phase b end"
+    cp_note b "$cp0"
+    stop_proc gpushare-scheduler
+    sb --set plugin delete
+  else
+    log "phase b: kube-scheduler + gpushare extender, the same $PODS pods (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset})"
+    echo "extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}" >>"$OUT/load.txt"
+    GOMEMLIMIT=$EXTENDER_GOMEMLIMIT GPUSHARE_PROFILING=$([ -n "$PROFILE" ] && echo true || echo false) start_extender
+    start_bench_scheduler scale-extender.yaml
+    note_load "phase b start"
+    profile b-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
+    profile b-extender "https://127.0.0.1:$EXTENDER_DIAGNOSTICS_PORT"
+    cp0=$(cp_ticks)
+    # shellcheck disable=SC2046
+    sb --set extender --pods "$PODS" $(ext_probe) phase
+    note_load "phase b end"
+    cp_note b "$cp0"
+    sb --set extender delete
+  fi
 fi
 
 if want burst; then

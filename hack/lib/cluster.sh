@@ -18,8 +18,19 @@ EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12345}
 # The extender's second listener: /metrics, /healthz, /readyz, /version, inspect, pprof.
 EXTENDER_DIAGNOSTICS_PORT=${GPUSHARE_EXTENDER_DIAGNOSTICS_PORT:-$((EXTENDER_PORT + 1))}
 KWOK_PORT=${GPUSHARE_KWOK_PORT:-10247}
+# gpushare-scheduler's secure port (/readyz, /metrics), apart from kube-scheduler's: in
+# CLUSTER_MODE=both the two run side by side.
+PLUGIN_SCHEDULER_PORT=${GPUSHARE_PLUGIN_SCHEDULER_PORT:-10269}
 SHARE_PLUGIN_METRICS_PORT=${GPUSHARE_SHARE_PLUGIN_METRICS_PORT:-9401}
 EXTENDER_POLICY=${GPUSHARE_EXTENDER_POLICY:-binpack}
+# The GPUShare plugin's policy in gpushare-scheduler (its args' policy:); the extender's by default.
+PLUGIN_POLICY=${GPUSHARE_PLUGIN_POLICY:-$EXTENDER_POLICY}
+# Who places GPU-sharing pods: extender (kube-scheduler calls the gpushare extender), plugin
+# (gpushare-scheduler, a second scheduler pods opt into with schedulerName; kube-scheduler
+# runs without the extender, which is not started) or both (extender mode plus
+# gpushare-scheduler; the e2e suite's set-up). Empty: the mode recorded in $STATE/scheduler-mode
+# by the last hack/cluster-up.sh, else extender (see cluster_mode).
+CLUSTER_MODE=${GPUSHARE_MODE:-}
 # The extender's kubeconfig; e2e points it at a proxy that delays Binding writes.
 EXTENDER_KUBECONFIG=${GPUSHARE_EXTENDER_KUBECONFIG:-}
 # real | kwok | auto (real when root and containerd are available).
@@ -60,6 +71,22 @@ alive() {
 die() {
   log "ERROR: $*"
   exit 1
+}
+
+# cluster_mode prints the scheduler mode of the cluster in $STATE: GPUSHARE_MODE when set,
+# else the one hack/cluster-up.sh recorded, else extender. Fails on an unknown mode.
+cluster_mode() {
+  local m=$CLUSTER_MODE
+  if [ -z "$m" ]; then
+    m=$(cat "$STATE/scheduler-mode" 2>/dev/null || echo extender)
+  fi
+  case $m in
+  extender | plugin | both) echo "$m" ;;
+  *)
+    log "ERROR: scheduler mode '$m': want extender, plugin or both"
+    return 1
+    ;;
+  esac
 }
 
 # k8s_bin_dir prints the folder of the pinned Kubernetes binaries, building them on first use.

@@ -1,5 +1,5 @@
 # Control plane of the local cluster: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, the gpushare extender and kwok. Sourced after hack/lib/cluster.sh and
+# kube-scheduler, the gpushare extender, gpushare-scheduler and kwok. Sourced after hack/lib/cluster.sh and
 # hack/lib/certs.sh.
 # shellcheck shell=bash
 
@@ -86,6 +86,66 @@ start_scheduler() {
     --secure-port "$SCHEDULER_PORT"
   wait_for "kube-scheduler /readyz" 120 curl -ksf "https://127.0.0.1:$SCHEDULER_PORT/readyz" ||
     die "kube-scheduler not ready; see $LOGS/kube-scheduler.log"
+}
+
+# start_scheduler_for_mode MODE: kube-scheduler as the scheduler mode wants it: with the
+# extender (extender, both) or, for plugin, deploy/scheduler/scheduler-config.yaml without its
+# extenders: section (its last): the default scheduler then schedules only the pods that do
+# not name gpushare-scheduler, and never calls an extender that is not running.
+start_scheduler_for_mode() {
+  case $1 in
+  extender | both) start_scheduler ;;
+  plugin)
+    local template=$REPO/deploy/scheduler/scheduler-config.yaml cut='/^extenders:/,$d'
+    if sed "$cut" "$template" | grep -v '^[[:space:]]*#' | grep -q 'extenders\|urlPrefix'; then
+      die "could not drop the extenders: section from $template"
+    fi
+    start_scheduler "$template" "$cut"
+    ;;
+  *) die "scheduler mode $1: want extender, plugin or both" ;;
+  esac
+}
+
+# gpushare_scheduler_ready: /readyz answers (its informers are synced).
+gpushare_scheduler_ready() {
+  curl -ksf "https://127.0.0.1:$PLUGIN_SCHEDULER_PORT/readyz" >/dev/null
+}
+
+# start_gpushare_scheduler [TEMPLATE [SED_EXPR...]]: gpushare-scheduler (kube-scheduler with
+# the GPUShare plugin; the same flags) with the configuration TEMPLATE (default:
+# deploy/gpushare-scheduler/scheduler-config.yaml) rendered into
+# $STATE/gpushare-scheduler-config.yaml: the kubeconfig path, leader election off (one
+# replica) and the plugin's policy ($PLUGIN_POLICY) filled in, then each SED_EXPR applied
+# (the benchmarks adjust their configurations so). Returns once /readyz answers on
+# $PLUGIN_SCHEDULER_PORT. Without the binary it warns and returns, like start_extender.
+start_gpushare_scheduler() {
+  local template=${1:-$REPO/deploy/gpushare-scheduler/scheduler-config.yaml} config sed_args expr
+  if [ ! -x "$GPUSHARE_BIN/gpushare-scheduler" ]; then
+    log "WARNING: $GPUSHARE_BIN/gpushare-scheduler not built (make build); pods with schedulerName gpushare-scheduler will stay Pending"
+    return 0
+  fi
+  # The name goes into a sed expression and the plugin's args: a plain word or nothing.
+  [[ $PLUGIN_POLICY =~ ^[a-z][a-z0-9-]*$ ]] || die "plugin policy '$PLUGIN_POLICY': not a policy name"
+  config=$STATE/gpushare-scheduler-config.yaml
+  sed_args=(-e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#"
+    -e "s#leaderElect: true#leaderElect: false#"
+    -e "s#^\([[:space:]]*\)policy: .*#\1policy: $PLUGIN_POLICY#")
+  for expr in "${@:2}"; do sed_args+=(-e "$expr"); done
+  sed "${sed_args[@]}" "$template" >"$config" || die "could not render $template"
+  # Fail closed: a template whose layout the expressions missed would run with another
+  # policy, or campaign for a Lease nobody else holds and wait.
+  grep -q "^[[:space:]]*kubeconfig: $KUBECONFIG_FILE\$" "$config" &&
+    grep -q '^[[:space:]]*leaderElect: false$' "$config" &&
+    grep -q "^[[:space:]]*policy: $PLUGIN_POLICY\$" "$config" ||
+    die "could not render $template into $config (kubeconfig, leaderElect: false, policy: $PLUGIN_POLICY)"
+  start_proc gpushare-scheduler "$GPUSHARE_BIN/gpushare-scheduler" \
+    --config "$config" \
+    --authentication-kubeconfig "$KUBECONFIG_FILE" \
+    --authorization-kubeconfig "$KUBECONFIG_FILE" \
+    --bind-address 127.0.0.1 \
+    --secure-port "$PLUGIN_SCHEDULER_PORT"
+  wait_for "gpushare-scheduler /readyz" 120 gpushare_scheduler_ready ||
+    die "gpushare-scheduler not ready; see $LOGS/gpushare-scheduler.log"
 }
 
 # extender_ready: /readyz on the diagnostics port answers ok over mutual TLS, the extender's

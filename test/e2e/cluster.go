@@ -80,6 +80,10 @@ func configFromEnv() (*config, error) {
 		"GPUSHARE_EXTENDER_DIAGNOSTICS_PORT=" + strconv.Itoa(c.extenderDiagnosticsPort),
 		"GPUSHARE_SHARE_PLUGIN_METRICS_PORT=" + strconv.Itoa(c.sharePluginPort),
 		"GPUSHARE_KWOK_NODES=no", // each test makes the kwok nodes it needs
+		// The extender's cases and gpushare-scheduler's run on one cluster: kube-scheduler with
+		// the extender, and gpushare-scheduler beside it for pods that name it.
+		"GPUSHARE_MODE=both",
+		"GPUSHARE_PLUGIN_SCHEDULER_PORT=22269",
 	}
 	return c, nil
 }

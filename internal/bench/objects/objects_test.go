@@ -84,6 +84,9 @@ func TestPodBuild(t *testing.T) {
 		wantReq   corev1.ResourceList
 		wantLimit corev1.ResourceList
 		wantCards int
+		// wantScheduler: empty leaves the pod to the default scheduler (the API server
+		// fills in default-scheduler).
+		wantScheduler string
 	}{
 		{
 			name:      "one card: gpu-mem only",
@@ -104,6 +107,14 @@ func TestPodBuild(t *testing.T) {
 			pod:     Pod{MilliCPU: 500},
 			wantReq: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")},
 		},
+		{
+			name:          "a second scheduler",
+			pod:           Pod{Units: 4, Cards: 1, SchedulerName: "gpushare-scheduler"},
+			wantReq:       corev1.ResourceList{res.Mem: resource.MustParse("4")},
+			wantLimit:     corev1.ResourceList{res.Mem: resource.MustParse("4")},
+			wantCards:     1,
+			wantScheduler: "gpushare-scheduler",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +122,9 @@ func TestPodBuild(t *testing.T) {
 			pod := tc.pod.Build(res)
 			if pod.Name != "p" || pod.Namespace != "ns" || pod.Labels["set"] != "a" {
 				t.Errorf("pod %s/%s labels %v", pod.Namespace, pod.Name, pod.Labels)
+			}
+			if pod.Spec.SchedulerName != tc.wantScheduler {
+				t.Errorf("schedulerName %q, want %q", pod.Spec.SchedulerName, tc.wantScheduler)
 			}
 			r := pod.Spec.Containers[0].Resources
 			if diff := cmp.Diff(tc.wantReq, r.Requests, quantityEqual); diff != "" {

@@ -19,6 +19,9 @@ type Pod struct {
 	MemoryMiB int64
 	Units     int64 // gpu-mem in total
 	Cards     int64 // gpu-count; asked for only above 1, as most pod specs leave it out
+	// SchedulerName hands the pod to a second scheduler (gpushare-scheduler); empty: the
+	// cluster's default scheduler.
+	SchedulerName string
 }
 
 // Build returns the pod: cpu and memory requests, gpu-mem (and gpu-count) limits under
@@ -48,6 +51,7 @@ func (p Pod) Build(res gpushare.Resources) *corev1.Pod {
 				Name: "main", Image: placeholderImage,
 				Resources: corev1.ResourceRequirements{Requests: req},
 			}},
+			SchedulerName:                 p.SchedulerName,
 			RestartPolicy:                 corev1.RestartPolicyNever,
 			TerminationGracePeriodSeconds: &grace,
 			AutomountServiceAccountToken:  &noToken,

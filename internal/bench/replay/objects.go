@@ -27,6 +27,9 @@ type Objects struct {
 	Units     Units
 	Resources gpushare.Resources
 	Namespace string
+	// SchedulerName is every pod's spec.schedulerName: empty for the cluster's default
+	// scheduler (with the extender), "gpushare-scheduler" to replay through the plugin.
+	SchedulerName string
 }
 
 // Node returns the kwok node for a trace node: labels LabelReplay and type=kwok, annotation
@@ -62,7 +65,7 @@ func (o Objects) Pod(p PodSpec) (*corev1.Pod, error) {
 	}
 	spec := objects.Pod{
 		Name: name, Namespace: o.Namespace, Labels: map[string]string{LabelReplay: "true"},
-		MilliCPU: p.MilliCPU, MemoryMiB: p.MemoryMiB,
+		MilliCPU: p.MilliCPU, MemoryMiB: p.MemoryMiB, SchedulerName: o.SchedulerName,
 	}
 	if p.NumGPU > 0 {
 		spec.Units, spec.Cards = o.Units.PodUnitsPerCard(p)*int64(p.NumGPU), int64(p.NumGPU)

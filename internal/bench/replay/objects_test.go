@@ -179,6 +179,41 @@ func TestPodObject(t *testing.T) {
 	}
 }
 
+// TestPodSchedulerName: with a scheduler name every replay pod, GPU or CPU-only, goes to
+// that scheduler (the trace replays through one scheduler); without one, the default.
+func TestPodSchedulerName(t *testing.T) {
+	nodes := []NodeSpec{{Name: "a", GPUs: 2, Model: "T4"}}
+	u, err := newUnits(UnitMilli, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := []PodSpec{
+		{Name: "gpu", MilliCPU: 1000, NumGPU: 1, GPUMilli: 500},
+		{Name: "cpu", MilliCPU: 1000},
+	}
+	for _, tc := range []struct {
+		name string
+		opts Options
+		want string
+	}{
+		{"default scheduler", Options{Namespace: "replay"}, ""},
+		{"gpushare-scheduler", Options{Namespace: "replay", SchedulerName: "gpushare-scheduler"}, "gpushare-scheduler"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.opts.objects(u)
+			for _, p := range pods {
+				pod, err := o.Pod(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if pod.Spec.SchedulerName != tc.want || pod.Namespace != "replay" {
+					t.Errorf("pod %s: schedulerName %q namespace %q, want %q replay", p.Name, pod.Spec.SchedulerName, pod.Namespace, tc.want)
+				}
+			}
+		})
+	}
+}
+
 var quantityEqual = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 func TestObjectErrors(t *testing.T) {

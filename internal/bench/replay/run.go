@@ -42,6 +42,8 @@ type Options struct {
 	MetricsTLS metrics.TLSFiles
 	PodTimeout time.Duration
 	Progress   io.Writer // progress bar; nil for none
+	// SchedulerName is the replay pods' spec.schedulerName (empty: the default scheduler).
+	SchedulerName string
 	// ModeSuffix is appended to the mode recorded in the results ("cluster-<suffix>"), to
 	// tell runs of different set-ups apart (hack/bench/replay.sh: "allpods").
 	ModeSuffix string
@@ -118,6 +120,11 @@ func (o Options) summary(pr prepared, mode string, rec *recorder, wall time.Dura
 	return s
 }
 
+// objects builds the replay's nodes and pods with these options' namespace and scheduler.
+func (o Options) objects(u Units) Objects {
+	return Objects{Units: u, Resources: gpushare.DefaultResources(), Namespace: o.Namespace, SchedulerName: o.SchedulerName}
+}
+
 // RunCluster replays against the cluster behind client and writes the results. The
 // summary is returned (and written) also when the run stopped early with an error, so a
 // partial run leaves its steps behind.
@@ -128,7 +135,7 @@ func RunCluster(ctx context.Context, client kubernetes.Interface, o Options) (Su
 	}
 	d := &driver{
 		Client:     client,
-		Objects:    Objects{Units: pr.Units, Resources: gpushare.DefaultResources(), Namespace: o.Namespace},
+		Objects:    o.objects(pr.Units),
 		PodTimeout: o.PodTimeout,
 		progress:   o.Progress,
 	}

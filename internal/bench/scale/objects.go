@@ -32,6 +32,9 @@ type Objects struct {
 	Namespace string
 	Cards     int   // cards per node (8)
 	CardUnits int64 // gpu-mem units per card (16)
+	// SchedulerName is the pods' spec.schedulerName: empty for the cluster's default
+	// scheduler, "gpushare-scheduler" for the plugin phase.
+	SchedulerName string
 }
 
 // DefaultObjects is 8 cards × 16 units per node, the default resource names, namespace
@@ -89,7 +92,7 @@ func podName(set string, i int) string { return fmt.Sprintf("%s-%05d", set, i) }
 func (o Objects) Pod(set string, i int, s PodShape) *corev1.Pod {
 	return objects.Pod{
 		Name: podName(set, i), Namespace: o.Namespace, Labels: map[string]string{LabelSet: set},
-		Units: s.Units, Cards: s.Cards,
+		Units: s.Units, Cards: s.Cards, SchedulerName: o.SchedulerName,
 	}.Build(o.Resources)
 }
 

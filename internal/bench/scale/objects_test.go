@@ -88,6 +88,20 @@ func TestNode(t *testing.T) {
 	}
 }
 
+// TestPodSchedulerName: the plugin phase's pods name gpushare-scheduler; the other phases'
+// leave it to the default scheduler.
+func TestPodSchedulerName(t *testing.T) {
+	for _, want := range []string{"", "gpushare-scheduler"} {
+		o := DefaultObjects()
+		o.SchedulerName = want
+		for i, s := range podSet(5) {
+			if got := o.Pod("plugin", i, s).Spec.SchedulerName; got != want {
+				t.Errorf("pod %d: schedulerName %q, want %q", i, got, want)
+			}
+		}
+	}
+}
+
 func TestBurstPodTolerates(t *testing.T) {
 	o := DefaultObjects()
 	p := o.BurstPod(7, 6)

@@ -60,7 +60,8 @@ type PhaseResult struct {
 	// Seconds: first create request to the last pod seen bound.
 	Seconds       float64 `json:"seconds"`
 	PodsPerSecond float64 `json:"podsPerSecond"`
-	// SchedulerCPUSeconds is kube-scheduler's CPU time during the phase (0: not measured).
+	// SchedulerCPUSeconds is the scheduler's CPU time during the phase (kube-scheduler, or
+	// gpushare-scheduler in the plugin phase; 0: not measured).
 	// On a shared machine CPU per pod is steadier than pods/s.
 	SchedulerCPUSeconds float64          `json:"schedulerCPUSeconds"`
 	LoadBefore          string           `json:"loadBefore"`
@@ -70,8 +71,11 @@ type PhaseResult struct {
 }
 
 // RunPhase creates podSet(n) as set `name` with Workers concurrent requests and waits
-// until every pod is bound. With schedulerPID > 0 it measures kube-scheduler's CPU time. With a probe it also diffs the extender's metrics and CPU time
-// over the phase and checks the cards from the allocation annotations. The set must be
+// until every pod is bound. With schedulerPID > 0 it measures that scheduler's CPU time
+// (kube-scheduler, or gpushare-scheduler). With a probe it also diffs the extender's metrics
+// and CPU time over the phase. With a probe or pods for a second scheduler
+// (Objects.SchedulerName), a placer of cards, it checks the cards from the allocation
+// annotations. The set must be
 // empty at the start. Errors: API failures, pods still unbound after timeout, probe errors.
 func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.Duration, probe *ExtenderProbe, schedulerPID int) (PhaseResult, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -125,21 +129,24 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	}
 	klog.InfoS("phase done", "set", name, "pods", n, "seconds", res.Seconds, "podsPerSecond", res.PodsPerSecond)
 
-	if probe == nil {
+	if probe != nil {
+		after, procAfter, err := probe.read(ctx)
+		if err != nil {
+			return res, err
+		}
+		res.Extender = &ExtenderFigures{
+			Filter:       metrics.Between(before, after, metrics.FilterSeconds),
+			Prioritize:   metrics.Between(before, after, metrics.PrioritizeSeconds),
+			Bind:         metrics.Between(before, after, metrics.BindSeconds),
+			CPUSeconds:   procAfter.CPUSeconds - procBefore.CPUSeconds,
+			RSSMiB:       mib(procAfter.RSSBytes),
+			HWMMiB:       mib(procAfter.HWMBytes),
+			HeapInuseMiB: after.Values[metrics.HeapInuse] / (1 << 20),
+		}
+	}
+	// kube-scheduler alone binds without choosing cards: nothing to check.
+	if probe == nil && b.Objects.SchedulerName == "" {
 		return res, nil
-	}
-	after, procAfter, err := probe.read(ctx)
-	if err != nil {
-		return res, err
-	}
-	res.Extender = &ExtenderFigures{
-		Filter:       metrics.Between(before, after, metrics.FilterSeconds),
-		Prioritize:   metrics.Between(before, after, metrics.PrioritizeSeconds),
-		Bind:         metrics.Between(before, after, metrics.BindSeconds),
-		CPUSeconds:   procAfter.CPUSeconds - procBefore.CPUSeconds,
-		RSSMiB:       mib(procAfter.RSSBytes),
-		HWMMiB:       mib(procAfter.HWMBytes),
-		HeapInuseMiB: after.Values[metrics.HeapInuse] / (1 << 20),
 	}
 	pods, err := w.pods()
 	if err != nil {

@@ -10,11 +10,20 @@ import (
 	"strings"
 )
 
+// Pod sets of the scheduling phases: a) kube-scheduler alone, b) kube-scheduler with the
+// extender, or b) gpushare-scheduler (the plugin). Each phase's result is <set>.json.
+const (
+	SetPlain    = "plain"
+	SetExtender = "extender"
+	SetPlugin   = "plugin"
+)
+
 // Result file names in the output folder, one per step.
 const (
 	FileSetup          = "setup.json"
 	FilePlain          = "plain.json"
 	FileExtender       = "extender.json"
+	FilePlugin         = "plugin.json"
 	FileBurst          = "burst.json"
 	FileMemory         = "memory.json"
 	FileMemoryRestart  = "memory-restart.json"
@@ -62,6 +71,7 @@ type Results struct {
 	Setup         *SetupResult
 	Plain         *PhaseResult
 	Extender      *PhaseResult
+	Plugin        *PhaseResult // phase b by gpushare-scheduler instead of kube-scheduler + extender
 	Burst         *BurstResult
 	Memory        *MemoryResult
 	MemoryRestart *MemoryResult
@@ -80,6 +90,7 @@ func LoadResults(dir string) (Results, error) {
 	var (
 		setup      SetupResult
 		plain, ext PhaseResult
+		plugin     PhaseResult
 		burst      BurstResult
 		mem, memR  MemoryResult
 	)
@@ -87,6 +98,7 @@ func LoadResults(dir string) (Results, error) {
 		load(FileSetup, &setup, func() { r.Setup = &setup }),
 		load(FilePlain, &plain, func() { r.Plain = &plain }),
 		load(FileExtender, &ext, func() { r.Extender = &ext }),
+		load(FilePlugin, &plugin, func() { r.Plugin = &plugin }),
 		load(FileBurst, &burst, func() { r.Burst = &burst }),
 		load(FileMemory, &mem, func() { r.Memory = &mem }),
 		load(FileMemoryRestart, &memR, func() { r.MemoryRestart = &memR }),
@@ -129,6 +141,23 @@ func (r Results) Markdown() string {
 		bs := r.Extender.SchedulerCPUSeconds * 1e3 / float64(r.Extender.Pods)
 		be := r.Extender.Extender.CPUSeconds * 1e3 / float64(r.Extender.Pods)
 		row("CPU per pod: a) scheduler; b) scheduler + extender", fmt.Sprintf("%.1f ms; %.1f + %.1f = %.1f ms (if CPU-bound, b/a = %.2f)", a, bs, be, bs+be, a/(bs+be)), "", "")
+	}
+	if r.Plugin != nil {
+		p := r.Plugin
+		row("b) gpushare-scheduler (plugin)", fmt.Sprintf("%.1f pods/s (%d pods in %.1f s; load %s → %s)",
+			p.PodsPerSecond, p.Pods, p.Seconds, p.LoadBefore, p.LoadAfter), "", "")
+		if r.Plain != nil && r.Plain.PodsPerSecond > 0 {
+			ratio := p.PodsPerSecond / r.Plain.PodsPerSecond
+			row("b/a (plugin)", fmt.Sprintf("%.2f", ratio), fmt.Sprintf("≥ %.1f", TargetRatio), met(ratio >= TargetRatio))
+		}
+		if r.Plain != nil && r.Plain.SchedulerCPUSeconds > 0 && p.SchedulerCPUSeconds > 0 {
+			a := r.Plain.SchedulerCPUSeconds * 1e3 / float64(r.Plain.Pods)
+			bp := p.SchedulerCPUSeconds * 1e3 / float64(p.Pods)
+			row("CPU per pod: a) scheduler; b) gpushare-scheduler (plugin)", fmt.Sprintf("%.1f ms; %.1f ms (if CPU-bound, b/a = %.2f)", a, bp, a/bp), "", "")
+		}
+		if c := p.Cards; c != nil {
+			row("b) plugin: cards over capacity / unannotated", fmt.Sprintf("%d / %d", len(c.Over), len(c.Unannotated)), "0 / 0", met(len(c.Over) == 0 && len(c.Unannotated) == 0))
+		}
 	}
 	if r.Extender != nil && r.Extender.Extender != nil {
 		e := r.Extender.Extender

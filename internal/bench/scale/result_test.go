@@ -70,3 +70,77 @@ func TestMarkdownCPUPerPod(t *testing.T) {
 		t.Errorf("report lacks %q:\n%s", want, md)
 	}
 }
+
+// TestMarkdownPlugin: the plugin phase is reported beside phase a like the extender's: its
+// rate, the ratio against the target, the scheduler's CPU per pod and the card check.
+func TestMarkdownPlugin(t *testing.T) {
+	plain := &PhaseResult{Pods: 100, PodsPerSecond: 100, SchedulerCPUSeconds: 1}
+	tests := []struct {
+		name     string
+		plain    *PhaseResult
+		plugin   *PhaseResult
+		want     []string
+		wantNone []string
+	}{
+		{
+			name:  "met, cards clean",
+			plain: plain,
+			plugin: &PhaseResult{Pods: 100, Seconds: 100.0 / 90, PodsPerSecond: 90, SchedulerCPUSeconds: 1.25,
+				Cards: &CardCheck{Over: []string{}, Unannotated: []string{}}},
+			want: []string{
+				"| b) gpushare-scheduler (plugin) | 90.0 pods/s",
+				"| b/a (plugin) | 0.90 | ≥ 0.8 | met |",
+				"| CPU per pod: a) scheduler; b) gpushare-scheduler (plugin) | 10.0 ms; 12.5 ms (if CPU-bound, b/a = 0.80) |",
+				"| b) plugin: cards over capacity / unannotated | 0 / 0 | 0 / 0 | met |",
+			},
+			wantNone: []string{"| b/a |", "scheduler + extender"},
+		},
+		{
+			name:   "missed, a card over capacity",
+			plain:  plain,
+			plugin: &PhaseResult{Pods: 100, PodsPerSecond: 50, Cards: &CardCheck{Over: []string{"n/0: 17 > 16"}, Unannotated: []string{}}},
+			want: []string{
+				"| b/a (plugin) | 0.50 | ≥ 0.8 | **missed** |",
+				"| b) plugin: cards over capacity / unannotated | 1 / 0 | 0 / 0 | **missed** |",
+			},
+			// No CPU figure without the plugin phase's CPU.
+			wantNone: []string{"gpushare-scheduler (plugin) | 10.0 ms"},
+		},
+		{
+			name:     "no phase a: no ratio",
+			plugin:   &PhaseResult{Pods: 100, PodsPerSecond: 50},
+			want:     []string{"| b) gpushare-scheduler (plugin) | 50.0 pods/s"},
+			wantNone: []string{"b/a"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			md := Results{Plain: tc.plain, Plugin: tc.plugin}.Markdown()
+			for _, w := range tc.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("report lacks %q:\n%s", w, md)
+				}
+			}
+			for _, w := range tc.wantNone {
+				if strings.Contains(md, w) {
+					t.Errorf("report has %q:\n%s", w, md)
+				}
+			}
+		})
+	}
+}
+
+// TestResultsLoadPlugin: plugin.json is read back as the plugin phase, not as the extender's.
+func TestResultsLoadPlugin(t *testing.T) {
+	dir := t.TempDir()
+	if err := WriteJSON(dir+"/"+FilePlugin, PhaseResult{Name: SetPlugin, Pods: 7}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := LoadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Plugin == nil || r.Plugin.Pods != 7 || r.Extender != nil {
+		t.Errorf("plugin %+v extender %+v; want the plugin phase only", r.Plugin, r.Extender)
+	}
+}

@@ -74,6 +74,7 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&f.PolicyLabel, "policy-label", "", "policy name recorded in the results (default: --policy)")
 	fs.StringVar(&f.Namespace, "namespace", "replay", "namespace of the replay pods")
 	fs.IntVar(&f.StepEvery, "step-every", 1, "write every N-th step to steps.csv")
+	fs.StringVar(&f.SchedulerName, "scheduler-name", "", "spec.schedulerName of the replay pods, e.g. gpushare-scheduler (empty: the default scheduler)")
 	fs.StringVar(&f.ModeSuffix, "mode-suffix", "", "appended to the recorded mode (cluster-<suffix>) to tell set-ups apart")
 	fs.StringVar(&f.MetricsURL, "metrics-url", "https://127.0.0.1:12346/metrics", "extender /metrics (its diagnostics listener) for latency percentiles (empty: skip)")
 	fs.StringVar(&f.MetricsTLS.CertFile, "extender-client-cert", "", "client certificate presented to the extender's diagnostics listener (mutual TLS)")

@@ -5,6 +5,7 @@
 //	gpushare-scalebench setup     --nodes 5000
 //	gpushare-scalebench phase     --set plain --pods 2000
 //	gpushare-scalebench phase     --set extender --pods 2000 --metrics-url URL --extender-pid PID
+//	gpushare-scalebench phase     --set plugin --pods 2000 --scheduler-name gpushare-scheduler --scheduler-pid-file F
 //	gpushare-scalebench delete    --set plain
 //	gpushare-scalebench burst     --burst-pods 100 --burst-units 6
 //	gpushare-scalebench memory    --nodes 5000 --placed 40000 --metrics-url URL --extender-pid PID
@@ -48,6 +49,7 @@ type options struct {
 	metricsTLS   metrics.TLSFiles
 	extenderPID  int
 	schedPIDFile string
+	schedName    string
 	burstPods    int
 	burstUnits   int64
 	placed       int
@@ -69,7 +71,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsTLS.KeyFile, "extender-client-key", "", "key of --extender-client-cert")
 	fs.StringVar(&o.metricsTLS.CAFile, "extender-ca", "", "CA bundle that verifies the extender's serving certificate")
 	fs.IntVar(&o.extenderPID, "extender-pid", 0, "the extender's process ID (RSS and CPU from /proc)")
-	fs.StringVar(&o.schedPIDFile, "scheduler-pid-file", defaultSchedulerPIDFile(), "file holding kube-scheduler's process ID (phase: its CPU time); empty: not measured")
+	fs.StringVar(&o.schedPIDFile, "scheduler-pid-file", defaultSchedulerPIDFile(), "file holding the scheduler's process ID (kube-scheduler, or gpushare-scheduler in the plugin phase; phase: its CPU time); empty: not measured")
+	fs.StringVar(&o.schedName, "scheduler-name", "", "spec.schedulerName of the created pods (gpushare-scheduler for the plugin phase; empty: the default scheduler)")
 	fs.IntVar(&o.burstPods, "burst-pods", 100, "burst: pods created at once on one node")
 	fs.Int64Var(&o.burstUnits, "burst-units", 6, "burst: gpu-mem units per pod")
 	fs.IntVar(&o.placed, "placed", 40000, "memory: pods created already bound")
@@ -140,12 +143,21 @@ func run(ctx context.Context, step string, o *options) error {
 		return save(scale.FileSetup, r)
 	case "phase":
 		var p *scale.ExtenderProbe
-		file := scale.FilePlain
-		if o.set != "plain" {
+		file := o.set + ".json"
+		switch o.set {
+		case "":
+			return fmt.Errorf("phase needs --set")
+		case scale.SetPlain:
+		case scale.SetPlugin:
+			// gpushare-scheduler is the only process of phase b: its CPU comes from
+			// --scheduler-pid-file, its cards from the pods' annotations.
+			if o.schedName == "" {
+				return fmt.Errorf("phase --set %s needs --scheduler-name (the pods must reach gpushare-scheduler)", scale.SetPlugin)
+			}
+		default:
 			if p, err = probe(); err != nil {
 				return err
 			}
-			file = o.set + ".json"
 		}
 		r, err := b.RunPhase(ctx, o.set, o.pods, o.timeout, p, o.schedulerPID())
 		if err != nil {
@@ -229,5 +241,6 @@ func (o *options) bench() (*scale.Bench, error) {
 	}
 	objs := scale.DefaultObjects()
 	objs.Namespace = o.namespace
+	objs.SchedulerName = o.schedName
 	return &scale.Bench{Client: client, Objects: objs, Workers: o.workers}, nil
 }
