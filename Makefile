@@ -17,6 +17,10 @@ BENCH_COMMANDS := $(wildcard internal/bench/cmd/*)
 # so nothing links against the driver). Without a C compiler it is built with CGO_ENABLED=0:
 # simulated GPUs still work and real NVML is refused with a clear message.
 NVML_CGO  ?= $(shell command -v gcc >/dev/null 2>&1 && echo 1 || echo 0)
+# go.work is for editors: every target builds and tests each module on its own go.mod.
+export GOWORK := off
+# gpushare-scheduler is a module of its own (it pulls in k8s.io/kubernetes).
+SCHED_MOD := cmd/gpushare-scheduler
 # go-nvml's header marks some NVML calls deprecated; gcc would warn about each of them.
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
@@ -33,7 +37,7 @@ build: ## Build every command into ./bin
 	done
 	@# A module of its own (it pulls in k8s.io/kubernetes), outside the workspace.
 	@echo "go build cmd/gpushare-scheduler (CGO_ENABLED=0)"
-	@cd cmd/gpushare-scheduler && GOWORK=off CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/gpushare-scheduler .
+	@cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/gpushare-scheduler .
 
 test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster
 
@@ -45,6 +49,7 @@ race:
 
 lint: ## go vet + gofmt check
 	$(GO) vet ./...
+	cd $(SCHED_MOD) && $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 verify: lint

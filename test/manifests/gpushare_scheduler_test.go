@@ -81,6 +81,8 @@ func renderGPUShareScheduler(t *testing.T) rendered {
 			obj, meta = b, &b.ObjectMeta
 		case "ClusterRoleBinding":
 			obj = &rbacv1.ClusterRoleBinding{}
+		case "ClusterRole":
+			obj = &rbacv1.ClusterRole{}
 		default:
 			t.Fatalf("%s: unexpected %s %s", gpushareSchedulerDir, r.GetKind(), r.GetName())
 		}

@@ -142,6 +142,8 @@ func TestRBAC(t *testing.T) {
 			// kube-scheduler's own built-in roles; system:kube-scheduler reaches only the
 			// Lease named kube-scheduler.
 			"ClusterRole system:kube-scheduler", "ClusterRole system:volume-scheduler",
+			// Bind's removal of stale allocation annotations.
+			"core/pods patch",
 			// Delegated authentication of its secure port.
 			"kube-system: Role extension-apiserver-authentication-reader",
 			// Its own leader election Lease.
