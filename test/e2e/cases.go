@@ -45,13 +45,26 @@ var (
 // T4 (Running, each told its card's UUID); a fourth stays Pending with a FailedScheduling event
 // naming gpu-mem; inspect prints 12/14 (85%).
 func CaseReferenceScenario(t *testing.T, e *Env) {
+	requireBinary(t, e, "extender")
+	referenceScenario(t, e, "")
+}
+
+// CasePluginReferenceScenario is CaseReferenceScenario with every pod scheduled by
+// gpushare-scheduler (the framework plugin) instead of kube-scheduler + the extender.
+func CasePluginReferenceScenario(t *testing.T, e *Env) {
+	requireBinary(t, e, "gpushare-scheduler")
+	referenceScenario(t, e, PluginSchedulerName)
+}
+
+// referenceScenario runs the reference scenario with the pods' schedulerName sched ("": the
+// default scheduler).
+func referenceScenario(t *testing.T, e *Env, sched string) {
 	if e.RealNode == "" {
 		t.Skip("no real node: " + e.NoRealNodeWhy)
 	}
-	requireBinary(t, e, "extender")
 	ns := newNamespace(t, e)
 	ctx := testContext(t, 5*time.Minute)
-	notebooks := applyDeployments(t, e, ns, filepath.Join(e.Repo(), "deploy", "examples", "tf-notebook.yaml"))
+	notebooks := applyDeployments(t, e, ns, filepath.Join(e.Repo(), "deploy", "examples", "tf-notebook.yaml"), sched)
 	if diff := cmp.Diff([]string{"tf-notebook", "tf-notebook-2", "tf-notebook-3"}, notebooks); diff != "" {
 		t.Fatalf("deploy/examples/tf-notebook.yaml Deployments (-want,+got):\n%s", diff)
 	}
@@ -60,7 +73,7 @@ func CaseReferenceScenario(t *testing.T, e *Env) {
 		name := podOf(t, e, ns, d)
 		pods[d] = waitPod(t, e, ns, name, 2*time.Minute, "Running", isRunning)
 	}
-	overflow := applyDeployments(t, e, ns, filepath.Join(e.Repo(), "deploy", "examples", "overflow", "tf-notebook-4.yaml"))
+	overflow := applyDeployments(t, e, ns, filepath.Join(e.Repo(), "deploy", "examples", "overflow", "tf-notebook-4.yaml"), sched)
 	pending := podOf(t, e, ns, overflow[0])
 	msg := waitFailedScheduling(t, e, ns, pending, string(res.Mem))
 	t.Logf("%s is Pending: %s", pending, msg)
@@ -242,10 +255,20 @@ func CaseKubeletRestart(t *testing.T, e *Env) {
 // the per-card reason although the node still has 16 free in total.
 func CasePerCardFit(t *testing.T, e *Env) {
 	requireBinary(t, e, "extender")
+	perCardFit(t, e, "")
+}
+
+// CasePluginPerCardFit is CasePerCardFit through gpushare-scheduler: the same reason.
+func CasePluginPerCardFit(t *testing.T, e *Env) {
+	requireBinary(t, e, "gpushare-scheduler")
+	perCardFit(t, e, PluginSchedulerName)
+}
+
+func perCardFit(t *testing.T, e *Env, sched string) {
 	ns := newNamespace(t, e)
 	node := newKwokNode(t, e, "percard", v100, v100)
 	// One container over two cards takes 8 on each (binpack would stack single-card 8s).
-	createPod(t, e, gpuPod(ns, "filler", node, ctr{units: 16, cards: 2}))
+	createPod(t, e, scheduledBy(sched, gpuPod(ns, "filler", node, ctr{units: 16, cards: 2})))
 	filler := waitPod(t, e, ns, "filler", time.Minute, "Running", isRunning)
 	alloc, _, err := res.ReadAllocation(filler)
 	if err != nil {
@@ -254,8 +277,8 @@ func CasePerCardFit(t *testing.T, e *Env) {
 	if diff := cmp.Diff(gpushare.CardUnits{0: 8, 1: 8}, alloc.CardUsage(filler)); diff != "" {
 		t.Fatalf("filler card usage (-want,+got):\n%s", diff)
 	}
-	createPod(t, e, gpuPod(ns, "big", node, ctr{units: 10}))
-	msg := waitFailedScheduling(t, e, ns, "big", "on one card", "largest free 8")
+	createPod(t, e, scheduledBy(sched, gpuPod(ns, "big", node, ctr{units: 10})))
+	msg := waitFailedScheduling(t, e, ns, "big", "need 10 on one card; largest free 8 (card0 8/16, card1 8/16)")
 	t.Logf("big is Pending: %s", msg)
 }
 
@@ -334,6 +357,17 @@ func CaseExtenderRestart(t *testing.T, e *Env) {
 // card of a mixed node lands on the big one.
 func CaseMultiContainerMultiCard(t *testing.T, e *Env) {
 	requireBinary(t, e, "extender")
+	multiContainerMultiCard(t, e, "")
+}
+
+// CasePluginMultiContainerMultiCard is CaseMultiContainerMultiCard through
+// gpushare-scheduler.
+func CasePluginMultiContainerMultiCard(t *testing.T, e *Env) {
+	requireBinary(t, e, "gpushare-scheduler")
+	multiContainerMultiCard(t, e, PluginSchedulerName)
+}
+
+func multiContainerMultiCard(t *testing.T, e *Env, sched string) {
 	ns := newNamespace(t, e)
 	node := newKwokNode(t, e, "multi", v100, v100, v100, v100)
 	tests := []struct {
@@ -345,7 +379,7 @@ func CaseMultiContainerMultiCard(t *testing.T, e *Env) {
 		{"mixed", []ctr{{units: 4}, {units: 8, cards: 2}}},
 	}
 	for _, tc := range tests {
-		createPod(t, e, gpuPod(ns, tc.name, node, tc.containers...))
+		createPod(t, e, scheduledBy(sched, gpuPod(ns, tc.name, node, tc.containers...)))
 	}
 	capacity := map[int]int64{0: 16, 1: 16, 2: 16, 3: 16}
 	used := map[int]int64{}
@@ -404,7 +438,7 @@ func CaseMultiContainerMultiCard(t *testing.T, e *Env) {
 	}
 
 	mixed := newKwokNode(t, e, "mixed", a100, t4)
-	createPod(t, e, gpuPod(ns, "twenty", mixed, ctr{units: 20}))
+	createPod(t, e, scheduledBy(sched, gpuPod(ns, "twenty", mixed, ctr{units: 20})))
 	p := waitPod(t, e, ns, "twenty", time.Minute, "Running", isRunning)
 	alloc, _, err := res.ReadAllocation(p)
 	if err != nil {
@@ -481,8 +515,9 @@ func CaseDeployManifestsDryRun(t *testing.T, e *Env) {
 
 // --- helpers used only by the cases -----------------------------------------------------
 
-// applyDeployments creates the Deployments of a manifest file in ns and returns their names.
-func applyDeployments(t *testing.T, e *Env, ns, file string) []string {
+// applyDeployments creates the Deployments of a manifest file in ns, their pods scheduled by
+// sched ("": as the file says), and returns their names.
+func applyDeployments(t *testing.T, e *Env, ns, file string, sched string) []string {
 	t.Helper()
 	ctx := testContext(t, 30*time.Second)
 	var names []string
@@ -492,6 +527,9 @@ func applyDeployments(t *testing.T, e *Env, ns, file string) []string {
 			t.Fatalf("%s: %v", file, err)
 		}
 		d.Namespace = ns
+		if sched != "" {
+			d.Spec.Template.Spec.SchedulerName = sched
+		}
 		if _, err := e.Client.AppsV1().Deployments(ns).Create(ctx, &d, metav1.CreateOptions{}); err != nil {
 			t.Fatalf("creating Deployment %s from %s: %v", d.Name, file, err)
 		}

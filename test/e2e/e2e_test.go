@@ -6,12 +6,20 @@ import "testing"
 
 // The reference scenario runs first: it reads the cluster-wide occupancy of the real node.
 
-func TestReferenceScenario(t *testing.T)         { CaseReferenceScenario(t, env) }
-func TestControlPlaneVersion(t *testing.T)       { CaseControlPlaneVersion(t, env) }
-func TestPerCardFit(t *testing.T)                { CasePerCardFit(t, env) }
-func TestDeleteFreesMemory(t *testing.T)         { CaseDeleteFreesMemory(t, env) }
-func TestExtenderRestart(t *testing.T)           { CaseExtenderRestart(t, env) }
-func TestMultiContainerMultiCard(t *testing.T)   { CaseMultiContainerMultiCard(t, env) }
+func TestReferenceScenario(t *testing.T)       { CaseReferenceScenario(t, env) }
+func TestControlPlaneVersion(t *testing.T)     { CaseControlPlaneVersion(t, env) }
+func TestPerCardFit(t *testing.T)              { CasePerCardFit(t, env) }
+func TestDeleteFreesMemory(t *testing.T)       { CaseDeleteFreesMemory(t, env) }
+func TestExtenderRestart(t *testing.T)         { CaseExtenderRestart(t, env) }
+func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, env) }
+
+// gpushare-scheduler, the framework plugin front end, on the same cluster (MODE=both).
+
+func TestPluginReferenceScenario(t *testing.T)       { CasePluginReferenceScenario(t, env) }
+func TestPluginPerCardFit(t *testing.T)              { CasePluginPerCardFit(t, env) }
+func TestPluginMultiContainerMultiCard(t *testing.T) { CasePluginMultiContainerMultiCard(t, env) }
+func TestPluginPreemption(t *testing.T)              { CasePluginPreemption(t, env) }
+
 func TestDeployManifestsDryRun(t *testing.T)     { CaseDeployManifestsDryRun(t, env) }
 func TestRealNodeTwoCards(t *testing.T)          { CaseRealNodeTwoCards(t, env) }
 func TestKubeletRestart(t *testing.T)            { CaseKubeletRestart(t, env) }
