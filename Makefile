@@ -19,8 +19,12 @@ BENCH_COMMANDS := $(wildcard internal/bench/cmd/*)
 NVML_CGO  ?= $(shell command -v gcc >/dev/null 2>&1 && echo 1 || echo 0)
 # go.work is for editors: every target builds and tests each module on its own go.mod.
 export GOWORK := off
-# gpushare-scheduler is a module of its own (it pulls in k8s.io/kubernetes).
+# gpushare-scheduler is a module of its own (it pulls in k8s.io/kubernetes); its --version
+# and /version report the kube-scheduler it is built from.
 SCHED_MOD := cmd/gpushare-scheduler
+SCHED_K8S := $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\)$$/\1/p' $(SCHED_MOD)/go.mod)
+SCHED_LDFLAGS := $(LDFLAGS) -X k8s.io/component-base/version.gitVersion=$(SCHED_K8S) \
+  -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(word 2,$(subst ., ,$(SCHED_K8S)))
 # go-nvml's header marks some NVML calls deprecated; gcc would warn about each of them.
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
@@ -37,7 +41,7 @@ build: ## Build every command into ./bin
 	done
 	@# A module of its own (it pulls in k8s.io/kubernetes), outside the workspace.
 	@echo "go build cmd/gpushare-scheduler (CGO_ENABLED=0)"
-	@cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/gpushare-scheduler .
+	@cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(SCHED_LDFLAGS)" -o $(BIN)/gpushare-scheduler .
 
 test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster
 
