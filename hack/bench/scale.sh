@@ -137,7 +137,7 @@ start_bench_scheduler() {
 # percentageOfNodesToScore PCT), so b differs from a by the plugin alone.
 start_bench_plugin_scheduler() {
   [ -x "$GPUSHARE_BIN/gpushare-scheduler" ] || die "no $GPUSHARE_BIN/gpushare-scheduler"
-  start_gpushare_scheduler "$REPO/deploy/gpushare-scheduler/scheduler-config.yaml" \
+  start_gpushare_scheduler "${PLUGIN_CONFIG:-$REPO/deploy/gpushare-scheduler/scheduler-config.yaml}" \
     '/^clientConnection:$/a\  qps: 1000\n  burst: 2000' \
     "\$a percentageOfNodesToScore: $PCT"
   local config=$STATE/gpushare-scheduler-config.yaml

@@ -2,6 +2,7 @@ package schedulerplugin
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
@@ -26,6 +28,19 @@ type fakeHandle struct {
 func (h *fakeHandle) ClientSet() kubernetes.Interface                        { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
 func (h *fakeHandle) EventRecorder() events.EventRecorderLogger              { return nil }
+func (h *fakeHandle) Parallelizer() fwk.Parallelizer                         { return goParallelizer{} }
+
+// goParallelizer runs every piece in its own goroutine, as the scheduler's runs them in
+// parallel chunks.
+type goParallelizer struct{}
+
+func (goParallelizer) Until(_ context.Context, pieces int, work workqueue.DoWorkPieceFunc, _ string) {
+	var wg sync.WaitGroup
+	for i := range pieces {
+		wg.Go(func() { work(i) })
+	}
+	wg.Wait()
+}
 
 // testState is a CycleState holding plugin data, cloned as the framework clones it.
 type testState struct {

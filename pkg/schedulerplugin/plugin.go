@@ -33,6 +33,7 @@ type Plugin struct {
 	res           gpushare.Resources
 	reasons       frontend.Reasons
 	binder        *frontend.Binder
+	parallelizer  fwk.Parallelizer // nil: PreScore rates the nodes in one goroutine
 }
 
 var (
@@ -91,7 +92,7 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	klog.FromContext(ctx).Info("GPUShare plugin ready to sync", "policy", pol.Name(), "nodeSelector", sel.String(),
 		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration)
 	return &Plugin{
-		cache: c, pol: pol, workloadAware: workloadAware, res: res, reasons: reasons,
+		cache: c, pol: pol, workloadAware: workloadAware, res: res, reasons: reasons, parallelizer: h.Parallelizer(),
 		binder: &frontend.Binder{Cache: c, Client: h.ClientSet(), Reasons: reasons, Timeout: args.BindTimeout.Duration},
 	}, nil
 }

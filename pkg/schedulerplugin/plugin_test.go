@@ -3,6 +3,7 @@ package schedulerplugin
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -129,15 +130,21 @@ func TestPreemptionDryRun(t *testing.T) {
 	}
 }
 
-// TestScoreRanksAsPrioritize: Score + NormalizeScore give each node the extender's
-// prioritize priority (policy.Rank of the Scorer's rates), scaled to 0-100.
+// TestScoreRanksAsPrioritize: PreScore + Score + NormalizeScore give each node the
+// extender's prioritize priority (policy.Rank of the Scorer's rates), scaled to 0-100, on
+// more nodes than one PreScore piece rates, and for a node list in another order.
 func TestScoreRanksAsPrioritize(t *testing.T) {
 	for _, name := range []string{"binpack", "spread", "fgd"} {
 		t.Run(name, func(t *testing.T) {
-			objs := []runtime.Object{
-				ct.Node("empty", 16, 16), ct.Node("half", 16, 16), ct.Node("nearly", 16, 16),
-				ct.Placed(ct.Pod("h", 8), "half", gpushare.CardUnits{0: 8}),
-				ct.Placed(ct.Pod("n", 14), "nearly", gpushare.CardUnits{1: 14}),
+			var objs []runtime.Object
+			var names []string
+			for i := range 2*scoreChunk + 3 {
+				n := fmt.Sprintf("n%03d", i)
+				names = append(names, n)
+				objs = append(objs, ct.Node(n, 16, 16))
+				if used := int64(i % 15); used > 0 {
+					objs = append(objs, ct.Placed(ct.Pod("on-"+n, used), n, gpushare.CardUnits{i % 2: used}))
+				}
 			}
 			f := start(t, &GPUShareArgs{Policy: name}, objs...)
 			pod := ct.Pod("p", 2)
@@ -146,32 +153,44 @@ func TestScoreRanksAsPrioritize(t *testing.T) {
 			if !status.IsSuccess() {
 				t.Fatal(status)
 			}
-			if s := f.pl.PreScore(ctx, st, pod, nil); !s.IsSuccess() {
+			infos := make([]fwk.NodeInfo, len(names))
+			for i, n := range names {
+				infos[i] = nodeInfo(n)
+			}
+			if s := f.pl.PreScore(ctx, st, pod, infos); !s.IsSuccess() {
 				t.Fatal(s)
 			}
-			names := []string{"empty", "half", "nearly"}
-			var scores fwk.NodeScoreList
-			for _, n := range names {
-				s, status := f.pl.Score(ctx, st, pod, nodeInfo(n))
-				if !status.IsSuccess() {
-					t.Fatal(status)
+			scoreList := func(order []string) fwk.NodeScoreList {
+				var scores fwk.NodeScoreList
+				for _, n := range order {
+					s, status := f.pl.Score(ctx, st, pod, nodeInfo(n))
+					if !status.IsSuccess() {
+						t.Fatal(status)
+					}
+					scores = append(scores, fwk.NodeScore{Name: n, Score: s})
 				}
-				scores = append(scores, fwk.NodeScore{Name: n, Score: s})
+				if s := f.pl.NormalizeScore(ctx, st, pod, scores); !s.IsSuccess() {
+					t.Fatal(s)
+				}
+				return scores
 			}
-			if s := f.pl.NormalizeScore(ctx, st, pod, scores); !s.IsSuccess() {
-				t.Fatal(s)
-			}
-
 			// The extender's computation (routes prioritize).
-			pol := f.pl.cache.ForPod(f.pl.pol)
-			req, _ := f.pl.res.PodRequest(pod)
-			sc := policy.NewScorer(pol, req, policy.Host{})
-			rates, fits := make([]float64, len(names)), make([]bool, len(names))
-			f.pl.cache.ViewEach(names, func(i int, node policy.Node) { rates[i], fits[i] = sc.Rate(node) })
-			want := policy.Rank(rates, fits)
-			for i := range names {
-				if scores[i].Score != want[i]*10 || scores[i].Score < fwk.MinNodeScore || scores[i].Score > fwk.MaxNodeScore {
-					t.Fatalf("scores %v, want the extender's %v ×10", scores, want)
+			want := func(order []string) []int64 {
+				pol := f.pl.cache.ForPod(f.pl.pol)
+				req, _ := f.pl.res.PodRequest(pod)
+				sc := policy.NewScorer(pol, req, policy.Host{})
+				rates, fits := make([]float64, len(order)), make([]bool, len(order))
+				f.pl.cache.ViewEach(order, func(i int, node policy.Node) { rates[i], fits[i] = sc.Rate(node) })
+				return policy.Rank(rates, fits)
+			}
+			reversed := slices.Clone(names)
+			slices.Reverse(reversed)
+			for _, order := range [][]string{names, reversed} {
+				got, w := scoreList(order), want(order)
+				for i := range order {
+					if got[i].Score != w[i]*10 || got[i].Score < fwk.MinNodeScore || got[i].Score > fwk.MaxNodeScore {
+						t.Fatalf("node %s scores %d, want the extender's %d ×10", order[i], got[i].Score, w[i])
+					}
 				}
 			}
 		})

@@ -2,8 +2,6 @@ package schedulerplugin
 
 import (
 	"context"
-	"math"
-	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -12,17 +10,22 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// Score's raw value: the policy's rate in units of rateScale (rates are shares, a few units
-// at most), or unfit where the pod does not fit (a node's cards changed since Filter).
-// NormalizeScore ranks them.
-const (
-	rateScale = 1e9
-	unfit     = math.MinInt64
-)
+// scoreChunk is how many nodes one parallel piece of PreScore rates with one Scorer.
+const scoreChunk = 256
 
-// PreScore prepares the rating of the pod's placement on each node. A pod without gpu-mem
-// is rated only under a workload-aware policy (fgd); otherwise Score is skipped for it.
-func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) *fwk.Status {
+// nodeRates are the rates of one pod on a list of nodes: rates[i], fits[i] for names[i].
+type nodeRates struct {
+	names []string
+	rates []float64
+	fits  []bool
+}
+
+// PreScore rates the placement the policy would choose on each node (policy.Scorer.Rate,
+// as the extender's prioritize does), in parallel pieces of the node list, each under one
+// read of the ledger: a framework call per node would cost more than the rating itself.
+// Score then has nothing left to do, and NormalizeScore ranks the rates. A pod without
+// gpu-mem is rated only under a workload-aware policy (fgd); otherwise scoring is skipped.
+func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
@@ -30,35 +33,36 @@ func (p *Plugin) PreScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, 
 	if s.req.IsZero() && !p.workloadAware {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	pol, req, host := s.pol, s.req, cache.HostRequest(pod)
-	// A Scorer keeps buffers and is not safe for concurrent use; Score runs in parallel.
-	s.scorers = &sync.Pool{New: func() any { return policy.NewScorer(pol, req, host) }}
+	r := &nodeRates{names: make([]string, len(nodes)), rates: make([]float64, len(nodes)), fits: make([]bool, len(nodes))}
+	for i, n := range nodes {
+		r.names[i] = n.Node().Name
+	}
+	host := cache.HostRequest(pod)
+	pieces := (len(nodes) + scoreChunk - 1) / scoreChunk
+	rate := func(piece int) {
+		lo := piece * scoreChunk
+		hi := min(lo+scoreChunk, len(nodes))
+		// A Scorer keeps buffers and is not safe for concurrent use: one per piece.
+		sc := policy.NewScorer(s.pol, s.req, host)
+		p.cache.ViewEach(r.names[lo:hi], func(i int, node policy.Node) {
+			r.rates[lo+i], r.fits[lo+i] = sc.Rate(node)
+		})
+	}
+	if p.parallelizer != nil && pieces > 1 {
+		p.parallelizer.Until(ctx, pieces, rate, Name+"PreScore")
+	} else {
+		for piece := range pieces {
+			rate(piece)
+		}
+	}
+	s.scores = r
 	return nil
 }
 
-// Score rates the placement the policy would choose on the node (policy.Scorer.Rate, as the
-// extender's prioritize does); NormalizeScore turns the rates into 0-100.
-func (p *Plugin) Score(_ context.Context, state fwk.CycleState, _ *v1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
-	s, err := readState(state)
-	if err != nil {
-		return 0, fwk.AsStatus(err)
-	}
-	if s.scorers == nil {
-		return 0, nil
-	}
-	sc := s.scorers.Get().(*policy.Scorer)
-	defer s.scorers.Put(sc)
-	var (
-		rate float64
-		fits bool
-	)
-	p.cache.ViewEach([]string{nodeInfo.Node().Name}, func(_ int, node policy.Node) {
-		rate, fits = sc.Rate(node)
-	})
-	if !fits {
-		return unfit, nil
-	}
-	return int64(math.Round(rate * rateScale)), nil
+// Score implements fwk.ScorePlugin. PreScore has rated every node; NormalizeScore turns the
+// rates into 0-100.
+func (p *Plugin) Score(context.Context, fwk.CycleState, *v1.Pod, fwk.NodeInfo) (int64, *fwk.Status) {
+	return 0, nil
 }
 
 // ScoreExtensions implements fwk.ScorePlugin: NormalizeScore.
@@ -66,16 +70,43 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }
 
 // NormalizeScore ranks the nodes' rates as the extender's prioritize does (policy.Rank: the
 // policy's best node gets the top score, the others spread below by rate, unfit nodes 0),
-// scaled to 0-100.
-func (p *Plugin) NormalizeScore(_ context.Context, _ fwk.CycleState, _ *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
-	rates, fits := make([]float64, len(scores)), make([]bool, len(scores))
-	for i, s := range scores {
-		if s.Score != unfit {
-			rates[i], fits[i] = float64(s.Score)/rateScale, true
-		}
+// scaled to 0-100. The framework lists the nodes in the order PreScore was given them; a
+// list in another order is rated afresh.
+func (p *Plugin) NormalizeScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
 	}
-	for i, r := range policy.Rank(rates, fits) {
-		scores[i].Score = r * (fwk.MaxNodeScore / policy.MaxScore)
+	r := s.scores
+	if r == nil || !r.sameNodes(scores) {
+		r = p.rateNames(s, pod, scores)
+	}
+	for i, v := range policy.Rank(r.rates, r.fits) {
+		scores[i].Score = v * (fwk.MaxNodeScore / policy.MaxScore)
 	}
 	return nil
+}
+
+// sameNodes reports whether scores lists r's nodes in r's order.
+func (r *nodeRates) sameNodes(scores fwk.NodeScoreList) bool {
+	if len(scores) != len(r.names) {
+		return false
+	}
+	for i := range scores {
+		if scores[i].Name != r.names[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// rateNames rates the pod on the nodes scores lists, in one pass.
+func (p *Plugin) rateNames(s *cycleState, pod *v1.Pod, scores fwk.NodeScoreList) *nodeRates {
+	r := &nodeRates{names: make([]string, len(scores)), rates: make([]float64, len(scores)), fits: make([]bool, len(scores))}
+	for i := range scores {
+		r.names[i] = scores[i].Name
+	}
+	sc := policy.NewScorer(s.pol, s.req, cache.HostRequest(pod))
+	p.cache.ViewEach(r.names, func(i int, node policy.Node) { r.rates[i], r.fits[i] = sc.Rate(node) })
+	return r
 }

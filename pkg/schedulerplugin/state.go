@@ -3,7 +3,6 @@ package schedulerplugin
 import (
 	"fmt"
 	"maps"
-	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -26,9 +25,9 @@ type cycleState struct {
 	// from or added to that node (AddPod, RemovePod); nil when none. Clone copies it: each
 	// node's dry run works on its own copy of the state.
 	dryRun map[string]*nodeDryRun
-	// scorers rate the pod node by node in Score (one per concurrent Score call); set by
-	// PreScore.
-	scorers *sync.Pool
+	// scores are the policy's rates of the pod on the nodes PreScore was given, in that
+	// order (the order NormalizeScore lists them in); nil before PreScore.
+	scores *nodeRates
 	// bind is what Reserve held, for Bind and Unreserve; nil before Reserve.
 	bind *reserved
 }

@@ -1,0 +1,48 @@
+package frontend
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/metrics"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// TestReject: both front ends word a node's rejection from the ledger's error alike, with
+// the metric label and whether preemption could help.
+func TestReject(t *testing.T) {
+	r := NewReasons(gpushare.DefaultResources(), "cgpu=true")
+	fit := &policy.FitError{Requested: 10, Cards: 1, LargestFree: 8}
+	tests := []struct {
+		name string
+		err  error
+		want Rejection
+	}{
+		{"unknown node", cache.ErrUnknownNode,
+			Rejection{Reason: "not a gpushare node (no cgpu=true label or no gpu-mem)", Label: metrics.RejectUnknownNode}},
+		{"no cards", fmt.Errorf("wrapped: %w", cache.ErrNoCards),
+			Rejection{Reason: "not a gpushare node (no cgpu=true label or no gpu-mem)", Label: metrics.RejectNoCards}},
+		{"card shortfall", fit,
+			Rejection{Reason: "gpu-mem: " + fit.Error(), Label: metrics.RejectCardShortfall, Resolvable: true}},
+		{"anything else", errors.New("odd"),
+			Rejection{Reason: "gpu-mem: odd", Label: metrics.RejectCardShortfall, Resolvable: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := r.Reject(tc.err); got != tc.want {
+				t.Fatalf("Reject = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestShortName(t *testing.T) {
+	for in, want := range map[string]string{"aliyun.com/gpu-mem": "gpu-mem", "gpu-mem": "gpu-mem", "a/b/c": "c"} {
+		if got := ShortName(in); got != want {
+			t.Errorf("ShortName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
