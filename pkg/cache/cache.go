@@ -95,6 +95,9 @@ type Cache struct {
 
 	mu    sync.RWMutex
 	nodes map[string]*nodeState
+	// byObj maps the informer's node objects to their states (*corev1.Node →
+	// *nodeState), with Config.Shared only; see indexNode.
+	byObj sync.Map
 
 	// hosts and shapes exist only with Config.TrackWorkload.
 	hosts  *hostBook

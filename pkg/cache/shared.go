@@ -3,6 +3,9 @@ package cache
 import (
 	"fmt"
 
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -17,7 +20,7 @@ func (c *Cache) registerShared(cfg Config, nodeHandlers, podHandlers []toolscach
 		sel = labels.Everything()
 	}
 	withHost := c.hosts != nil
-	nodes := &slimming{handlers: nodeHandlers, slim: func(obj any) (any, bool) {
+	nodes := &slimming{handlers: nodeHandlers, after: c.indexNode, slim: func(obj any) (any, bool) {
 		node, ok := obj.(*corev1.Node)
 		if !ok {
 			return obj, true // already slim: the handlers say what else is unexpected
@@ -51,6 +54,15 @@ func (c *Cache) registerShared(cfg Config, nodeHandlers, podHandlers []toolscach
 type slimming struct {
 	handlers []toolscache.ResourceEventHandler
 	slim     func(obj any) (any, bool)
+	// after, when set, is called with the full objects once handlers have seen an event:
+	// old is nil on add, obj nil on delete.
+	after func(old, obj any)
+}
+
+func (s *slimming) done(old, obj any) {
+	if s.after != nil {
+		s.after(old, obj)
+	}
 }
 
 func (s *slimming) OnAdd(obj any, isInInitialList bool) {
@@ -59,6 +71,7 @@ func (s *slimming) OnAdd(obj any, isInInitialList bool) {
 			h.OnAdd(o, isInInitialList)
 		}
 	}
+	s.done(nil, obj)
 }
 
 func (s *slimming) OnUpdate(oldObj, newObj any) {
@@ -74,26 +87,80 @@ func (s *slimming) OnUpdate(oldObj, newObj any) {
 			h.OnDelete(o)
 		}
 	}
+	s.done(oldObj, newObj)
 }
 
 func (s *slimming) OnDelete(obj any) {
-	if t, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		if t.Obj == nil {
-			return
-		}
-		o, ok := s.slim(t.Obj)
-		if !ok {
-			return
-		}
-		obj = toolscache.DeletedFinalStateUnknown{Key: t.Key, Obj: o}
-	} else {
-		o, ok := s.slim(obj)
-		if !ok {
-			return
-		}
-		obj = o
+	full := untomb(obj)
+	if full == nil {
+		return
+	}
+	defer s.done(full, nil)
+	o, ok := s.slim(full)
+	if !ok {
+		return
+	}
+	if t, tomb := obj.(toolscache.DeletedFinalStateUnknown); tomb {
+		o = toolscache.DeletedFinalStateUnknown{Key: t.Key, Obj: o}
 	}
 	for _, h := range s.handlers {
-		h.OnDelete(obj)
+		h.OnDelete(o)
+	}
+}
+
+// indexNode keeps Config.Shared's index from the informer's node objects to their states
+// (Cache.NodeState): the owner of the informer hands the same objects to the cache's
+// callers, and a pointer is looked up without reading the node's name, which thousands
+// of lookups per scheduling cycle would each fetch from memory. A node outside the
+// selector maps to notGPUNode.
+func (c *Cache) indexNode(old, obj any) {
+	if n, ok := old.(*corev1.Node); ok {
+		c.byObj.Delete(n)
+	}
+	n, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	if st := c.node(n.Name); st != nil {
+		c.byObj.Store(n, st)
+		return
+	}
+	c.byObj.Store(n, notGPUNode)
+}
+
+// notGPUNode is the state of every node the cache does not account: never known.
+var notGPUNode = newNodeState("")
+
+// stateOf is the state of the node whose informer object is node (an object a Shared
+// cache's informer holds or held), found by the object's address, else by its name; nil
+// when the cache has no state of that name.
+func (c *Cache) stateOf(node *corev1.Node) *nodeState {
+	if st, ok := c.byObj.Load(node); ok {
+		return st.(*nodeState)
+	}
+	return c.node(node.Name)
+}
+
+// FitsNode is Fits for the node whose object is node: a Shared cache finds the object in
+// its index without reading the name (see indexNode).
+func (c *Cache) FitsNode(node *corev1.Node, req gpushare.PodRequest, pol policy.Policy) error {
+	return c.fits(c.stateOf(node), req, pol)
+}
+
+// ViewNodes is ViewEach for nodes given by their objects (see FitsNode).
+func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.Node)) {
+	var host policy.Host // one per call: every node.Host points here
+	for i, obj := range nodes {
+		node := policy.Node{Name: obj.Name}
+		if c.hosts != nil {
+			if h, known := c.hosts.free(obj.Name); known {
+				host, node.Host = h, &host
+			}
+		}
+		if n := c.stateOf(obj); n != nil {
+			n.visitCards(i, node, visit)
+			continue
+		}
+		visit(i, node)
 	}
 }

@@ -2,12 +2,14 @@ package cache_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/gpushare/gpushare/pkg/cache"
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -47,6 +49,11 @@ func TestSharedInformers(t *testing.T) {
 			t.Fatalf("track=%v: Cache.Pod = %v, %v; want the pod", track, p, ok)
 		}
 
+		if obj, err := env.Factory.Core().V1().Nodes().Lister().Get("plain"); err != nil ||
+			!errors.Is(env.Cache.FitsNode(obj, request(t, ct.Pod("q", 1)), binpack(t)), cache.ErrUnknownNode) {
+			t.Fatalf("track=%v: a node outside the selector fits by its object (lister err %v)", track, err)
+		}
+
 		// Labelling a node adds it; removing the label removes it.
 		plain, _ := env.Client.CoreV1().Nodes().Get(ctx, "plain", metav1.GetOptions{})
 		plain.Labels[gpushare.NodeLabelKey] = gpushare.NodeLabelValue
@@ -54,13 +61,28 @@ func TestSharedInformers(t *testing.T) {
 			t.Fatal(err)
 		}
 		ct.Eventually(t, "labelled node accounted", func() bool { return cards(env.Cache, "plain") == "0:0/16" })
+		// FitsNode finds the informer's objects by address, and other objects by name.
+		lister := env.Factory.Core().V1().Nodes().Lister()
+		one := request(t, ct.Pod("q", 1))
+		ct.Eventually(t, "labelled node fits by its object", func() bool {
+			obj, err := lister.Get("plain")
+			return err == nil && env.Cache.FitsNode(obj, one, binpack(t)) == nil
+		})
+		if err := env.Cache.FitsNode(gpuNode("plain", true), one, binpack(t)); err != nil {
+			t.Fatalf("track=%v: FitsNode of a copy: %v", track, err)
+		}
+		if err := env.Cache.FitsNode(gpuNode("nowhere", true), one, binpack(t)); !errors.Is(err, cache.ErrUnknownNode) {
+			t.Fatalf("track=%v: FitsNode of an unknown node: %v, want ErrUnknownNode", track, err)
+		}
 		n1, _ := env.Client.CoreV1().Nodes().Get(ctx, "n1", metav1.GetOptions{})
 		delete(n1.Labels, gpushare.NodeLabelKey)
 		if _, err := env.Client.CoreV1().Nodes().Update(ctx, n1, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		ct.Eventually(t, "unlabelled node's cards forgotten", func() bool {
-			return env.Cache.Fits("n1", request(t, ct.Pod("q", 1)), binpack(t)) != nil
+			obj, err := lister.Get("n1")
+			return err == nil && obj.Labels[gpushare.NodeLabelKey] == "" && errors.Is(env.Cache.FitsNode(obj, one, binpack(t)), cache.ErrUnknownNode) &&
+				env.Cache.Fits("n1", one, binpack(t)) != nil
 		})
 
 		// Pods leave as on the cache's own informers.

@@ -52,14 +52,15 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	node := nodeInfo.Node().Name
+	obj := nodeInfo.Node()
+	node := obj.Name
 	if s.held != "" && node != s.held {
 		return fwk.NewStatus(fwk.Unschedulable, frontend.HeldElsewhere(s.held))
 	}
 	if d := s.dryRun[node]; d != nil {
 		_, err = p.cache.PlaceWith(node, s.req, s.pol, d.delta())
 	} else {
-		err = p.cache.Fits(node, s.req, s.pol)
+		err = p.cache.FitsNode(obj, s.req, s.pol)
 	}
 	if err == nil {
 		return nil

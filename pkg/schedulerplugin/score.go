@@ -13,8 +13,10 @@ import (
 // scoreChunk is how many nodes one parallel piece of PreScore rates with one Scorer.
 const scoreChunk = 256
 
-// nodeRates are the rates of one pod on a list of nodes: rates[i], fits[i] for names[i].
+// nodeRates are the rates of one pod on a list of nodes: rates[i], fits[i] for names[i]
+// (whose object is objs[i], when PreScore rated them).
 type nodeRates struct {
+	objs  []*v1.Node
 	names []string
 	rates []float64
 	fits  []bool
@@ -33,9 +35,11 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 	if s.req.IsZero() && !p.workloadAware {
 		return fwk.NewStatus(fwk.Skip)
 	}
-	r := &nodeRates{names: make([]string, len(nodes)), rates: make([]float64, len(nodes)), fits: make([]bool, len(nodes))}
+	r := &nodeRates{objs: make([]*v1.Node, len(nodes)), names: make([]string, len(nodes)),
+		rates: make([]float64, len(nodes)), fits: make([]bool, len(nodes))}
 	for i, n := range nodes {
-		r.names[i] = n.Node().Name
+		r.objs[i] = n.Node()
+		r.names[i] = r.objs[i].Name
 	}
 	host := cache.HostRequest(pod)
 	pieces := (len(nodes) + scoreChunk - 1) / scoreChunk
@@ -44,7 +48,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		hi := min(lo+scoreChunk, len(nodes))
 		// A Scorer keeps buffers and is not safe for concurrent use: one per piece.
 		sc := policy.NewScorer(s.pol, s.req, host)
-		p.cache.ViewEach(r.names[lo:hi], func(i int, node policy.Node) {
+		p.cache.ViewNodes(r.objs[lo:hi], func(i int, node policy.Node) {
 			r.rates[lo+i], r.fits[lo+i] = sc.Rate(node)
 		})
 	}
