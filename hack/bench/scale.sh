@@ -253,7 +253,7 @@ if want memory; then
   note_load "memory end"
 fi
 
-sb report
+sb report --plugin-policy "$POLICY"
 log "results in $OUT (report.md, *.json, load.txt)"
 exit
 }

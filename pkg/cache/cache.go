@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -95,9 +96,10 @@ type Cache struct {
 
 	mu    sync.RWMutex
 	nodes map[string]*nodeState
-	// byObj maps the informer's node objects to their states (*corev1.Node →
-	// *nodeState), with Config.Shared only; see indexNode.
-	byObj sync.Map
+	// byObj maps the informer's node objects to their states, with Config.Shared only;
+	// see indexNode. A map under a lock: sync.Map's trie costs more cache misses per lookup.
+	byObjMu sync.RWMutex
+	byObj   map[*corev1.Node]*nodeState
 
 	// hosts and shapes exist only with Config.TrackWorkload.
 	hosts  *hostBook
@@ -127,6 +129,7 @@ func New(cfg Config) (*Cache, error) {
 		where:    map[types.UID]string{},
 		reserved: map[types.UID]reservation{},
 		nodes:    map[string]*nodeState{},
+		byObj:    map[*corev1.Node]*nodeState{},
 		podStore: cfg.Pods.GetStore(),
 	}
 	nodeHandlers := []toolscache.ResourceEventHandler{c.nodeHandler()}

@@ -114,18 +114,21 @@ func (s *slimming) OnDelete(obj any) {
 // of lookups per scheduling cycle would each fetch from memory. A node outside the
 // selector maps to notGPUNode.
 func (c *Cache) indexNode(old, obj any) {
-	if n, ok := old.(*corev1.Node); ok {
-		c.byObj.Delete(n)
-	}
+	st := notGPUNode
 	n, ok := obj.(*corev1.Node)
-	if !ok {
-		return
+	if ok {
+		if s := c.node(n.Name); s != nil {
+			st = s
+		}
 	}
-	if st := c.node(n.Name); st != nil {
-		c.byObj.Store(n, st)
-		return
+	c.byObjMu.Lock()
+	defer c.byObjMu.Unlock()
+	if o, isNode := old.(*corev1.Node); isNode {
+		delete(c.byObj, o)
 	}
-	c.byObj.Store(n, notGPUNode)
+	if ok {
+		c.byObj[n] = st
+	}
 }
 
 // notGPUNode is the state of every node the cache does not account: never known.
@@ -135,8 +138,11 @@ var notGPUNode = newNodeState("")
 // cache's informer holds or held), found by the object's address, else by its name; nil
 // when the cache has no state of that name.
 func (c *Cache) stateOf(node *corev1.Node) *nodeState {
-	if st, ok := c.byObj.Load(node); ok {
-		return st.(*nodeState)
+	c.byObjMu.RLock()
+	st, ok := c.byObj[node]
+	c.byObjMu.RUnlock()
+	if ok {
+		return st
 	}
 	return c.node(node.Name)
 }
@@ -147,9 +153,12 @@ func (c *Cache) FitsNode(node *corev1.Node, req gpushare.PodRequest, pol policy.
 	return c.fits(c.stateOf(node), req, pol)
 }
 
-// ViewNodes is ViewEach for nodes given by their objects (see FitsNode).
+// ViewNodes is ViewEach for nodes given by their objects (see FitsNode), all looked up
+// under one read lock of the index.
 func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.Node)) {
 	var host policy.Host // one per call: every node.Host points here
+	c.byObjMu.RLock()
+	defer c.byObjMu.RUnlock()
 	for i, obj := range nodes {
 		node := policy.Node{Name: obj.Name}
 		if c.hosts != nil {
@@ -157,7 +166,11 @@ func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.No
 				host, node.Host = h, &host
 			}
 		}
-		if n := c.stateOf(obj); n != nil {
+		n, ok := c.byObj[obj]
+		if !ok {
+			n = c.node(obj.Name)
+		}
+		if n != nil {
 			n.visitCards(i, node, visit)
 			continue
 		}

@@ -79,6 +79,7 @@ func TestMarkdownPlugin(t *testing.T) {
 		name     string
 		plain    *PhaseResult
 		plugin   *PhaseResult
+		policy   string
 		want     []string
 		wantNone []string
 	}{
@@ -89,7 +90,7 @@ func TestMarkdownPlugin(t *testing.T) {
 				Cards: &CardCheck{Over: []string{}, Unannotated: []string{}}},
 			want: []string{
 				"| b) gpushare-scheduler (plugin) | 90.0 pods/s",
-				"| b/a (plugin) | 0.90 | ≥ 0.8 | met |",
+				"| b/a (plugin, binpack) | 0.90 | ≥ 0.9 | met |",
 				"| CPU per pod: a) scheduler; b) gpushare-scheduler (plugin) | 10.0 ms; 12.5 ms (if CPU-bound, b/a = 0.80) |",
 				"| b) plugin: cards over capacity / unannotated | 0 / 0 | 0 / 0 | met |",
 			},
@@ -100,11 +101,18 @@ func TestMarkdownPlugin(t *testing.T) {
 			plain:  plain,
 			plugin: &PhaseResult{Pods: 100, PodsPerSecond: 50, Cards: &CardCheck{Over: []string{"n/0: 17 > 16"}, Unannotated: []string{}}},
 			want: []string{
-				"| b/a (plugin) | 0.50 | ≥ 0.8 | **missed** |",
+				"| b/a (plugin, binpack) | 0.50 | ≥ 0.9 | **missed** |",
 				"| b) plugin: cards over capacity / unannotated | 1 / 0 | 0 / 0 | **missed** |",
 			},
 			// No CPU figure without the plugin phase's CPU.
 			wantNone: []string{"gpushare-scheduler (plugin) | 10.0 ms"},
+		},
+		{
+			name:   "fgd: its own target",
+			plain:  plain,
+			policy: "fgd",
+			plugin: &PhaseResult{Pods: 100, PodsPerSecond: 85},
+			want:   []string{"| b/a (plugin, fgd) | 0.85 | ≥ 0.8 | met |"},
 		},
 		{
 			name:     "no phase a: no ratio",
@@ -115,7 +123,7 @@ func TestMarkdownPlugin(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			md := Results{Plain: tc.plain, Plugin: tc.plugin}.Markdown()
+			md := Results{Plain: tc.plain, Plugin: tc.plugin, PluginPolicy: tc.policy}.Markdown()
 			for _, w := range tc.want {
 				if !strings.Contains(md, w) {
 					t.Errorf("report lacks %q:\n%s", w, md)

@@ -50,6 +50,7 @@ type options struct {
 	extenderPID  int
 	schedPIDFile string
 	schedName    string
+	pluginPolicy string
 	burstPods    int
 	burstUnits   int64
 	placed       int
@@ -73,6 +74,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.extenderPID, "extender-pid", 0, "the extender's process ID (RSS and CPU from /proc)")
 	fs.StringVar(&o.schedPIDFile, "scheduler-pid-file", defaultSchedulerPIDFile(), "file holding the scheduler's process ID (kube-scheduler, or gpushare-scheduler in the plugin phase; phase: its CPU time); empty: not measured")
 	fs.StringVar(&o.schedName, "scheduler-name", "", "spec.schedulerName of the created pods (gpushare-scheduler for the plugin phase; empty: the default scheduler)")
+	fs.StringVar(&o.pluginPolicy, "plugin-policy", "binpack", "report: the GPUShare policy of the plugin phase (fgd is judged against a lower target)")
 	fs.IntVar(&o.burstPods, "burst-pods", 100, "burst: pods created at once on one node")
 	fs.Int64Var(&o.burstUnits, "burst-units", 6, "burst: gpu-mem units per pod")
 	fs.IntVar(&o.placed, "placed", 40000, "memory: pods created already bound")
@@ -115,6 +117,7 @@ func run(ctx context.Context, step string, o *options) error {
 		if err != nil {
 			return err
 		}
+		r.PluginPolicy = o.pluginPolicy
 		md := r.Markdown()
 		fmt.Print(md)
 		return os.WriteFile(filepath.Join(o.out, scale.FileReportMarkdown), []byte(md), 0o644)
