@@ -499,6 +499,7 @@ func CaseDeployManifestsDryRun(t *testing.T, e *Env) {
 	}
 	want := []string{"extender/Deployment", "extender/Service", "extender/ServiceAccount",
 		"extender/ClusterRole", "extender/ClusterRoleBinding", "scheduler/ConfigMap",
+		"gpushare-scheduler/Deployment", "gpushare-scheduler/ConfigMap", "gpushare-scheduler/ClusterRoleBinding",
 		"admission/ValidatingAdmissionPolicy", "admission/ValidatingAdmissionPolicyBinding"}
 	if _, err := os.Stat(filepath.Join(e.Repo(), "deploy", "share-plugin")); err == nil {
 		want = append(want, "share-plugin/DaemonSet")
