@@ -7,12 +7,15 @@ import (
 	"os"
 
 	"k8s.io/component-base/cli"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
 
 	"github.com/gpushare/gpushare/pkg/schedulerplugin"
 )
 
 func main() {
-	cmd := app.NewSchedulerCommand(app.WithPlugin(schedulerplugin.Name, schedulerplugin.New))
+	// The ledger's gauges join kube-scheduler's own on its /metrics.
+	plugin := schedulerplugin.Factory(schedulerplugin.Options{Registerer: legacyregistry.Registerer()})
+	cmd := app.NewSchedulerCommand(app.WithPlugin(schedulerplugin.Name, plugin))
 	os.Exit(cli.Run(cmd))
 }

@@ -178,6 +178,13 @@ var (
 // anomalyReasons are the label values of gpushare_pod_allocation_anomalies_total, all present.
 var anomalyReasons = []string{cache.AnomalyInvalid, cache.AnomalyChanged, cache.AnomalyMissing}
 
+// NewLedgerCollector is the collector of the ledger's gauges and counters (the per-card
+// gpushare_card_allocated_units and gpushare_card_total_units, gpushare_card_overcommitted,
+// gpushare_pod_allocation_anomalies_total, gpushare_pods_conservative), read from src at
+// scrape time, for a registry other than New's: the framework plugin adds it to
+// kube-scheduler's.
+func NewLedgerCollector(src CardSource) prometheus.Collector { return &cardCollector{src: src} }
+
 // cardCollector reads the cache at scrape time, so the hot paths update no gauges.
 type cardCollector struct{ src CardSource }
 

@@ -2,8 +2,11 @@ package schedulerplugin
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +17,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/frontend"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
@@ -47,10 +51,38 @@ var (
 	_ fwk.BindPlugin          = (*Plugin)(nil)
 )
 
-// New is the plugin factory kube-scheduler calls (app.WithPlugin(Name, New)): obj holds the
-// GPUShareArgs (see decodeArgs), h the framework handle. The ledger is fed by the
-// scheduler's own informer factory (h.SharedInformerFactory) and runs until ctx ends.
-// Errors: invalid arguments, or informers that refuse a handler.
+// Options are what the command wiring the plugin adds to New.
+type Options struct {
+	// Registerer, when set, gets the ledger's collector (metrics.NewLedgerCollector): the
+	// per-card gauges and the allocation-record counters. gpushare-scheduler passes
+	// kube-scheduler's registry, so they appear on its /metrics. A second plugin instance
+	// (another profile) on the same registry keeps the first one's.
+	Registerer prometheus.Registerer
+}
+
+// Factory is New with o: the plugin factory to register (app.WithPlugin(Name, Factory(o))).
+func Factory(o Options) func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+	return func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, err := New(ctx, obj, h)
+		if err != nil || o.Registerer == nil {
+			return p, err
+		}
+		var dup prometheus.AlreadyRegisteredError
+		switch err := o.Registerer.Register(metrics.NewLedgerCollector(p.(*Plugin).cache)); {
+		case errors.As(err, &dup):
+			klog.FromContext(ctx).V(2).Info("GPUShare ledger metrics already registered by another profile")
+		case err != nil:
+			return nil, fmt.Errorf("%s: registering the ledger metrics: %w", Name, err)
+		}
+		return p, nil
+	}
+}
+
+// New is the plugin factory kube-scheduler calls (app.WithPlugin(Name, New)), without
+// metrics (see Factory): obj holds the GPUShareArgs (see decodeArgs), h the framework
+// handle. The ledger is fed by the scheduler's own informer factory
+// (h.SharedInformerFactory) and runs until ctx ends. Errors: invalid arguments, or
+// informers that refuse a handler.
 func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 	args, err := decodeArgs(obj)
 	if err != nil {
