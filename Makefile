@@ -29,7 +29,7 @@ SCHED_LDFLAGS := $(LDFLAGS) -X k8s.io/component-base/version.gitVersion=$(SCHED_
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image clean
+.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image clean chart-docs
 
 all: build
 
@@ -45,8 +45,12 @@ build: ## Build every command into ./bin
 
 test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster
 
+# The chart tests (test/manifests) and the chart e2e run the pinned helm, built once; a
+# failed build stops the target (errexit) rather than letting those tests skip.
+WITH_HELM = h=$$(hack/tools.sh helm); GPUSHARE_HELM=$$h
+
 unit:
-	$(GO) test -count=1 ./...
+	$(WITH_HELM) $(GO) test -count=1 ./...
 
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
@@ -61,6 +65,9 @@ verify: lint
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
+
+chart-docs: ## Rewrite the values table of deploy/helm/gpushare/README.md from values.yaml
+	$(GO) run ./hack/chartdocs
 
 k8s-bins: ## Build (once) the pinned control-plane binaries into the cache
 	hack/build-k8s.sh
@@ -86,7 +93,7 @@ demo-down: ## Stop the demo cluster: every process by PID, mounts, cni0, cgroups
 	hack/cluster-down.sh
 
 e2e: ## End-to-end suite on its own local cluster (builds what it needs; takes down a running demo)
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... $(E2E_FLAGS)
+	$(WITH_HELM) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... $(E2E_FLAGS)
 
 clean:
 	rm -rf $(BIN)

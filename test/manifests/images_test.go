@@ -39,6 +39,9 @@ func TestImageTags(t *testing.T) {
 	want := version(t)
 	var images []string
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && path == "helm" {
+			return filepath.SkipDir // templates, not YAML: helm_test.go checks what they render
+		}
 		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".yaml") {
 			return err
 		}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# hack/tools.sh TOOL: prints the path of a pinned tool the tests need, building it once into
+# ${XDG_CACHE_HOME:-~/.cache}/gpushare/tools/ from its module under hack/tools/TOOL (the
+# version is the one that go.mod pins). Tools: helm; and prometheus-operator-crds, the folder
+# of prometheus-operator's CRDs (from its Go module, pinned below, in the module cache), which
+# the chart's e2e installs to dry-run its ServiceMonitors and PrometheusRule.
+set -o errexit -o nounset -o pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+tool=${1:?usage: hack/tools.sh helm}
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/gpushare/tools
+
+PROMETHEUS_OPERATOR_VERSION=v0.85.0
+
+case $tool in
+  helm) pkg=helm.sh/helm/v4/cmd/helm ;;
+  prometheus-operator-crds)
+    dir=$(cd "${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS= go mod download -json \
+      "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    [ -d "$dir/example/prometheus-operator-crd" ] || { echo "hack/tools.sh: no CRDs in prometheus-operator $PROMETHEUS_OPERATOR_VERSION ($dir)" >&2; exit 1; }
+    echo "$dir/example/prometheus-operator-crd"
+    exit 0
+    ;;
+  *) echo "hack/tools.sh: unknown tool $tool (known: helm, prometheus-operator-crds)" >&2; exit 2 ;;
+esac
+mod=$REPO/hack/tools/$tool
+version=$(sed -n "s|^[[:space:]]*${pkg%%/cmd/*} \(v[^ ]*\).*|\1|p" "$mod/go.mod")
+[ -n "$version" ] || { echo "hack/tools.sh: no version of ${pkg%%/cmd/*} in $mod/go.mod" >&2; exit 1; }
+out=$cache/$tool-$version
+if [ ! -x "$out" ]; then
+  mkdir -p "$cache"
+  echo "hack/tools.sh: building $tool $version into $out (once)" >&2
+  (cd "$mod" && GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$out.tmp" "$pkg") >&2
+  mv "$out.tmp" "$out"
+fi
+echo "$out"
