@@ -7,6 +7,7 @@
 #
 #   hack/cluster-up.sh                         # start whatever is not running yet (safe to re-run)
 #   hack/cluster-up.sh extender                # (re)start only the named components
+#   hack/cluster-up.sh admission               # re-apply deploy/admission's policies
 #   GPUSHARE_MODE=plugin hack/cluster-up.sh    # gpushare-scheduler instead of the extender
 #
 # GPUSHARE_MODE: extender (kube-scheduler with deploy/scheduler's extender config, and the
@@ -85,6 +86,7 @@ for c in "${components[@]}"; do
     start_apiserver
     apply_admission_policies
     ;;
+  admission) apply_admission_policies ;;
   kube-controller-manager) start_controller_manager ;;
   kube-scheduler) start_scheduler_for_mode "$CLUSTER_MODE" ;;
   extender) start_extender ;;

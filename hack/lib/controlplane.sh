@@ -62,7 +62,8 @@ start_controller_manager() {
 }
 
 # start_scheduler [TEMPLATE [SED_EXPR...]]: kube-scheduler with the configuration TEMPLATE
-# (default: deploy/scheduler/scheduler-config.yaml) rendered into $STATE: the kubeconfig
+# (default: deploy/scheduler/scheduler-config.yaml; GPUSHARE_SCHEDULER_CONFIG replaces it and
+# the arguments) rendered into $STATE: the kubeconfig
 # path, the extender's URL (127.0.0.1 and its port; the one scheduler without leader
 # election) and the folder of the extender's certificates (tlsConfig:
 # $EXTENDER_PKI) filled in, then each SED_EXPR applied (the benchmarks adjust
@@ -71,6 +72,13 @@ start_controller_manager() {
 start_scheduler() {
   local template=${1:-$REPO/deploy/scheduler/scheduler-config.yaml} config sed_args expr
   config=$STATE/$(basename "$template")
+  if [ -n "${GPUSHARE_SCHEDULER_CONFIG:-}" ]; then
+    # A configuration made elsewhere (the Helm chart's, in its e2e) instead of deploy/'s; the
+    # same substitutions apply (kubeconfig path, leader election off).
+    [ -f "$GPUSHARE_SCHEDULER_CONFIG" ] || die "GPUSHARE_SCHEDULER_CONFIG=$GPUSHARE_SCHEDULER_CONFIG: no such file"
+    template=$GPUSHARE_SCHEDULER_CONFIG
+    set -- "$template"
+  fi
   sed_args=(-e "s#kubeconfig: .*#kubeconfig: $KUBECONFIG_FILE#"
     -e "s#https://gpushare-extender.kube-system.svc:12345/#https://127.0.0.1:$EXTENDER_PORT/#"
     -e "s#https://127.0.0.1:12345/#https://127.0.0.1:$EXTENDER_PORT/#"

@@ -34,3 +34,11 @@ func TestAdmissionNodeScope(t *testing.T)        { CaseAdmissionSharePluginNodeS
 func TestBindChecksRequest(t *testing.T)         { CaseBindChecksRequest(t, env) }
 func TestSlowBodies(t *testing.T)                { CaseSlowBodies(t, env) }
 func TestExtenderFailover(t *testing.T)          { CaseExtenderFailover(t, env) }
+
+// The Helm chart last: its installs stand in for the local share-plugin (and
+// gpushare-scheduler, and kube-scheduler's configuration) and put them back afterwards.
+
+func TestHelmChartDryRun(t *testing.T)           { CaseHelmChartDryRun(t, env) }
+func TestHelmChartMonitoringDryRun(t *testing.T) { CaseHelmChartMonitoringDryRun(t, env) }
+func TestHelmInstallExtender(t *testing.T)       { CaseHelmInstall(t, env, "extender") }
+func TestHelmInstallScheduler(t *testing.T)      { CaseHelmInstall(t, env, "scheduler") }

@@ -1,0 +1,370 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// The chart, the release and the namespace the chart cases install into.
+const (
+	helmChart     = "deploy/helm/gpushare"
+	helmRelease   = "gpushare"
+	helmNamespace = "kube-system"
+)
+
+// helm runs the pinned helm (make e2e passes it in GPUSHARE_HELM) against the suite's
+// cluster, with no user configuration; the error carries helm's output.
+func helm(ctx context.Context, t *testing.T, e *Env, args ...string) (string, error) {
+	t.Helper()
+	bin := os.Getenv("GPUSHARE_HELM")
+	if bin == "" {
+		t.Skip("GPUSHARE_HELM unset: run the suite with make e2e (it builds the pinned helm)")
+	}
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = e.Repo()
+	home := t.TempDir()
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+e.Kubeconfig,
+		"HELM_CONFIG_HOME="+home, "HELM_CACHE_HOME="+home, "HELM_DATA_HOME="+home)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, out.String(), stderr.String())
+	}
+	return out.String(), nil
+}
+
+// serverVersion is the API server's version without the "v" (helm's --kube-version).
+func serverVersion(t *testing.T, e *Env) string {
+	t.Helper()
+	v, err := e.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatalf("reading the server version: %v", err)
+	}
+	return strings.TrimPrefix(v.GitVersion, "v")
+}
+
+// CaseHelmChartDryRun: every object the chart renders, for each topology, passes
+// server-side dry-run against the real API server (the MutatingAdmissionPolicy included).
+func CaseHelmChartDryRun(t *testing.T, e *Env) {
+	ctx := testContext(t, 3*time.Minute)
+	version := serverVersion(t, e)
+	for _, tt := range []struct {
+		topology string
+		want     []string
+	}{
+		{"extender", []string{"Deployment/gpushare-extender", "Secret/gpushare-extender-tls", "ConfigMap/gpushare-kube-scheduler-config",
+			"DaemonSet/share-plugin", "ValidatingAdmissionPolicy/gpushare-allocation-annotations"}},
+		{"scheduler", []string{"Deployment/gpushare-scheduler", "ConfigMap/gpushare-scheduler-config",
+			"MutatingAdmissionPolicy/gpushare-scheduler-name", "MutatingAdmissionPolicyBinding/gpushare-scheduler-name", "DaemonSet/share-plugin"}},
+	} {
+		t.Run(tt.topology, func(t *testing.T) {
+			out, err := helm(ctx, t, e, "template", helmRelease, helmChart, "--namespace", helmNamespace,
+				"--kube-version", version, "--set", "topology="+tt.topology)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[string]bool{}
+			for _, obj := range decodeManifest(t, out) {
+				key := obj.GetKind() + "/" + obj.GetName()
+				if err := dryRunApply(ctx, e, obj); err != nil {
+					t.Errorf("%s: server-side dry-run: %v", key, err)
+					continue
+				}
+				seen[key] = true
+			}
+			for _, k := range tt.want {
+				if !seen[k] {
+					t.Errorf("%s was not dry-run (got %v)", k, seen)
+				}
+			}
+		})
+	}
+}
+
+// monitoringCRDs are the prometheus-operator CRDs the chart's monitoring objects need.
+var monitoringCRDs = []string{"monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"}
+
+// CaseHelmChartMonitoringDryRun: with prometheus-operator's CRDs installed (its pinned Go
+// module's copies, hack/tools.sh prometheus-operator-crds), the chart's ServiceMonitors,
+// PrometheusRule and dashboard ConfigMap pass server-side dry-run for each topology: the
+// CRDs' schemas check every field.
+func CaseHelmChartMonitoringDryRun(t *testing.T, e *Env) {
+	ctx := testContext(t, 3*time.Minute)
+	dir, err := e.cfg.script(ctx, "tools.sh", "prometheus-operator-crds")
+	if err != nil {
+		t.Fatalf("finding prometheus-operator's CRDs: %v", err)
+	}
+	for _, f := range monitoringCRDs {
+		objs := decodeObjects(t, filepath.Join(dir, f))
+		if len(objs) != 1 || objs[0].GetKind() != "CustomResourceDefinition" {
+			t.Fatalf("%s: want one CustomResourceDefinition", f)
+		}
+		crd := objs[0]
+		if err := serverSideApply(ctx, e, crd, false); err != nil {
+			t.Fatalf("installing %s: %v", crd.GetName(), err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+			if err := e.Dynamic.Resource(gvr).Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting CRD %s: %v", crd.GetName(), err)
+			}
+		})
+	}
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		e.Mapper.Reset()
+		for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
+			if _, err := e.Mapper.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: kind}, "v1"); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("prometheus-operator's CRDs not served: %v", err)
+	}
+	version := serverVersion(t, e)
+	for _, topology := range []string{"extender", "scheduler"} {
+		t.Run(topology, func(t *testing.T) {
+			out, err := helm(ctx, t, e, "template", helmRelease, helmChart, "--namespace", helmNamespace,
+				"--kube-version", version, "--api-versions", "monitoring.coreos.com/v1", "--set", "topology="+topology,
+				"--set", "monitoring.serviceMonitor.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
+				"--set", "monitoring.dashboard.enabled=true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds := map[string]int{}
+			for _, obj := range decodeManifest(t, out) {
+				if err := dryRunApply(ctx, e, obj); err != nil {
+					t.Errorf("%s/%s: server-side dry-run: %v", obj.GetKind(), obj.GetName(), err)
+					continue
+				}
+				kinds[obj.GetKind()]++
+			}
+			if kinds["ServiceMonitor"] != 2 || kinds["PrometheusRule"] != 1 {
+				t.Errorf("dry-run %v, want 2 ServiceMonitors and a PrometheusRule", kinds)
+			}
+		})
+	}
+}
+
+// decodeManifest splits helm's output into objects.
+func decodeManifest(t *testing.T, manifest string) []*unstructured.Unstructured {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out
+			}
+			t.Fatalf("decoding helm's output: %v", err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
+		}
+	}
+}
+
+// CaseHelmInstall: `helm install` of the chart's topology into the local cluster, its pods
+// running from the release images (make image) on the real node, and the reference notebooks
+// scenario passing through it: in topology extender the cluster's kube-scheduler runs with the
+// configuration and client certificate the chart renders; in topology scheduler pods name no
+// scheduler and the chart's MutatingAdmissionPolicy hands them to gpushare-scheduler.
+//
+// The local cluster has no kube-proxy, so the chart's pods run on the host network and reach
+// the API server at 127.0.0.1 (the chart's env value); the components the chart replaces
+// (share-plugin, and gpushare-scheduler in topology scheduler) are stopped meanwhile and
+// started again afterwards, with kube-scheduler's own configuration and deploy/admission.
+func CaseHelmInstall(t *testing.T, e *Env, topology string) {
+	if e.RealNode == "" {
+		t.Skip("no real node: " + e.NoRealNodeWhy)
+	}
+	for _, b := range []string{"extender", "gpushare-scheduler", "share-plugin"} {
+		requireBinary(t, e, b)
+	}
+	ctx := testContext(t, 10*time.Minute)
+	if _, err := e.cfg.script(ctx, "build-component-images.sh"); err != nil {
+		t.Fatalf("make image: %v", err)
+	}
+	if _, err := e.cfg.script(ctx, "load-images.sh"); err != nil {
+		t.Fatalf("loading the images into containerd: %v", err)
+	}
+	api, err := url.Parse(e.Rest.Host)
+	if err != nil {
+		t.Fatalf("API server URL %q: %v", e.Rest.Host, err)
+	}
+
+	replaced := []string{"share-plugin"}
+	if topology == "scheduler" {
+		replaced = append(replaced, "gpushare-scheduler")
+	}
+	for _, c := range replaced {
+		if err := e.StopComponent(ctx, c); err != nil {
+			t.Fatalf("stopping the local %s: %v", c, err)
+		}
+	}
+	// The chart brings deploy/admission's policies under its own name: remove the copies the
+	// cluster applied (they are put back below).
+	removeAdmissionPolicies(ctx, t, e)
+	certDir := t.TempDir()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		defer cancel()
+		if out, err := helm(ctx, t, e, "uninstall", helmRelease, "--namespace", helmNamespace, "--wait", "--timeout", "2m"); err != nil {
+			t.Errorf("helm uninstall: %v\n%s", err, out)
+		}
+		// The chart's admission policies went with it: put deploy/admission's back.
+		restore := append([]string{"admission"}, replaced...)
+		if topology == "extender" {
+			if err := e.RestartComponent(ctx, "kube-scheduler"); err != nil {
+				t.Errorf("restoring kube-scheduler: %v", err)
+			}
+		}
+		for _, c := range restore {
+			if err := e.StartComponent(ctx, c); err != nil {
+				t.Errorf("restarting the local %s: %v", c, err)
+			}
+		}
+	})
+
+	sets := []string{
+		"topology=" + topology,
+		"image.pullPolicy=Never",
+		"sharePlugin.simulate=t4",
+		"sharePlugin.hostNetwork=true",
+		"sharePlugin.metricsPort=39401",
+		"extender.hostNetwork=true",
+		"extender.replicas=1",
+		"extender.port=32345",
+		"extender.diagnosticsPort=32346",
+		"extender.schedulerConfig.certDir=" + certDir,
+		"scheduler.hostNetwork=true",
+		"scheduler.replicas=1",
+		"scheduler.securePort=32259",
+	}
+	args := []string{"install", helmRelease, helmChart, "--namespace", helmNamespace, "--wait", "--timeout", "3m",
+		"--set-json", fmt.Sprintf(`env=[{"name":"KUBERNETES_SERVICE_HOST","value":%q},{"name":"KUBERNETES_SERVICE_PORT","value":%q}]`, api.Hostname(), api.Port()),
+		"--set-json", fmt.Sprintf(`extender.nodeSelector={"node-role.kubernetes.io/control-plane":null,%q:"true"}`, realNodeLabel),
+		"--set-json", fmt.Sprintf(`scheduler.nodeSelector={%q:"true"}`, realNodeLabel),
+		"--set-json", fmt.Sprintf(`sharePlugin.nodeSelector={%q:"true"}`, realNodeLabel),
+	}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	out, err := helm(ctx, t, e, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("helm install (%s):\n%s", topology, out)
+	if !strings.Contains(out, "kubectl inspect gpushare") {
+		t.Errorf("NOTES do not say how to check the install:\n%s", out)
+	}
+
+	if topology == "extender" {
+		useChartSchedulerConfig(ctx, t, e, certDir)
+	} else {
+		checkSchedulerNameMutation(ctx, t, e)
+	}
+	referenceScenario(t, e, "")
+}
+
+// useChartSchedulerConfig restarts kube-scheduler with the configuration and the client
+// certificate the chart rendered, as the NOTES tell an operator to.
+func useChartSchedulerConfig(ctx context.Context, t *testing.T, e *Env, certDir string) {
+	t.Helper()
+	sec, err := e.Client.CoreV1().Secrets(helmNamespace).Get(ctx, "gpushare-scheduler-client-tls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading kube-scheduler's client certificate: %v", err)
+	}
+	for _, f := range []string{"tls.crt", "tls.key", "ca.crt"} {
+		if len(sec.Data[f]) == 0 {
+			t.Fatalf("secret gpushare-scheduler-client-tls has no %s", f)
+		}
+		if err := os.WriteFile(filepath.Join(certDir, f), sec.Data[f], 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cm, err := e.Client.CoreV1().ConfigMaps(helmNamespace).Get(ctx, "gpushare-kube-scheduler-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("reading the rendered kube-scheduler configuration: %v", err)
+	}
+	config := filepath.Join(certDir, "chart-scheduler-config.yaml")
+	if err := os.WriteFile(config, []byte(cm.Data["scheduler-config.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data["scheduler-config.yaml"], "https://127.0.0.1:32345/gpushare-scheduler") {
+		t.Fatalf("the rendered configuration does not call the host-network extender:\n%s", cm.Data["scheduler-config.yaml"])
+	}
+	if err := e.RestartComponent(ctx, "kube-scheduler", "GPUSHARE_SCHEDULER_CONFIG="+config); err != nil {
+		t.Fatalf("restarting kube-scheduler with the chart's configuration: %v", err)
+	}
+}
+
+// checkSchedulerNameMutation: a pod that requests gpu-mem and names no scheduler is created
+// with gpushare-scheduler's name; one without gpu-mem, or naming a scheduler, keeps its own.
+func checkSchedulerNameMutation(ctx context.Context, t *testing.T, e *Env) {
+	t.Helper()
+	ns := newNamespace(t, e)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	for _, tt := range []struct {
+		name, sched, want string
+		units             int64
+	}{
+		{"gpu", "", PluginSchedulerName, 4},
+		{"gpu-named", "other-scheduler", "other-scheduler", 4},
+		{"cpu", "", corev1.DefaultSchedulerName, 0},
+	} {
+		p := gpuPod(ns, tt.name, e.RealNode, ctr{units: tt.units})
+		if tt.units == 0 {
+			p.Spec.Containers[0].Resources.Limits = nil
+		}
+		p.Spec.SchedulerName = tt.sched
+		got, err := e.Client.CoreV1().Pods(ns).Create(ctx, p, dry)
+		if err != nil {
+			t.Fatalf("dry-run create of pod %s: %v", tt.name, err)
+		}
+		if got.Spec.SchedulerName != tt.want {
+			t.Errorf("pod %s (gpu-mem %d, schedulerName %q) created with schedulerName %q, want %q",
+				tt.name, tt.units, tt.sched, got.Spec.SchedulerName, tt.want)
+		}
+	}
+}
+
+// removeAdmissionPolicies deletes the objects of deploy/admission that cluster-up applied.
+func removeAdmissionPolicies(ctx context.Context, t *testing.T, e *Env) {
+	t.Helper()
+	for _, name := range []string{"gpushare-allocation-annotations", "gpushare-share-plugin-node-scope"} {
+		if err := e.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("deleting ValidatingAdmissionPolicyBinding %s: %v", name, err)
+		}
+		if err := e.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("deleting ValidatingAdmissionPolicy %s: %v", name, err)
+		}
+	}
+	if err := e.Client.RbacV1().ClusterRoles().Delete(ctx, "gpushare:allocation-override", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatalf("deleting ClusterRole gpushare:allocation-override: %v", err)
+	}
+}
