@@ -106,6 +106,10 @@ bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs wit
 bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [MODE=extender|plugin TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
 	MODE=$(MODE) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
+.PHONY: bench-families
+bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd]: families-<policy>.md and .svg beside FGD's published figures in _output/replay-matrix-offline
+	OFFLINE=yes POLICIES=$(or $(POLICY),fgd) TRACES=families SEEDS=42-51 hack/bench/replay-matrix.sh
+
 .PHONY: bench-replay-matrix
 bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
 	MODE=$(MODE) hack/bench/replay-matrix.sh

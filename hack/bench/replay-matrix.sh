@@ -5,6 +5,9 @@
 #
 #   hack/bench/replay-matrix.sh                        # 4 policies × 4 traces × seeds 42 43 44
 #   POLICIES="fgd" SEEDS="42 43 44 45 46" hack/bench/replay-matrix.sh
+#   OFFLINE=yes POLICIES=fgd TRACES=families SEEDS=42-51 hack/bench/replay-matrix.sh
+#                                                      # make bench-families: the 13 published
+#                                                      # families, families-fgd.md and .svg
 #
 #   MODE=plugin hack/bench/replay-matrix.sh            # the same cells through gpushare-scheduler
 #
@@ -13,8 +16,10 @@
 #             $ROOT/$TRACE/$POLICY-plugin/seed$SEED, beside the extender's, so one ROOT holds
 #             both; table.md has a table per mode and the charts a line per policy and mode
 #   POLICIES  (default: binpack spread bestfit fgd)
-#   TRACES    (default: default gpushare40 gpuspec10 multigpu20)
-#   SEEDS     (default: 42 43 44)
+#   TRACES    (default: default gpushare40 gpuspec10 multigpu20; families: the 13 with FGD's
+#             published figures); each policy's family table goes to $ROOT/families-$POLICY.md
+#             with a bar chart families-$POLICY.svg
+#   SEEDS     (default: 42 43 44; 42-51: the FGD paper's ten)
 #   STOP_AT   passed to hack/bench/replay.sh (default: 100: the table's figure is unallocated %
 #             at 100 % arrival, which later pods cannot change)
 #   ROOT      result root (default: _output/replay-matrix); a run goes to
@@ -34,7 +39,9 @@ set -o errexit -o nounset -o pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 POLICIES=${POLICIES:-binpack spread bestfit fgd}
 TRACES=${TRACES:-default gpushare40 gpuspec10 multigpu20}
+[ "$TRACES" = families ] && TRACES="cpu050 cpu100 cpu200 default gpushare40 gpushare60 gpushare80 gpuspec10 gpuspec20 gpuspec25 multigpu20 multigpu30 multigpu40"
 SEEDS=${SEEDS:-42 43 44}
+[ "$SEEDS" = 42-51 ] && SEEDS="42 43 44 45 46 47 48 49 50 51"
 export STOP_AT=${STOP_AT:-100}
 OFFLINE=${OFFLINE:-no}
 export MODE=${MODE:-extender}
@@ -114,6 +121,16 @@ for trace in $TRACES; do
   # One line per policy, averaged over its seeds.
   "$bin" chart --title "$trace trace: allocated vs arrived GPU ($([ "$OFFLINE" = yes ] && echo offline emulation || echo "real schedulers: kube-scheduler + extender; cluster-plugin: gpushare-scheduler"))" \
     --out "$ROOT/chart-$trace.svg" "${runs[@]}"
+done
+# Each policy's trace-family table next to FGD's published figures (docs/benchmarks.md).
+# The mode recorded in the summaries (gpushare-replay: -to<STOP_AT> marks a cut workload).
+fam_suffix=
+[ "${STOP_AT:-0}" != 0 ] && fam_suffix=-to$STOP_AT
+fam_mode=cluster$cell_suffix$fam_suffix
+[ "$OFFLINE" = yes ] && fam_mode=offline-random-cpu-extender$fam_suffix
+for policy in $POLICIES; do
+  "$bin" families --mode "$fam_mode" --policy "$policy" --chart "$ROOT/families-$policy.svg" "$ROOT" >"$ROOT/families-$policy$cell_suffix.md" &&
+    cat "$ROOT/families-$policy$cell_suffix.md" || echo "[matrix] no family table for $policy"
 done
 [ "$failed" = 0 ] || { echo "[matrix] $failed runs failed"; exit 1; }
 exit

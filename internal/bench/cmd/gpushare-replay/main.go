@@ -6,6 +6,8 @@
 //	gpushare-replay --offline --policy binpack --nodes N.csv --pods P.csv --out DIR
 //	gpushare-replay chart --out chart.svg DIR...
 //	gpushare-replay table DIR...    # markdown table of every summary.json below DIR
+//	gpushare-replay families [--mode M --policy fgd --chart f.svg] DIR...
+//	                                # the 13 trace families against FGD's published figures
 package main
 
 import (
@@ -90,7 +92,7 @@ func newCommand() *cobra.Command {
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
 	flagenv.Bind(fs, flagenv.LegacyPrefix("GPUSHARE_REPLAY_"))
-	cmd.AddCommand(newChartCommand(), newTableCommand())
+	cmd.AddCommand(newChartCommand(), newTableCommand(), newFamiliesCommand())
 	return cmd
 }
 
@@ -175,6 +177,52 @@ func newChartCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&out, "out", "", "SVG file to write")
 	cmd.Flags().StringVar(&title, "title", "GPU allocation vs arrived workload", "chart title")
+	return cmd
+}
+
+func newFamiliesCommand() *cobra.Command {
+	var mode, policy, chart string
+	cmd := &cobra.Command{
+		Use:   "families DIR...",
+		Short: "Print the trace-family table (one policy and mode, unallocated % at 100 % arrival, seeds averaged) next to FGD's published figures",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(_ *cobra.Command, dirs []string) error {
+			ss, err := replay.CollectSummaries(dirs)
+			if err != nil {
+				return err
+			}
+			tab := replay.Aggregate(ss)
+			if mode == "" {
+				modes := tab.Modes()
+				if len(modes) != 1 {
+					return fmt.Errorf("results of several modes below %s (%s): pick one with --mode", strings.Join(dirs, ", "), strings.Join(modes, ", "))
+				}
+				mode = modes[0]
+			}
+			rows := tab.FamilyRows(mode, policy)
+			if replay.Summarize(rows).Families == 0 {
+				return fmt.Errorf("no %s results of policy %s for a trace family below %s", mode, policy, strings.Join(dirs, ", "))
+			}
+			if err := replay.WriteFamilies(os.Stdout, fmt.Sprintf("%s (%s)", policy, mode), rows); err != nil {
+				return err
+			}
+			if chart == "" {
+				return nil
+			}
+			f, err := os.Create(chart)
+			if err != nil {
+				return fmt.Errorf("creating chart: %w", err)
+			}
+			if err := replay.WriteFamiliesSVG(f, fmt.Sprintf("Unallocated GPU %% at 100 %% arrival: %s (%s) vs FGD", policy, mode), rows); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		},
+	}
+	cmd.Flags().StringVar(&mode, "mode", "", "results of this mode, as the summaries record it (e.g. cluster-to100, cluster-plugin-to100, offline-random-cpu-extender-to100); empty: the only one there is")
+	cmd.Flags().StringVar(&policy, "policy", "fgd", "results of this policy")
+	cmd.Flags().StringVar(&chart, "chart", "", "also write a bar chart (SVG) to this file")
 	return cmd
 }
 
