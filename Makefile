@@ -29,7 +29,7 @@ SCHED_LDFLAGS := $(LDFLAGS) -X k8s.io/component-base/version.gitVersion=$(SCHED_
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image clean chart-docs
+.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image dist clean chart-docs
 
 all: build
 
@@ -82,6 +82,9 @@ images: ## Build the local test images (gpuenv, pause) as docker-save tarballs i
 image: build ## Pack bin/extender, bin/gpushare-scheduler and bin/share-plugin into image tarballs in _output/images, tagged $(IMAGE_TAG)
 	IMAGE_TAG=$(IMAGE_TAG) hack/build-component-images.sh
 
+dist: ## Release artefacts in dist/ with goreleaser: binaries per platform, the kubectl plugin's archives + sha256 + krew manifest, image tarballs; RELEASE=1 at the VERSION tag
+	RELEASE=$(or $(RELEASE),0) hack/dist.sh
+
 # Who places GPU-sharing pods on the local cluster and in the benchmarks: extender
 # (kube-scheduler + the gpushare extender) or plugin (gpushare-scheduler).
 MODE ?= extender
@@ -96,7 +99,7 @@ e2e: ## End-to-end suite on its own local cluster (builds what it needs; takes d
 	$(WITH_HELM) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... $(E2E_FLAGS)
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) dist
 
 .PHONY: bench-scale
 bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory; MODE=plugin: vs gpushare-scheduler [POLICY=binpack]

@@ -4,6 +4,7 @@
 //
 //	imagepack -o gpuenv.tar -tag gpushare.local/gpuenv:v1 -entrypoint /gpuenv bin/gpuenv=/gpuenv
 //	imagepack -o extender.tar -tag gpushare/extender:v0.1.0 -user 65534:65534 bin/extender=/usr/bin/extender
+//	imagepack -o extender-arm64.tar -tag gpushare/extender:v0.1.0 -arch arm64 dist/extender_linux_arm64=/usr/bin/extender
 package main
 
 import (
@@ -20,23 +21,29 @@ func main() {
 	tag := flag.String("tag", "", "image reference, e.g. gpushare.local/gpuenv:v1 (required)")
 	entry := flag.String("entrypoint", "", "entrypoint path inside the image (default: the first file)")
 	usr := flag.String("user", "", "numeric uid:gid the entrypoint runs as (default: the runtime's, root)")
+	arch := flag.String("arch", "amd64", "architecture the files are built for: amd64 or arm64")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -o OUT -tag REF [-entrypoint PATH] [-user UID:GID] HOSTFILE=IMAGEPATH...\n", os.Args[0])
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: %s -o OUT -tag REF [-entrypoint PATH] [-user UID:GID] [-arch amd64|arm64] HOSTFILE=IMAGEPATH...\n", os.Args[0])
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	if err := run(*out, *tag, *entry, *usr, flag.Args()); err != nil {
+	if err := run(*out, *tag, *entry, *usr, *arch, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "imagepack:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, tag, entry, usr string, args []string) error {
+func run(out, tag, entry, usr, arch string, args []string) error {
 	if out == "" || tag == "" || len(args) == 0 {
 		return fmt.Errorf("-o, -tag and at least one HOSTFILE=IMAGEPATH are required")
 	}
 	if err := validUser(usr); err != nil {
 		return err
+	}
+	// The architectures the release builds; anything else is a typo that would make an
+	// image no node can run.
+	if arch != "amd64" && arch != "arm64" {
+		return fmt.Errorf("-arch %q: want amd64 or arm64", arch)
 	}
 	var files []File
 	for _, a := range args {
@@ -58,7 +65,7 @@ func run(out, tag, entry, usr string, args []string) error {
 		return fmt.Errorf("creating output: %w", err)
 	}
 	defer os.Remove(tmp.Name())
-	if err := Write(tmp, Image{Tag: tag, Entrypoint: []string{entry}, User: usr, Files: files}); err != nil {
+	if err := Write(tmp, Image{Tag: tag, Arch: arch, Entrypoint: []string{entry}, User: usr, Files: files}); err != nil {
 		tmp.Close()
 		return fmt.Errorf("writing %s: %w", out, err)
 	}

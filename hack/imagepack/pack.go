@@ -21,9 +21,12 @@ type File struct {
 	Data []byte
 }
 
-// Image is a single-layer linux/amd64 image.
+// Image is a single-layer linux image.
 type Image struct {
-	Tag        string // e.g. gpushare.local/gpuenv:v1
+	Tag string // e.g. gpushare.local/gpuenv:v1
+	// Arch is the GOARCH the files are built for (amd64 when empty): runtimes refuse, or
+	// pick another image of a list, when it is not the node's.
+	Arch       string
 	Entrypoint []string
 	// User is the numeric "uid:gid" the entrypoint runs as; empty leaves the runtime's
 	// default (root). Numeric because the image has no /etc/passwd, and kubelet can check
@@ -55,8 +58,12 @@ func Write(w io.Writer, img Image) error {
 	if img.User != "" {
 		runConfig["User"] = img.User
 	}
+	arch := img.Arch
+	if arch == "" {
+		arch = "amd64"
+	}
 	config, err := json.Marshal(map[string]any{
-		"architecture": "amd64",
+		"architecture": arch,
 		"os":           "linux",
 		"created":      epoch.Format(time.RFC3339),
 		"config":       runConfig,

@@ -95,7 +95,7 @@ func TestWrite(t *testing.T) {
 
 func TestRunRejectsBadArgs(t *testing.T) {
 	for _, args := range [][]string{nil, {"noequals"}, {"f=relative"}} {
-		err := run(t.TempDir()+"/o.tar", "t:v1", "", "", args)
+		err := run(t.TempDir()+"/o.tar", "t:v1", "", "", "amd64", args)
 		if err == nil || !strings.Contains(err.Error(), "HOSTFILE") {
 			t.Errorf("run(%q) error = %v, want one naming HOSTFILE", args, err)
 		}
@@ -142,9 +142,50 @@ func TestWriteUser(t *testing.T) {
 
 func TestRunRejectsBadUser(t *testing.T) {
 	for _, u := range []string{"nobody", "65534:", ":65534", "1:2:3", "-1", "65534:staff"} {
-		err := run(t.TempDir()+"/o.tar", "t:v1", "", u, []string{"f=/f"})
+		err := run(t.TempDir()+"/o.tar", "t:v1", "", u, "amd64", []string{"f=/f"})
 		if err == nil || !strings.Contains(err.Error(), "numeric UID") {
 			t.Errorf("run(-user %q) error = %v, want one asking for a numeric UID", u, err)
+		}
+	}
+}
+
+// TestWriteArch: the config names the architecture the binaries are built for, so an arm64
+// node does not pull (or a runtime refuse) an image labelled amd64.
+func TestWriteArch(t *testing.T) {
+	tests := []struct{ name, arch, want string }{
+		{"arm64", "arm64", "arm64"},
+		{"amd64", "amd64", "amd64"},
+		{"unset: amd64", "", "amd64"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			img := Image{Tag: "x:v1", Arch: tc.arch, Entrypoint: []string{"/x"},
+				Files: []File{{Path: "/x", Mode: 0o755, Data: []byte("ELF")}}}
+			if err := Write(&b, img); err != nil {
+				t.Fatal(err)
+			}
+			outer := readTar(t, b.Bytes())
+			var manifest []struct{ Config string }
+			if err := json.Unmarshal(outer["manifest.json"], &manifest); err != nil || len(manifest) != 1 {
+				t.Fatalf("manifest.json: %v %+v", err, manifest)
+			}
+			var config struct{ Architecture, OS string }
+			if err := json.Unmarshal(outer[manifest[0].Config], &config); err != nil {
+				t.Fatalf("config: %v", err)
+			}
+			if config.Architecture != tc.want || config.OS != "linux" {
+				t.Errorf("config os/architecture = %s/%s, want linux/%s", config.OS, config.Architecture, tc.want)
+			}
+		})
+	}
+}
+
+func TestRunRejectsBadArch(t *testing.T) {
+	for _, a := range []string{"", "x86_64", "arm", "AMD64", "amd64 "} {
+		err := run(t.TempDir()+"/o.tar", "t:v1", "", "", a, []string{"f=/f"})
+		if err == nil || !strings.Contains(err.Error(), "-arch") {
+			t.Errorf("run(-arch %q) error = %v, want one naming -arch", a, err)
 		}
 	}
 }
