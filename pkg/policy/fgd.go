@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -38,6 +40,9 @@ type fgd struct {
 	// the card side of frag depends on the group alone, so frag counts cards once per group.
 	groups  []cardShape
 	groupOf []int
+	// perPod[i] is what one pod of w[i] takes of the cards, Cards × PerCard (0 where that
+	// overflows: feedsAtLeast then leaves the cap to hostFeeds).
+	perPod []int64
 }
 
 type cardShape struct {
@@ -47,8 +52,11 @@ type cardShape struct {
 
 // newFGD indexes w's card shapes.
 func newFGD(w Workload) fgd {
-	f := fgd{w: w, groupOf: make([]int, len(w))}
+	f := fgd{w: w, groupOf: make([]int, len(w)), perPod: make([]int64, len(w))}
 	for i, s := range w {
+		if hi, lo := bits.Mul64(uint64(s.Cards), uint64(s.PerCard)); s.Cards > 0 && s.PerCard > 0 && hi == 0 && lo < 1<<62 {
+			f.perPod[i] = int64(lo)
+		}
 		k := cardShape{s.Cards, s.PerCard}
 		g := slices.Index(f.groups, k)
 		if g < 0 {
@@ -93,21 +101,40 @@ func (f fgd) chooser() chooser {
 // choose picks k cards one at a time, each the candidate whose use leaves the least
 // fragmentation, best fit on ties. Host resources are the same whichever card is taken.
 // Candidates are tried in cand's order every round: with the tolerance below the
-// comparison is not transitive, so that order is part of the result.
+// comparison is not transitive, so that order is part of the result. Two candidates with
+// the same free units leave the same multiset of free units, so F is computed once per
+// distinct value in a round (frag reads the multiset, never the card positions).
 func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int, s *scratch) []int {
 	s.work = resize(s.work, len(free))
 	work := s.work
 	copy(work, free)
+	var most int64
+	for _, v := range free {
+		most += v
+	}
+	caps := f.caps(node.Host, most, s)
 	s.picked = s.picked[:0]
 	for len(s.picked) < k {
+		s.tried = s.tried[:0]
 		best, bestF := -1, 0.0
 		for _, i := range cand {
 			if slices.Contains(s.picked, i) {
 				continue
 			}
-			work[i] -= need
-			fr := f.frag(work, node.Host)
-			work[i] += need
+			fr, seen := 0.0, false
+			for _, t := range s.tried {
+				if t.free == work[i] {
+					fr, seen = t.frag, true
+					break
+				}
+			}
+			if !seen {
+				v := work[i]
+				work[i] -= need
+				fr = f.frag(work, node.Host != nil, caps, s)
+				work[i] += need
+				s.tried = append(s.tried, triedCard{free: v, frag: fr})
+			}
 			if best < 0 || fr < bestF-1e-9 ||
 				(fr <= bestF+1e-9 && bestFit(node.Cards[i], node.Cards[best], work[i], work[best])) {
 				best, bestF = i, fr
@@ -119,21 +146,89 @@ func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int, s *s
 	return s.picked
 }
 
-// frag is F for a node whose cards have the given free units and whose host has `host` free
-// (nil: unknown, cards alone). The sum runs over w in order, so the result does not depend
-// on the grouping.
-func (f fgd) frag(free []int64, host *Host) float64 {
+// triedCard is one candidate value of a round of choose: a card's free units and F after
+// taking the container's units from it.
+type triedCard struct {
+	free int64
+	frag float64
+}
+
+// caps returns, for each shape of w, what a host with `host` free lets it use of the cards
+// of a node with at most `most` free units: -1 where the host lacks the shape's CPU or
+// memory (every free unit stranded), else hostFeeds, or, where that provably exceeds `most`,
+// noCap (frag compares the cap with at most `most` usable units, so either value gives the
+// same F). Nil when host is nil (cards alone). The vector is kept in s for the frag calls of
+// one node (two entries: the host before and after a placement), keyed by host, `most` and
+// the workload's first shape, so a scratch reused across workloads never reads a stale one.
+func (f fgd) caps(host *Host, most int64, s *scratch) []int64 {
+	if host == nil || len(f.w) == 0 {
+		return nil
+	}
+	for i := range s.caps {
+		if c := &s.caps[i]; c.valid && c.host == *host && c.most == most && c.w == &f.w[0] && len(c.caps) == len(f.w) {
+			return c.caps
+		}
+	}
+	c := &s.caps[s.nextCaps]
+	s.nextCaps = (s.nextCaps + 1) % len(s.caps)
+	c.valid, c.host, c.most, c.w = true, *host, most, &f.w[0]
+	c.caps = resize(c.caps, len(f.w))
+	for i, sh := range f.w {
+		switch {
+		case sh.Cards == 0:
+			c.caps[i] = 0 // unused: frag skips shapes without gpu-mem
+		case host.CPUMilli < sh.Host.CPUMilli || host.MemoryMiB < sh.Host.MemoryMiB:
+			c.caps[i] = -1
+		case f.feedsAtLeast(i, *host, most):
+			c.caps[i] = noCap
+		default:
+			c.caps[i] = hostFeeds(*host, sh)
+		}
+	}
+	return c.caps
+}
+
+// noCap stands for a host cap above every usable amount frag compares it with.
+const noCap = int64(math.MaxInt64)
+
+// feedsAtLeast reports, with multiplications only, that hostFeeds(host, w[i]) ≥ most: the
+// host holds k pods of the shape, k = most / (Cards × PerCard) rounded up. False: it does
+// not (hostFeeds then gives the binding value, with its divisions). host must hold one pod
+// (caps checks that first). Bounds: most ≤ 1<<40, so hostFeeds' own "unlimited" is never
+// the binding value and most/per, a correctly rounded division of integers below 2^53,
+// truncates to the true quotient; per < 1<<23, so hostFeeds' product n × per (n < 1<<40)
+// cannot overflow, and noCap stands where it has a true value.
+func (f fgd) feedsAtLeast(i int, host Host, most int64) bool {
+	sh := f.w[i]
+	per := f.perPod[i]
+	if per <= 0 || per >= 1<<23 || most > 1<<40 || (sh.Host.CPUMilli == 0 && sh.Host.MemoryMiB == 0) {
+		return false
+	}
+	// k: most/per rounded up.
+	k := uint64(float64(most) / float64(per))
+	if k*uint64(per) < uint64(most) {
+		k++
+	}
+	holds := func(free, req int64) bool {
+		if req <= 0 {
+			return true
+		}
+		hi, lo := bits.Mul64(k, uint64(req))
+		return hi == 0 && lo <= uint64(free)
+	}
+	return holds(host.CPUMilli, sh.Host.CPUMilli) && holds(host.MemoryMiB, sh.Host.MemoryMiB)
+}
+
+// frag is F for a node whose cards have the given free units and whose host, when hasHost,
+// grants each shape caps[i] (f.caps; without a host the cards alone count). The sum runs
+// over w in order, so the result does not depend on the grouping.
+func (f fgd) frag(free []int64, hasHost bool, caps []int64, s *scratch) float64 {
 	var total int64
 	for _, v := range free {
 		total += v
 	}
 	// Per card shape: how many cards fit it and the free units of those that do not.
-	type cardStat struct {
-		fits     int
-		unusable int64
-	}
-	var buf [32]cardStat
-	stats := buf[:0]
+	s.stats = s.stats[:0]
 	for _, g := range f.groups {
 		var st cardStat
 		for _, v := range free {
@@ -143,30 +238,38 @@ func (f fgd) frag(free []int64, host *Host) float64 {
 				st.unusable += v
 			}
 		}
-		stats = append(stats, st)
+		s.stats = append(s.stats, st)
 	}
+	stats := s.stats
 	var out float64
-	for i, s := range f.w {
-		if s.Cards == 0 {
+	for i, sh := range f.w {
+		if sh.Cards == 0 {
 			continue // a pod without gpu-mem cannot use free cards in any case
 		}
 		var unusable int64
-		if host != nil && (host.CPUMilli < s.Host.CPUMilli || host.MemoryMiB < s.Host.MemoryMiB) {
+		if hasHost && caps[i] < 0 {
 			unusable = total
 		} else {
 			st := stats[f.groupOf[i]]
 			unusable = st.unusable
-			if st.fits < s.Cards {
+			if st.fits < sh.Cards {
 				unusable = total
-			} else if host != nil {
-				if feed := hostFeeds(*host, s); total-unusable > feed {
+			} else if hasHost {
+				if feed := caps[i]; total-unusable > feed {
 					unusable = total - feed
 				}
 			}
 		}
-		out += s.Weight * float64(unusable)
+		out += sh.Weight * float64(unusable)
 	}
 	return out
+}
+
+// cardStat is frag's view of the cards for one card shape: how many cards fit it and the
+// free units of those that do not.
+type cardStat struct {
+	fits     int
+	unusable int64
 }
 
 // score is binpack's.
@@ -210,7 +313,14 @@ func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
 	if node.Host != nil {
 		hostAfter = &Host{CPUMilli: node.Host.CPUMilli - u.host.CPUMilli, MemoryMiB: node.Host.MemoryMiB - u.host.MemoryMiB}
 	}
-	return -(f.frag(after, hostAfter) - f.frag(before, node.Host)) + tieWeight*tie
+	// The free units before bound every total frag sees for this node (after, and the
+	// candidates of choose), so both cap vectors are computed for that bound.
+	var most int64
+	for _, v := range before {
+		most += v
+	}
+	fa := f.frag(after, hostAfter != nil, f.caps(hostAfter, most, s), s)
+	return -(fa - f.frag(before, node.Host != nil, f.caps(node.Host, most, s), s)) + tieWeight*tie
 }
 
 // hostFeeds is how many units of cards pods of shape s can use on a host with `host` free:
