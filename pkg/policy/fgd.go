@@ -42,7 +42,8 @@ type fgd struct {
 	groupOf []int
 	// perPod[i] is what one pod of w[i] takes of the cards, Cards × PerCard (0 where that
 	// overflows: feedsAtLeast then leaves the cap to hostFeeds).
-	perPod []int64
+	perPod    []int64
+	invPerPod []float64 // 1/perPod[i]
 }
 
 type cardShape struct {
@@ -52,10 +53,10 @@ type cardShape struct {
 
 // newFGD indexes w's card shapes.
 func newFGD(w Workload) fgd {
-	f := fgd{w: w, groupOf: make([]int, len(w)), perPod: make([]int64, len(w))}
+	f := fgd{w: w, groupOf: make([]int, len(w)), perPod: make([]int64, len(w)), invPerPod: make([]float64, len(w))}
 	for i, s := range w {
 		if hi, lo := bits.Mul64(uint64(s.Cards), uint64(s.PerCard)); s.Cards > 0 && s.PerCard > 0 && hi == 0 && lo < 1<<62 {
-			f.perPod[i] = int64(lo)
+			f.perPod[i], f.invPerPod[i] = int64(lo), 1/float64(lo)
 		}
 		k := cardShape{s.Cards, s.PerCard}
 		g := slices.Index(f.groups, k)
@@ -108,11 +109,7 @@ func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int, s *s
 	s.work = resize(s.work, len(free))
 	work := s.work
 	copy(work, free)
-	var most int64
-	for _, v := range free {
-		most += v
-	}
-	caps := f.caps(node.Host, most, s)
+	caps := f.caps(node.Host, free, s)
 	s.picked = s.picked[:0]
 	for len(s.picked) < k {
 		s.tried = s.tried[:0]
@@ -153,33 +150,50 @@ type triedCard struct {
 	frag float64
 }
 
-// caps returns, for each shape of w, what a host with `host` free lets it use of the cards
-// of a node with at most `most` free units: -1 where the host lacks the shape's CPU or
-// memory (every free unit stranded), else hostFeeds, or, where that provably exceeds `most`,
-// noCap (frag compares the cap with at most `most` usable units, so either value gives the
-// same F). Nil when host is nil (cards alone). The vector is kept in s for the frag calls of
-// one node (two entries: the host before and after a placement), keyed by host, `most` and
-// the workload's first shape, so a scratch reused across workloads never reads a stale one.
-func (f fgd) caps(host *Host, most int64, s *scratch) []int64 {
+// caps returns, for each shape of w, the cap that a host with `host` free puts on the
+// units the shape can use of a node whose cards have at most `bound` free (by position;
+// every state frag then rates, a candidate of choose or the node after the placement, is
+// below it): -1 where the host lacks the shape's CPU or memory (every free unit stranded),
+// else hostFeeds, or noCap where the cap cannot bind: the shape fits too few cards of bound,
+// or the host feeds all it could use of them (frag then compares the cap with less, so
+// either value gives the same F). Nil when host is nil (cards alone). The vector is kept in
+// s for the frag calls of one node (two entries: the host before and after a placement),
+// keyed by host, bound and the workload's first shape, so a scratch reused across nodes or
+// workloads never reads a stale one.
+func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
 	if host == nil || len(f.w) == 0 {
 		return nil
 	}
 	for i := range s.caps {
-		if c := &s.caps[i]; c.valid && c.host == *host && c.most == most && c.w == &f.w[0] && len(c.caps) == len(f.w) {
+		if c := &s.caps[i]; c.valid && c.host == *host && c.w == &f.w[0] && len(c.caps) == len(f.w) && slices.Equal(c.bound, bound) {
 			return c.caps
 		}
 	}
 	c := &s.caps[s.nextCaps]
 	s.nextCaps = (s.nextCaps + 1) % len(s.caps)
-	c.valid, c.host, c.most, c.w = true, *host, most, &f.w[0]
+	c.valid, c.host, c.w = true, *host, &f.w[0]
+	c.bound = append(c.bound[:0], bound...)
 	c.caps = resize(c.caps, len(f.w))
+	// The most each card shape could use of bound: what its fitting cards offer.
+	s.stats = s.stats[:0]
+	for _, g := range f.groups {
+		var st cardStat
+		for _, v := range bound {
+			if v >= g.perCard {
+				st.fits++
+				st.unusable += v // here: the usable units
+			}
+		}
+		s.stats = append(s.stats, st)
+	}
 	for i, sh := range f.w {
+		st := s.stats[f.groupOf[i]]
 		switch {
 		case sh.Cards == 0:
 			c.caps[i] = 0 // unused: frag skips shapes without gpu-mem
 		case host.CPUMilli < sh.Host.CPUMilli || host.MemoryMiB < sh.Host.MemoryMiB:
 			c.caps[i] = -1
-		case f.feedsAtLeast(i, *host, most):
+		case st.fits < sh.Cards || st.unusable == 0 || f.feedsAtLeast(i, *host, st.unusable):
 			c.caps[i] = noCap
 		default:
 			c.caps[i] = hostFeeds(*host, sh)
@@ -195,18 +209,18 @@ const noCap = int64(math.MaxInt64)
 // host holds k pods of the shape, k = most / (Cards × PerCard) rounded up. False: it does
 // not (hostFeeds then gives the binding value, with its divisions). host must hold one pod
 // (caps checks that first). Bounds: most ≤ 1<<40, so hostFeeds' own "unlimited" is never
-// the binding value and most/per, a correctly rounded division of integers below 2^53,
-// truncates to the true quotient; per < 1<<23, so hostFeeds' product n × per (n < 1<<40)
-// cannot overflow, and noCap stands where it has a true value.
+// the binding value; per < 1<<23, so hostFeeds' product n × per (n < 1<<40) cannot
+// overflow, and noCap stands where it has a true value.
 func (f fgd) feedsAtLeast(i int, host Host, most int64) bool {
 	sh := f.w[i]
 	per := f.perPod[i]
 	if per <= 0 || per >= 1<<23 || most > 1<<40 || (sh.Host.CPUMilli == 0 && sh.Host.MemoryMiB == 0) {
 		return false
 	}
-	// k: most/per rounded up.
-	k := uint64(float64(most) / float64(per))
-	if k*uint64(per) < uint64(most) {
+	// k: most/per rounded up. The float estimate is off by less than one either way, so it
+	// truncates to at most that, and the loop corrects it from below (k × per < 2^41).
+	k := uint64(float64(most) * f.invPerPod[i])
+	for k*uint64(per) < uint64(most) {
 		k++
 	}
 	holds := func(free, req int64) bool {
@@ -313,14 +327,10 @@ func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
 	if node.Host != nil {
 		hostAfter = &Host{CPUMilli: node.Host.CPUMilli - u.host.CPUMilli, MemoryMiB: node.Host.MemoryMiB - u.host.MemoryMiB}
 	}
-	// The free units before bound every total frag sees for this node (after, and the
-	// candidates of choose), so both cap vectors are computed for that bound.
-	var most int64
-	for _, v := range before {
-		most += v
-	}
-	fa := f.frag(after, hostAfter != nil, f.caps(hostAfter, most, s), s)
-	return -(fa - f.frag(before, node.Host != nil, f.caps(node.Host, most, s), s)) + tieWeight*tie
+	// The free units before bound the cards after (and choose's candidates), so both cap
+	// vectors are computed for that bound.
+	fa := f.frag(after, hostAfter != nil, f.caps(hostAfter, before, s), s)
+	return -(fa - f.frag(before, node.Host != nil, f.caps(node.Host, before, s), s)) + tieWeight*tie
 }
 
 // hostFeeds is how many units of cards pods of shape s can use on a host with `host` free:

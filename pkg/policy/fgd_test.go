@@ -168,7 +168,7 @@ func TestFGDHostCap(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s scratch
-			if got := f.frag(free, tc.host != nil, f.caps(tc.host, 4000, &s), &s); got != tc.want {
+			if got := f.frag(free, tc.host != nil, f.caps(tc.host, free, &s), &s); got != tc.want {
 				t.Errorf("frag = %v, want %v", got, tc.want)
 			}
 		})

@@ -33,7 +33,7 @@ type scratch struct {
 type capsEntry struct {
 	valid bool
 	host  Host
-	most  int64
+	bound []int64
 	w     *Shape
 	caps  []int64
 }
