@@ -40,28 +40,28 @@ type fgd struct {
 	// the card side of frag depends on the group alone, so frag counts cards once per group.
 	groups  []cardShape
 	groupOf []int
-	// perPod[i] is what one pod of w[i] takes of the cards, Cards × PerCard (0 where that
-	// overflows: feedsAtLeast then leaves the cap to hostFeeds).
-	perPod    []int64
-	invPerPod []float64 // 1/perPod[i]
 }
 
 type cardShape struct {
 	cards   int
 	perCard int64
+	// perPod is what one pod takes of the cards, cards × perCard (0 where that overflows),
+	// and invPerPod its inverse: podsFor's.
+	perPod    int64
+	invPerPod float64
 }
 
 // newFGD indexes w's card shapes.
 func newFGD(w Workload) fgd {
-	f := fgd{w: w, groupOf: make([]int, len(w)), perPod: make([]int64, len(w)), invPerPod: make([]float64, len(w))}
+	f := fgd{w: w, groupOf: make([]int, len(w))}
 	for i, s := range w {
-		if hi, lo := bits.Mul64(uint64(s.Cards), uint64(s.PerCard)); s.Cards > 0 && s.PerCard > 0 && hi == 0 && lo < 1<<62 {
-			f.perPod[i], f.invPerPod[i] = int64(lo), 1/float64(lo)
-		}
-		k := cardShape{s.Cards, s.PerCard}
-		g := slices.Index(f.groups, k)
+		g := slices.IndexFunc(f.groups, func(c cardShape) bool { return c.cards == s.Cards && c.perCard == s.PerCard })
 		if g < 0 {
 			g = len(f.groups)
+			k := cardShape{cards: s.Cards, perCard: s.PerCard}
+			if hi, lo := bits.Mul64(uint64(s.Cards), uint64(s.PerCard)); s.Cards > 0 && s.PerCard > 0 && hi == 0 && lo < 1<<62 {
+				k.perPod, k.invPerPod = int64(lo), 1/float64(lo)
+			}
 			f.groups = append(f.groups, k)
 		}
 		f.groupOf[i] = g
@@ -169,31 +169,20 @@ func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
 			return c.caps
 		}
 	}
+	need := f.podsToUse(bound, s)
 	c := &s.caps[s.nextCaps]
 	s.nextCaps = (s.nextCaps + 1) % len(s.caps)
 	c.valid, c.host, c.w = true, *host, &f.w[0]
 	c.bound = append(c.bound[:0], bound...)
 	c.caps = resize(c.caps, len(f.w))
-	// The most each card shape could use of bound: what its fitting cards offer.
-	s.stats = s.stats[:0]
-	for _, g := range f.groups {
-		var st cardStat
-		for _, v := range bound {
-			if v >= g.perCard {
-				st.fits++
-				st.unusable += v // here: the usable units
-			}
-		}
-		s.stats = append(s.stats, st)
-	}
 	for i, sh := range f.w {
-		st := s.stats[f.groupOf[i]]
+		k := need[f.groupOf[i]]
 		switch {
 		case sh.Cards == 0:
 			c.caps[i] = 0 // unused: frag skips shapes without gpu-mem
 		case host.CPUMilli < sh.Host.CPUMilli || host.MemoryMiB < sh.Host.MemoryMiB:
 			c.caps[i] = -1
-		case st.fits < sh.Cards || st.unusable == 0 || f.feedsAtLeast(i, *host, st.unusable):
+		case k < 0 || k > 0 && hostHolds(*host, sh.Host, k):
 			c.caps[i] = noCap
 		default:
 			c.caps[i] = hostFeeds(*host, sh)
@@ -205,32 +194,67 @@ func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
 // noCap stands for a host cap above every usable amount frag compares it with.
 const noCap = int64(math.MaxInt64)
 
-// feedsAtLeast reports, with multiplications only, that hostFeeds(host, w[i]) ≥ most: the
-// host holds k pods of the shape, k = most / (Cards × PerCard) rounded up. False: it does
-// not (hostFeeds then gives the binding value, with its divisions). host must hold one pod
-// (caps checks that first). Bounds: most ≤ 1<<40, so hostFeeds' own "unlimited" is never
-// the binding value; per < 1<<23, so hostFeeds' product n × per (n < 1<<40) cannot
-// overflow, and noCap stands where it has a true value.
-func (f fgd) feedsAtLeast(i int, host Host, most int64) bool {
-	sh := f.w[i]
-	per := f.perPod[i]
-	if per <= 0 || per >= 1<<23 || most > 1<<40 || (sh.Host.CPUMilli == 0 && sh.Host.MemoryMiB == 0) {
-		return false
+// podsToUse returns, per card shape of w, how many of its pods would use everything its
+// fitting cards in bound offer: -1 where that is nothing (too few cards fit, or they have
+// nothing free), 0 where podsFor declines. It is kept in s for the bound and workload last
+// asked (a node's two cap vectors share one).
+func (f fgd) podsToUse(bound []int64, s *scratch) []int64 {
+	if s.needW == &f.w[0] && len(s.need) == len(f.groups) && slices.Equal(s.needBound, bound) {
+		return s.need
 	}
-	// k: most/per rounded up. The float estimate is off by less than one either way, so it
-	// truncates to at most that, and the loop corrects it from below (k × per < 2^41).
-	k := uint64(float64(most) * f.invPerPod[i])
-	for k*uint64(per) < uint64(most) {
+	s.needW = &f.w[0]
+	s.needBound = append(s.needBound[:0], bound...)
+	s.need = resize(s.need, len(f.groups))
+	for gi, g := range f.groups {
+		var fits int
+		var usable int64
+		for _, v := range bound {
+			if v >= g.perCard {
+				fits++
+				usable += v
+			}
+		}
+		if fits < g.cards || usable == 0 {
+			s.need[gi] = -1
+		} else {
+			s.need[gi] = podsFor(usable, g.perPod, g.invPerPod)
+		}
+	}
+	return s.need
+}
+
+// podsFor is most/per rounded up, without a division, or 0 outside the bounds where a host
+// holding that many pods is known to feed at least most units: most ≤ 1<<40, so hostFeeds'
+// own "unlimited" is never the binding value; per in 1..1<<23, so hostFeeds' product n × per
+// (n < 1<<40) cannot overflow and noCap stands only where it has a true value. The float
+// estimate is off by less than one either way, so it truncates to at most the answer, and
+// the loop corrects it from below (k × per < 2^41).
+func podsFor(most, per int64, invPer float64) int64 {
+	if per <= 0 || per >= 1<<23 || most <= 0 || most > 1<<40 {
+		return 0
+	}
+	k := int64(float64(most) * invPer)
+	for k*per < most {
 		k++
+	}
+	return k
+}
+
+// hostHolds reports, with multiplications only, that a host with `free` holds k ≥ 1 pods
+// requesting req, where req asks for CPU or memory (hostFeeds is then k × per or more) and
+// free holds one (caps checks that first).
+func hostHolds(free, req Host, k int64) bool {
+	if req.CPUMilli == 0 && req.MemoryMiB == 0 {
+		return false // hostFeeds' "unlimited": left to it
 	}
 	holds := func(free, req int64) bool {
 		if req <= 0 {
 			return true
 		}
-		hi, lo := bits.Mul64(k, uint64(req))
+		hi, lo := bits.Mul64(uint64(k), uint64(req))
 		return hi == 0 && lo <= uint64(free)
 	}
-	return holds(host.CPUMilli, sh.Host.CPUMilli) && holds(host.MemoryMiB, sh.Host.MemoryMiB)
+	return holds(free.CPUMilli, req.CPUMilli) && holds(free.MemoryMiB, req.MemoryMiB)
 }
 
 // frag is F for a node whose cards have the given free units and whose host, when hasHost,

@@ -207,6 +207,14 @@ func TestFGDHostCap(t *testing.T) {
 	}
 }
 
+// feedsAtLeast is caps' division-free test that the host cap cannot bind for sh: podsFor
+// pods of the shape use most units, and the host holds them.
+func feedsAtLeast(sh Shape, host Host, most int64) bool {
+	g := newFGD(Workload{sh}).groups[0]
+	k := podsFor(most, g.perPod, g.invPerPod)
+	return k > 0 && hostHolds(host, sh.Host, k)
+}
+
 // TestFGDFeedsAtLeast: the division-free test of the host cap agrees with hostFeeds within
 // its bounds and declines outside them.
 func TestFGDFeedsAtLeast(t *testing.T) {
@@ -228,8 +236,7 @@ func TestFGDFeedsAtLeast(t *testing.T) {
 		{"pod of 1<<23 units: left to hostFeeds", Shape{Cards: 1, PerCard: 1 << 23, Host: Host{CPUMilli: 1}}, Host{CPUMilli: 1 << 20}, 1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFGD(Workload{tc.shape})
-			if got := f.feedsAtLeast(0, tc.host, tc.most); got != tc.want {
+			if got := feedsAtLeast(tc.shape, tc.host, tc.most); got != tc.want {
 				t.Errorf("feedsAtLeast = %v, want %v (hostFeeds %d)", got, tc.want, hostFeeds(tc.host, tc.shape))
 			}
 		})
@@ -244,8 +251,8 @@ func TestFGDFeedsAtLeast(t *testing.T) {
 			sh.Host.MemoryMiB = r.Int63n(1 << 17)
 		}
 		host := Host{CPUMilli: sh.Host.CPUMilli + r.Int63n(200000), MemoryMiB: sh.Host.MemoryMiB + r.Int63n(1<<20)}
-		most := r.Int63n(20000)
-		got, feeds := newFGD(Workload{sh}).feedsAtLeast(0, host, most), hostFeeds(host, sh)
+		most := 1 + r.Int63n(20000)
+		got, feeds := feedsAtLeast(sh, host, most), hostFeeds(host, sh)
 		if got && feeds < most || !got && feeds >= most && (sh.Host.CPUMilli > 0 || sh.Host.MemoryMiB > 0) {
 			t.Fatalf("shape %+v host %+v most %d: feedsAtLeast %v, hostFeeds %d", sh, host, most, got, feeds)
 		}

@@ -27,6 +27,10 @@ type scratch struct {
 	// robin: a node's rating needs the host before and after the placement.
 	caps     [2]capsEntry
 	nextCaps int
+	// need is fgd's podsToUse for needBound under the workload whose first shape is needW.
+	need      []int64
+	needBound []int64
+	needW     *Shape
 }
 
 // capsEntry is fgd.caps of one host under one workload (identified by its first shape).
