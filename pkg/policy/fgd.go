@@ -40,7 +40,10 @@ type fgd struct {
 	// the card side of frag depends on the group alone, so frag counts cards once per group.
 	groups  []cardShape
 	groupOf []int
+	inv     []invRequest // inv[i]: the inverse of w[i]'s CPU and memory request (0 where none)
 }
+
+type invRequest struct{ cpu, mem float64 }
 
 type cardShape struct {
 	cards   int
@@ -53,8 +56,14 @@ type cardShape struct {
 
 // newFGD indexes w's card shapes.
 func newFGD(w Workload) fgd {
-	f := fgd{w: w, groupOf: make([]int, len(w))}
+	f := fgd{w: w, groupOf: make([]int, len(w)), inv: make([]invRequest, len(w))}
 	for i, s := range w {
+		if s.Host.CPUMilli > 0 {
+			f.inv[i].cpu = 1 / float64(s.Host.CPUMilli)
+		}
+		if s.Host.MemoryMiB > 0 {
+			f.inv[i].mem = 1 / float64(s.Host.MemoryMiB)
+		}
 		g := slices.IndexFunc(f.groups, func(c cardShape) bool { return c.cards == s.Cards && c.perCard == s.PerCard })
 		if g < 0 {
 			g = len(f.groups)
@@ -185,7 +194,7 @@ func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
 		case k < 0 || k > 0 && hostHolds(*host, sh.Host, k):
 			c.caps[i] = noCap
 		default:
-			c.caps[i] = hostFeeds(*host, sh)
+			c.caps[i] = f.feeds(i, *host)
 		}
 	}
 	return c.caps
@@ -238,6 +247,47 @@ func podsFor(most, per int64, invPer float64) int64 {
 		k++
 	}
 	return k
+}
+
+// feeds is hostFeeds(host, w[i]) with its divisions done by multiplying with the inverse
+// of the request (floorDiv) where every quantity is below 2^52 and the shape's pod below 1<<23 units
+// (where hostFeeds' product cannot overflow); hostFeeds itself elsewhere. host holds one pod
+// of the shape (caps checks that first), so its quantities are not negative where the
+// shape asks for them.
+func (f fgd) feeds(i int, host Host) int64 {
+	sh := f.w[i]
+	g := f.groups[f.groupOf[i]]
+	const big = 1 << 52
+	if g.perPod <= 0 || g.perPod >= 1<<23 || sh.Host.CPUMilli >= big || sh.Host.MemoryMiB >= big ||
+		(sh.Host.CPUMilli > 0 && host.CPUMilli >= big) || (sh.Host.MemoryMiB > 0 && host.MemoryMiB >= big) {
+		return hostFeeds(host, sh)
+	}
+	const unlimited = int64(1) << 40
+	n := unlimited
+	if sh.Host.CPUMilli > 0 {
+		n = floorDiv(host.CPUMilli, sh.Host.CPUMilli, f.inv[i].cpu)
+	}
+	if sh.Host.MemoryMiB > 0 {
+		n = min(n, floorDiv(host.MemoryMiB, sh.Host.MemoryMiB, f.inv[i].mem))
+	}
+	if n >= unlimited {
+		return unlimited
+	}
+	return n * g.perPod
+}
+
+// floorDiv is a/b for 0 ≤ a < 2^52 and 0 < b < 2^52, given invB = 1/b, with multiplications
+// only: the float estimate is off by less than one either way, and the loops correct it
+// (q × b stays below 2^53).
+func floorDiv(a, b int64, invB float64) int64 {
+	q := int64(float64(a) * invB)
+	for q > 0 && q*b > a {
+		q--
+	}
+	for (q+1)*b <= a {
+		q++
+	}
+	return q
 }
 
 // hostHolds reports, with multiplications only, that a host with `free` holds k ≥ 1 pods

@@ -258,3 +258,30 @@ func TestFGDFeedsAtLeast(t *testing.T) {
 		}
 	}
 }
+
+// TestFGDFeedsMatchesHostFeeds: caps' division-free host cap is hostFeeds, including at the
+// edges of its bounds (where it hands over to hostFeeds).
+func TestFGDFeedsMatchesHostFeeds(t *testing.T) {
+	edge := []int64{0, 1, 2, 3, 7, 999, 1000, 1001, 1 << 22, 1<<23 - 1, 1 << 23, 1<<40 - 1, 1 << 40, 1<<52 - 1, 1 << 52, math.MaxInt64}
+	r := rand.New(rand.NewSource(9))
+	pick := func() int64 {
+		if r.Intn(3) == 0 {
+			return edge[r.Intn(len(edge))]
+		}
+		return r.Int63n(1 << uint(1+r.Intn(55)))
+	}
+	for range 200000 {
+		sh := Shape{Cards: 1 + r.Intn(8), PerCard: 1 + r.Int63n(1<<uint(1+r.Intn(24))), Host: Host{CPUMilli: pick(), MemoryMiB: pick()}}
+		host := Host{CPUMilli: sh.Host.CPUMilli, MemoryMiB: sh.Host.MemoryMiB}
+		if d := pick(); host.CPUMilli <= math.MaxInt64-d {
+			host.CPUMilli += d
+		}
+		if d := pick(); host.MemoryMiB <= math.MaxInt64-d {
+			host.MemoryMiB += d
+		}
+		f := newFGD(Workload{sh})
+		if got, want := f.feeds(0, host), hostFeeds(host, sh); got != want {
+			t.Fatalf("shape %+v host %+v: feeds %d, hostFeeds %d", sh, host, got, want)
+		}
+	}
+}
