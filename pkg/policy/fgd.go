@@ -40,10 +40,21 @@ type fgd struct {
 	// the card side of frag depends on the group alone, so frag counts cards once per group.
 	groups  []cardShape
 	groupOf []int
-	inv     []invRequest // inv[i]: the inverse of w[i]'s CPU and memory request (0 where none)
+	info    []shapeInfo // info[i]: what caps reads of w[i], precomputed
 }
 
-type invRequest struct{ cpu, mem float64 }
+// shapeInfo is one shape as caps and feeds read it, in one small record.
+type shapeInfo struct {
+	cards  int
+	group  int
+	req    Host // the shape's CPU and memory request
+	invCPU float64
+	invMem float64 // 1/req's quantities (0 where not requested)
+	// fastPerPod is Cards × PerCard where feeds may compute the cap with floorDiv (that
+	// product below 1<<23, so hostFeeds' own n × it cannot overflow, and the requests below
+	// 2^52); 0: feeds leaves it to hostFeeds.
+	fastPerPod int64
+}
 
 type cardShape struct {
 	cards   int
@@ -56,14 +67,8 @@ type cardShape struct {
 
 // newFGD indexes w's card shapes.
 func newFGD(w Workload) fgd {
-	f := fgd{w: w, groupOf: make([]int, len(w)), inv: make([]invRequest, len(w))}
+	f := fgd{w: w, groupOf: make([]int, len(w)), info: make([]shapeInfo, len(w))}
 	for i, s := range w {
-		if s.Host.CPUMilli > 0 {
-			f.inv[i].cpu = 1 / float64(s.Host.CPUMilli)
-		}
-		if s.Host.MemoryMiB > 0 {
-			f.inv[i].mem = 1 / float64(s.Host.MemoryMiB)
-		}
 		g := slices.IndexFunc(f.groups, func(c cardShape) bool { return c.cards == s.Cards && c.perCard == s.PerCard })
 		if g < 0 {
 			g = len(f.groups)
@@ -74,6 +79,17 @@ func newFGD(w Workload) fgd {
 			f.groups = append(f.groups, k)
 		}
 		f.groupOf[i] = g
+		si := shapeInfo{cards: s.Cards, group: g, req: s.Host}
+		if s.Host.CPUMilli > 0 {
+			si.invCPU = 1 / float64(s.Host.CPUMilli)
+		}
+		if s.Host.MemoryMiB > 0 {
+			si.invMem = 1 / float64(s.Host.MemoryMiB)
+		}
+		if per := f.groups[g].perPod; per > 0 && per < 1<<23 && s.Host.CPUMilli < 1<<52 && s.Host.MemoryMiB < 1<<52 {
+			si.fastPerPod = per
+		}
+		f.info[i] = si
 	}
 	return f
 }
@@ -184,14 +200,15 @@ func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
 	c.valid, c.host, c.w = true, *host, &f.w[0]
 	c.bound = append(c.bound[:0], bound...)
 	c.caps = resize(c.caps, len(f.w))
-	for i, sh := range f.w {
-		k := need[f.groupOf[i]]
+	for i := range f.info {
+		si := &f.info[i]
+		k := need[si.group]
 		switch {
-		case sh.Cards == 0:
+		case si.cards == 0:
 			c.caps[i] = 0 // unused: frag skips shapes without gpu-mem
-		case host.CPUMilli < sh.Host.CPUMilli || host.MemoryMiB < sh.Host.MemoryMiB:
+		case host.CPUMilli < si.req.CPUMilli || host.MemoryMiB < si.req.MemoryMiB:
 			c.caps[i] = -1
-		case k < 0 || k > 0 && hostHolds(*host, sh.Host, k):
+		case k < 0 || k > 0 && hostHolds(*host, si.req, k):
 			c.caps[i] = noCap
 		default:
 			c.caps[i] = f.feeds(i, *host)
@@ -255,25 +272,23 @@ func podsFor(most, per int64, invPer float64) int64 {
 // of the shape (caps checks that first), so its quantities are not negative where the
 // shape asks for them.
 func (f fgd) feeds(i int, host Host) int64 {
-	sh := f.w[i]
-	g := f.groups[f.groupOf[i]]
+	si := &f.info[i]
 	const big = 1 << 52
-	if g.perPod <= 0 || g.perPod >= 1<<23 || sh.Host.CPUMilli >= big || sh.Host.MemoryMiB >= big ||
-		(sh.Host.CPUMilli > 0 && host.CPUMilli >= big) || (sh.Host.MemoryMiB > 0 && host.MemoryMiB >= big) {
-		return hostFeeds(host, sh)
+	if si.fastPerPod == 0 || (si.req.CPUMilli > 0 && host.CPUMilli >= big) || (si.req.MemoryMiB > 0 && host.MemoryMiB >= big) {
+		return hostFeeds(host, f.w[i])
 	}
 	const unlimited = int64(1) << 40
 	n := unlimited
-	if sh.Host.CPUMilli > 0 {
-		n = floorDiv(host.CPUMilli, sh.Host.CPUMilli, f.inv[i].cpu)
+	if si.req.CPUMilli > 0 {
+		n = floorDiv(host.CPUMilli, si.req.CPUMilli, si.invCPU)
 	}
-	if sh.Host.MemoryMiB > 0 {
-		n = min(n, floorDiv(host.MemoryMiB, sh.Host.MemoryMiB, f.inv[i].mem))
+	if si.req.MemoryMiB > 0 {
+		n = min(n, floorDiv(host.MemoryMiB, si.req.MemoryMiB, si.invMem))
 	}
 	if n >= unlimited {
 		return unlimited
 	}
-	return n * g.perPod
+	return n * si.fastPerPod
 }
 
 // floorDiv is a/b for 0 ≤ a < 2^52 and 0 < b < 2^52, given invB = 1/b, with multiplications
