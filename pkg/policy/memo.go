@@ -10,12 +10,16 @@ package policy
 type rateMemo struct {
 	index   map[uint64]int32 // hash → first entry with that hash
 	entries []memoEntry
-	cards   []Card // every entry's cards, back to back
+	// free is the unused end of the current chunk the entries' cards are copied into.
+	// Chunks are never grown and copied, only added (doubling up to maxMemoChunk cards):
+	// a prioritize call allocates about what it keeps.
+	free  []Card
+	chunk int // the current chunk's size
 }
 
 type memoEntry struct {
-	next    int32 // next entry with the same hash, -1 at the end
-	off, n  int32 // entry's cards: cards[off:off+n]
+	next    int32  // next entry with the same hash, -1 at the end
+	cards   []Card // a copy of the node's cards
 	hasHost bool
 	host    Host
 	rate    float64
@@ -27,6 +31,8 @@ type memoEntry struct {
 const (
 	maxMemoEntries = 1 << 14
 	maxMemoCards   = 64
+	minMemoChunk   = 64
+	maxMemoChunk   = 1024
 )
 
 // nodeHash mixes what most often tells nodes apart, the cards' use and the free host; the
@@ -60,10 +66,10 @@ func (m *rateMemo) lookup(node Node) (rate float64, ok, found bool, h uint64) {
 }
 
 func (m *rateMemo) same(e *memoEntry, node Node) bool {
-	if int(e.n) != len(node.Cards) || e.hasHost != (node.Host != nil) || (e.hasHost && e.host != *node.Host) {
+	if len(e.cards) != len(node.Cards) || e.hasHost != (node.Host != nil) || (e.hasHost && e.host != *node.Host) {
 		return false
 	}
-	for k, c := range m.cards[e.off : e.off+e.n] {
+	for k, c := range e.cards {
 		if c != node.Cards[k] {
 			return false
 		}
@@ -79,14 +85,20 @@ func (m *rateMemo) store(h uint64, node Node, rate float64, ok bool) {
 	if m.index == nil {
 		m.index = make(map[uint64]int32)
 	}
-	e := memoEntry{next: -1, off: int32(len(m.cards)), n: int32(len(node.Cards)), rate: rate, ok: ok}
+	n := len(node.Cards)
+	if len(m.free) < n {
+		m.chunk = min(max(2*m.chunk, minMemoChunk), maxMemoChunk)
+		m.free = make([]Card, max(m.chunk, n))
+	}
+	e := memoEntry{next: -1, cards: m.free[:n:n], rate: rate, ok: ok}
+	copy(e.cards, node.Cards)
+	m.free = m.free[n:]
 	if node.Host != nil {
 		e.hasHost, e.host = true, *node.Host
 	}
 	if first, in := m.index[h]; in {
 		e.next = first
 	}
-	m.cards = append(m.cards, node.Cards...)
 	m.index[h] = int32(len(m.entries))
 	m.entries = append(m.entries, e)
 }
