@@ -16,10 +16,18 @@ import (
 // it: a node whose CPU is spent strands its free cards. Pods reserved at bind count once the
 // informer sees them bound (milliseconds later).
 type hostBook struct {
-	mu    sync.Mutex
-	alloc map[string]policy.Host
-	used  map[string]policy.Host
+	mu sync.Mutex
+	// nodes holds each node's allocatable and used CPU and memory in one entry, so that
+	// free, called per node of every prioritize call, reads one map.
+	nodes map[string]hostNode
 	pods  map[types.UID]hostPod
+}
+
+// hostNode is one node's book: known once its allocatable was set; an entry that is not
+// known and has nothing used is deleted.
+type hostNode struct {
+	alloc, used policy.Host
+	known       bool
 }
 
 type hostPod struct {
@@ -28,7 +36,7 @@ type hostPod struct {
 }
 
 func newHostBook() *hostBook {
-	return &hostBook{alloc: map[string]policy.Host{}, used: map[string]policy.Host{}, pods: map[types.UID]hostPod{}}
+	return &hostBook{nodes: map[string]hostNode{}, pods: map[types.UID]hostPod{}}
 }
 
 // hostRequest is the pod's effective CPU (millicores) and memory (MiB, rounded up) request.
@@ -40,13 +48,17 @@ func hostRequest(pod *corev1.Pod) policy.Host {
 // setNode records a node's allocatable CPU (millicores) and memory (MiB, rounded down).
 func (h *hostBook) setNode(name string, alloc policy.Host) {
 	h.mu.Lock()
-	h.alloc[name] = alloc
+	n := h.nodes[name]
+	n.alloc, n.known = alloc, true
+	h.nodes[name] = n
 	h.mu.Unlock()
 }
 
 func (h *hostBook) deleteNode(name string) {
 	h.mu.Lock()
-	delete(h.alloc, name)
+	n := h.nodes[name]
+	n.alloc, n.known = policy.Host{}, false
+	h.store(name, n)
 	h.mu.Unlock()
 }
 
@@ -62,10 +74,10 @@ func (h *hostBook) setPod(pod *Pod) {
 	}
 	p := hostPod{node: pod.nodeName, req: pod.host}
 	h.pods[pod.uid] = p
-	u := h.used[p.node]
-	u.CPUMilli += p.req.CPUMilli
-	u.MemoryMiB += p.req.MemoryMiB
-	h.used[p.node] = u
+	n := h.nodes[p.node]
+	n.used.CPUMilli += p.req.CPUMilli
+	n.used.MemoryMiB += p.req.MemoryMiB
+	h.nodes[p.node] = n
 }
 
 func (h *hostBook) deletePod(uid types.UID) {
@@ -80,13 +92,18 @@ func (h *hostBook) removeLocked(uid types.UID) {
 		return
 	}
 	delete(h.pods, uid)
-	u := h.used[p.node]
-	u.CPUMilli -= p.req.CPUMilli
-	u.MemoryMiB -= p.req.MemoryMiB
-	if u == (policy.Host{}) {
-		delete(h.used, p.node)
+	n := h.nodes[p.node]
+	n.used.CPUMilli -= p.req.CPUMilli
+	n.used.MemoryMiB -= p.req.MemoryMiB
+	h.store(p.node, n)
+}
+
+// store keeps n under name, or deletes the entry when it holds nothing.
+func (h *hostBook) store(name string, n hostNode) {
+	if n == (hostNode{}) {
+		delete(h.nodes, name)
 	} else {
-		h.used[p.node] = u
+		h.nodes[name] = n
 	}
 }
 
@@ -94,10 +111,9 @@ func (h *hostBook) removeLocked(uid types.UID) {
 func (h *hostBook) free(name string) (policy.Host, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	a, ok := h.alloc[name]
-	if !ok {
+	n := h.nodes[name]
+	if !n.known {
 		return policy.Host{}, false
 	}
-	u := h.used[name]
-	return policy.Host{CPUMilli: a.CPUMilli - u.CPUMilli, MemoryMiB: a.MemoryMiB - u.MemoryMiB}, true
+	return policy.Host{CPUMilli: n.alloc.CPUMilli - n.used.CPUMilli, MemoryMiB: n.alloc.MemoryMiB - n.used.MemoryMiB}, true
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"math"
+	"math/bits"
 	"slices"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -38,24 +40,56 @@ type fgd struct {
 	// the card side of frag depends on the group alone, so frag counts cards once per group.
 	groups  []cardShape
 	groupOf []int
+	info    []shapeInfo // info[i]: what caps reads of w[i], precomputed
+}
+
+// shapeInfo is one shape as caps and feeds read it, in one small record.
+type shapeInfo struct {
+	cards  int
+	group  int
+	req    Host // the shape's CPU and memory request
+	invCPU float64
+	invMem float64 // 1/req's quantities (0 where not requested)
+	// fastPerPod is Cards × PerCard where feeds may compute the cap with floorDiv (that
+	// product below 1<<23, so hostFeeds' own n × it cannot overflow, and the requests below
+	// 2^52); 0: feeds leaves it to hostFeeds.
+	fastPerPod int64
 }
 
 type cardShape struct {
 	cards   int
 	perCard int64
+	// perPod is what one pod takes of the cards, cards × perCard (0 where that overflows),
+	// and invPerPod its inverse: podsFor's.
+	perPod    int64
+	invPerPod float64
 }
 
 // newFGD indexes w's card shapes.
 func newFGD(w Workload) fgd {
-	f := fgd{w: w, groupOf: make([]int, len(w))}
+	f := fgd{w: w, groupOf: make([]int, len(w)), info: make([]shapeInfo, len(w))}
 	for i, s := range w {
-		k := cardShape{s.Cards, s.PerCard}
-		g := slices.Index(f.groups, k)
+		g := slices.IndexFunc(f.groups, func(c cardShape) bool { return c.cards == s.Cards && c.perCard == s.PerCard })
 		if g < 0 {
 			g = len(f.groups)
+			k := cardShape{cards: s.Cards, perCard: s.PerCard}
+			if hi, lo := bits.Mul64(uint64(s.Cards), uint64(s.PerCard)); s.Cards > 0 && s.PerCard > 0 && hi == 0 && lo < 1<<62 {
+				k.perPod, k.invPerPod = int64(lo), 1/float64(lo)
+			}
 			f.groups = append(f.groups, k)
 		}
 		f.groupOf[i] = g
+		si := shapeInfo{cards: s.Cards, group: g, req: s.Host}
+		if s.Host.CPUMilli > 0 {
+			si.invCPU = 1 / float64(s.Host.CPUMilli)
+		}
+		if s.Host.MemoryMiB > 0 {
+			si.invMem = 1 / float64(s.Host.MemoryMiB)
+		}
+		if per := f.groups[g].perPod; per > 0 && per < 1<<23 && s.Host.CPUMilli < 1<<52 && s.Host.MemoryMiB < 1<<52 {
+			si.fastPerPod = per
+		}
+		f.info[i] = si
 	}
 	return f
 }
@@ -93,21 +127,36 @@ func (f fgd) chooser() chooser {
 // choose picks k cards one at a time, each the candidate whose use leaves the least
 // fragmentation, best fit on ties. Host resources are the same whichever card is taken.
 // Candidates are tried in cand's order every round: with the tolerance below the
-// comparison is not transitive, so that order is part of the result.
+// comparison is not transitive, so that order is part of the result. Two candidates with
+// the same free units leave the same multiset of free units, so F is computed once per
+// distinct value in a round (frag reads the multiset, never the card positions).
 func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int, s *scratch) []int {
 	s.work = resize(s.work, len(free))
 	work := s.work
 	copy(work, free)
+	caps := f.caps(node.Host, free, s)
 	s.picked = s.picked[:0]
 	for len(s.picked) < k {
+		s.tried = s.tried[:0]
 		best, bestF := -1, 0.0
 		for _, i := range cand {
 			if slices.Contains(s.picked, i) {
 				continue
 			}
-			work[i] -= need
-			fr := f.frag(work, node.Host)
-			work[i] += need
+			fr, seen := 0.0, false
+			for _, t := range s.tried {
+				if t.free == work[i] {
+					fr, seen = t.frag, true
+					break
+				}
+			}
+			if !seen {
+				v := work[i]
+				work[i] -= need
+				fr = f.frag(work, node.Host != nil, caps, s)
+				work[i] += need
+				s.tried = append(s.tried, triedCard{free: v, frag: fr})
+			}
 			if best < 0 || fr < bestF-1e-9 ||
 				(fr <= bestF+1e-9 && bestFit(node.Cards[i], node.Cards[best], work[i], work[best])) {
 				best, bestF = i, fr
@@ -119,21 +168,170 @@ func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int, s *s
 	return s.picked
 }
 
-// frag is F for a node whose cards have the given free units and whose host has `host` free
-// (nil: unknown, cards alone). The sum runs over w in order, so the result does not depend
-// on the grouping.
-func (f fgd) frag(free []int64, host *Host) float64 {
+// triedCard is one candidate value of a round of choose: a card's free units and F after
+// taking the container's units from it.
+type triedCard struct {
+	free int64
+	frag float64
+}
+
+// caps returns, for each shape of w, the cap that a host with `host` free puts on the
+// units the shape can use of a node whose cards have at most `bound` free (by position;
+// every state frag then rates, a candidate of choose or the node after the placement, is
+// below it): -1 where the host lacks the shape's CPU or memory (every free unit stranded),
+// else hostFeeds, or noCap where the cap cannot bind: the shape fits too few cards of bound,
+// or the host feeds all it could use of them (frag then compares the cap with less, so
+// either value gives the same F). Nil when host is nil (cards alone). The vector is kept in
+// s for the frag calls of one node (two entries: the host before and after a placement),
+// keyed by host, bound and the workload's first shape, so a scratch reused across nodes or
+// workloads never reads a stale one.
+func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
+	if host == nil || len(f.w) == 0 {
+		return nil
+	}
+	for i := range s.caps {
+		if c := &s.caps[i]; c.valid && c.host == *host && c.w == &f.w[0] && len(c.caps) == len(f.w) && slices.Equal(c.bound, bound) {
+			return c.caps
+		}
+	}
+	need := f.podsToUse(bound, s)
+	c := &s.caps[s.nextCaps]
+	s.nextCaps = (s.nextCaps + 1) % len(s.caps)
+	c.valid, c.host, c.w = true, *host, &f.w[0]
+	c.bound = append(c.bound[:0], bound...)
+	c.caps = resize(c.caps, len(f.w))
+	for i := range f.info {
+		si := &f.info[i]
+		k := need[si.group]
+		switch {
+		case si.cards == 0:
+			c.caps[i] = 0 // unused: frag skips shapes without gpu-mem
+		case host.CPUMilli < si.req.CPUMilli || host.MemoryMiB < si.req.MemoryMiB:
+			c.caps[i] = -1
+		case k < 0 || k > 0 && hostHolds(*host, si.req, k):
+			c.caps[i] = noCap
+		default:
+			c.caps[i] = f.feeds(i, *host)
+		}
+	}
+	return c.caps
+}
+
+// noCap stands for a host cap above every usable amount frag compares it with.
+const noCap = int64(math.MaxInt64)
+
+// podsToUse returns, per card shape of w, how many of its pods would use everything its
+// fitting cards in bound offer: -1 where that is nothing (too few cards fit, or they have
+// nothing free), 0 where podsFor declines. It is kept in s for the bound and workload last
+// asked (a node's two cap vectors share one).
+func (f fgd) podsToUse(bound []int64, s *scratch) []int64 {
+	if s.needW == &f.w[0] && len(s.need) == len(f.groups) && slices.Equal(s.needBound, bound) {
+		return s.need
+	}
+	s.needW = &f.w[0]
+	s.needBound = append(s.needBound[:0], bound...)
+	s.need = resize(s.need, len(f.groups))
+	for gi, g := range f.groups {
+		var fits int
+		var usable int64
+		for _, v := range bound {
+			if v >= g.perCard {
+				fits++
+				usable += v
+			}
+		}
+		if fits < g.cards || usable == 0 {
+			s.need[gi] = -1
+		} else {
+			s.need[gi] = podsFor(usable, g.perPod, g.invPerPod)
+		}
+	}
+	return s.need
+}
+
+// podsFor is most/per rounded up, without a division, or 0 outside the bounds where a host
+// holding that many pods is known to feed at least most units: most ≤ 1<<40, so hostFeeds'
+// own "unlimited" is never the binding value; per in 1..1<<23, so hostFeeds' product n × per
+// (n < 1<<40) cannot overflow and noCap stands only where it has a true value. The float
+// estimate is off by less than one either way, so it truncates to at most the answer, and
+// the loop corrects it from below (k × per < 2^41).
+func podsFor(most, per int64, invPer float64) int64 {
+	if per <= 0 || per >= 1<<23 || most <= 0 || most > 1<<40 {
+		return 0
+	}
+	k := int64(float64(most) * invPer)
+	for k*per < most {
+		k++
+	}
+	return k
+}
+
+// feeds is hostFeeds(host, w[i]) with its divisions done by multiplying with the inverse
+// of the request (floorDiv) where every quantity is below 2^52 and the shape's pod below 1<<23 units
+// (where hostFeeds' product cannot overflow); hostFeeds itself elsewhere. host holds one pod
+// of the shape (caps checks that first), so its quantities are not negative where the
+// shape asks for them.
+func (f fgd) feeds(i int, host Host) int64 {
+	si := &f.info[i]
+	const big = 1 << 52
+	if si.fastPerPod == 0 || (si.req.CPUMilli > 0 && host.CPUMilli >= big) || (si.req.MemoryMiB > 0 && host.MemoryMiB >= big) {
+		return hostFeeds(host, f.w[i])
+	}
+	const unlimited = int64(1) << 40
+	n := unlimited
+	if si.req.CPUMilli > 0 {
+		n = floorDiv(host.CPUMilli, si.req.CPUMilli, si.invCPU)
+	}
+	if si.req.MemoryMiB > 0 {
+		n = min(n, floorDiv(host.MemoryMiB, si.req.MemoryMiB, si.invMem))
+	}
+	if n >= unlimited {
+		return unlimited
+	}
+	return n * si.fastPerPod
+}
+
+// floorDiv is a/b for 0 ≤ a < 2^52 and 0 < b < 2^52, given invB = 1/b, with multiplications
+// only: the float estimate is off by less than one either way, and the loops correct it
+// (q × b stays below 2^53).
+func floorDiv(a, b int64, invB float64) int64 {
+	q := int64(float64(a) * invB)
+	for q > 0 && q*b > a {
+		q--
+	}
+	for (q+1)*b <= a {
+		q++
+	}
+	return q
+}
+
+// hostHolds reports, with multiplications only, that a host with `free` holds k ≥ 1 pods
+// requesting req, where req asks for CPU or memory (hostFeeds is then k × per or more) and
+// free holds one (caps checks that first).
+func hostHolds(free, req Host, k int64) bool {
+	if req.CPUMilli == 0 && req.MemoryMiB == 0 {
+		return false // hostFeeds' "unlimited": left to it
+	}
+	holds := func(free, req int64) bool {
+		if req <= 0 {
+			return true
+		}
+		hi, lo := bits.Mul64(uint64(k), uint64(req))
+		return hi == 0 && lo <= uint64(free)
+	}
+	return holds(free.CPUMilli, req.CPUMilli) && holds(free.MemoryMiB, req.MemoryMiB)
+}
+
+// frag is F for a node whose cards have the given free units and whose host, when hasHost,
+// grants each shape caps[i] (f.caps; without a host the cards alone count). The sum runs
+// over w in order, so the result does not depend on the grouping.
+func (f fgd) frag(free []int64, hasHost bool, caps []int64, s *scratch) float64 {
 	var total int64
 	for _, v := range free {
 		total += v
 	}
 	// Per card shape: how many cards fit it and the free units of those that do not.
-	type cardStat struct {
-		fits     int
-		unusable int64
-	}
-	var buf [32]cardStat
-	stats := buf[:0]
+	s.stats = s.stats[:0]
 	for _, g := range f.groups {
 		var st cardStat
 		for _, v := range free {
@@ -143,30 +341,38 @@ func (f fgd) frag(free []int64, host *Host) float64 {
 				st.unusable += v
 			}
 		}
-		stats = append(stats, st)
+		s.stats = append(s.stats, st)
 	}
+	stats := s.stats
 	var out float64
-	for i, s := range f.w {
-		if s.Cards == 0 {
+	for i, sh := range f.w {
+		if sh.Cards == 0 {
 			continue // a pod without gpu-mem cannot use free cards in any case
 		}
 		var unusable int64
-		if host != nil && (host.CPUMilli < s.Host.CPUMilli || host.MemoryMiB < s.Host.MemoryMiB) {
+		if hasHost && caps[i] < 0 {
 			unusable = total
 		} else {
 			st := stats[f.groupOf[i]]
 			unusable = st.unusable
-			if st.fits < s.Cards {
+			if st.fits < sh.Cards {
 				unusable = total
-			} else if host != nil {
-				if feed := hostFeeds(*host, s); total-unusable > feed {
+			} else if hasHost {
+				if feed := caps[i]; total-unusable > feed {
 					unusable = total - feed
 				}
 			}
 		}
-		out += s.Weight * float64(unusable)
+		out += sh.Weight * float64(unusable)
 	}
 	return out
+}
+
+// cardStat is frag's view of the cards for one card shape: how many cards fit it and the
+// free units of those that do not.
+type cardStat struct {
+	fits     int
+	unusable int64
 }
 
 // score is binpack's.
@@ -210,7 +416,10 @@ func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
 	if node.Host != nil {
 		hostAfter = &Host{CPUMilli: node.Host.CPUMilli - u.host.CPUMilli, MemoryMiB: node.Host.MemoryMiB - u.host.MemoryMiB}
 	}
-	return -(f.frag(after, hostAfter) - f.frag(before, node.Host)) + tieWeight*tie
+	// The free units before bound the cards after (and choose's candidates), so both cap
+	// vectors are computed for that bound.
+	fa := f.frag(after, hostAfter != nil, f.caps(hostAfter, before, s), s)
+	return -(fa - f.frag(before, node.Host != nil, f.caps(node.Host, before, s), s)) + tieWeight*tie
 }
 
 // hostFeeds is how many units of cards pods of shape s can use on a host with `host` free:

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"math"
+	"math/rand"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -165,7 +167,8 @@ func TestFGDHostCap(t *testing.T) {
 		{"CPU for none: all stranded", &Host{CPUMilli: 9000, MemoryMiB: 1}, 4000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := f.frag(free, tc.host); got != tc.want {
+			var s scratch
+			if got := f.frag(free, tc.host != nil, f.caps(tc.host, free, &s), &s); got != tc.want {
 				t.Errorf("frag = %v, want %v", got, tc.want)
 			}
 		})
@@ -201,5 +204,84 @@ func TestFGDHostCap(t *testing.T) {
 	got := scores(f, []Node{a, b, c}, []Placement{cpuPod, cpuPod, cpuPod})
 	if got[2] != maxScore || got[0] == maxScore || got[1] == maxScore {
 		t.Errorf("scores a, b, c = %v: want c (CPU to spare beyond its cards) best", got)
+	}
+}
+
+// feedsAtLeast is caps' division-free test that the host cap cannot bind for sh: podsFor
+// pods of the shape use most units, and the host holds them.
+func feedsAtLeast(sh Shape, host Host, most int64) bool {
+	g := newFGD(Workload{sh}).groups[0]
+	k := podsFor(most, g.perPod, g.invPerPod)
+	return k > 0 && hostHolds(host, sh.Host, k)
+}
+
+// TestFGDFeedsAtLeast: the division-free test of the host cap agrees with hostFeeds within
+// its bounds and declines outside them.
+func TestFGDFeedsAtLeast(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		shape Shape
+		host  Host
+		most  int64
+		want  bool
+	}{
+		{"exactly enough", Shape{Cards: 1, PerCard: 1000, Host: Host{CPUMilli: 12000}}, Host{CPUMilli: 96000, MemoryMiB: 1}, 8000, true},
+		{"one pod short", Shape{Cards: 1, PerCard: 1000, Host: Host{CPUMilli: 12000}}, Host{CPUMilli: 95999, MemoryMiB: 1}, 8000, false},
+		{"rounded up", Shape{Cards: 2, PerCard: 300, Host: Host{MemoryMiB: 10}}, Host{MemoryMiB: 20}, 1201, false},
+		{"rounded up, enough", Shape{Cards: 2, PerCard: 300, Host: Host{MemoryMiB: 10}}, Host{MemoryMiB: 30}, 1201, true},
+		{"memory binds", Shape{Cards: 1, PerCard: 500, Host: Host{CPUMilli: 1, MemoryMiB: 100}}, Host{CPUMilli: 1 << 40, MemoryMiB: 399}, 2000, false},
+		{"no host request: left to hostFeeds", Shape{Cards: 1, PerCard: 500}, Host{}, 10, false},
+		{"huge request: no overflow", Shape{Cards: 1, PerCard: 1, Host: Host{CPUMilli: math.MaxInt64}}, Host{CPUMilli: math.MaxInt64, MemoryMiB: 1}, 2, false},
+		{"most above 1<<40: left to hostFeeds", Shape{Cards: 1, PerCard: 1, Host: Host{CPUMilli: 1}}, Host{CPUMilli: math.MaxInt64}, 1<<40 + 1, false},
+		{"pod of 1<<23 units: left to hostFeeds", Shape{Cards: 1, PerCard: 1 << 23, Host: Host{CPUMilli: 1}}, Host{CPUMilli: 1 << 20}, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := feedsAtLeast(tc.shape, tc.host, tc.most); got != tc.want {
+				t.Errorf("feedsAtLeast = %v, want %v (hostFeeds %d)", got, tc.want, hostFeeds(tc.host, tc.shape))
+			}
+		})
+	}
+	r := rand.New(rand.NewSource(5))
+	for range 100000 {
+		sh := Shape{Cards: 1 + r.Intn(8), PerCard: 1 + r.Int63n(2000)}
+		if r.Intn(4) > 0 {
+			sh.Host.CPUMilli = r.Int63n(40000)
+		}
+		if r.Intn(4) > 0 {
+			sh.Host.MemoryMiB = r.Int63n(1 << 17)
+		}
+		host := Host{CPUMilli: sh.Host.CPUMilli + r.Int63n(200000), MemoryMiB: sh.Host.MemoryMiB + r.Int63n(1<<20)}
+		most := 1 + r.Int63n(20000)
+		got, feeds := feedsAtLeast(sh, host, most), hostFeeds(host, sh)
+		if got && feeds < most || !got && feeds >= most && (sh.Host.CPUMilli > 0 || sh.Host.MemoryMiB > 0) {
+			t.Fatalf("shape %+v host %+v most %d: feedsAtLeast %v, hostFeeds %d", sh, host, most, got, feeds)
+		}
+	}
+}
+
+// TestFGDFeedsMatchesHostFeeds: caps' division-free host cap is hostFeeds, including at the
+// edges of its bounds (where it hands over to hostFeeds).
+func TestFGDFeedsMatchesHostFeeds(t *testing.T) {
+	edge := []int64{0, 1, 2, 3, 7, 999, 1000, 1001, 1 << 22, 1<<23 - 1, 1 << 23, 1<<40 - 1, 1 << 40, 1<<52 - 1, 1 << 52, math.MaxInt64}
+	r := rand.New(rand.NewSource(9))
+	pick := func() int64 {
+		if r.Intn(3) == 0 {
+			return edge[r.Intn(len(edge))]
+		}
+		return r.Int63n(1 << uint(1+r.Intn(55)))
+	}
+	for range 200000 {
+		sh := Shape{Cards: 1 + r.Intn(8), PerCard: 1 + r.Int63n(1<<uint(1+r.Intn(24))), Host: Host{CPUMilli: pick(), MemoryMiB: pick()}}
+		host := Host{CPUMilli: sh.Host.CPUMilli, MemoryMiB: sh.Host.MemoryMiB}
+		if d := pick(); host.CPUMilli <= math.MaxInt64-d {
+			host.CPUMilli += d
+		}
+		if d := pick(); host.MemoryMiB <= math.MaxInt64-d {
+			host.MemoryMiB += d
+		}
+		f := newFGD(Workload{sh})
+		if got, want := f.feeds(0, host), hostFeeds(host, sh); got != want {
+			t.Fatalf("shape %+v host %+v: feeds %d, hostFeeds %d", sh, host, got, want)
+		}
 	}
 }

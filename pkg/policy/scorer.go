@@ -22,6 +22,9 @@ type Scorer struct {
 	req    gpushare.PodRequest
 	host   Host // the pod's CPU and memory request
 	s      scratch
+	// memo is on for fgd with a workload, whose rating costs far more than finding a node
+	// equal to one rated before (rateMemo); the cheap policies rate every node afresh.
+	memo *rateMemo
 }
 
 // NewScorer returns a Scorer of req placed by pol; host is the pod's CPU and memory request
@@ -30,6 +33,9 @@ func NewScorer(pol Policy, req gpushare.PodRequest, host Host) *Scorer {
 	sc := &Scorer{pol: pol, req: req, host: host}
 	if f, ok := pol.(usageRater); ok {
 		sc.fast, sc.choose = f, f.chooser()
+	}
+	if f, ok := pol.(fgd); ok && len(f.w) > 0 {
+		sc.memo = &rateMemo{}
 	}
 	return sc
 }
@@ -41,6 +47,19 @@ func (sc *Scorer) Rate(node Node) (rate float64, ok bool) {
 	if sc.fast == nil {
 		return sc.rateByPlace(node)
 	}
+	if sc.memo == nil || len(node.Cards) > maxMemoCards {
+		return sc.rate(node)
+	}
+	rate, ok, found, h := sc.memo.lookup(node)
+	if !found {
+		rate, ok = sc.rate(node)
+		sc.memo.store(h, node, rate, ok)
+	}
+	return rate, ok
+}
+
+// rate is Rate without the memo.
+func (sc *Scorer) rate(node Node) (float64, bool) {
 	s := &sc.s
 	switch {
 	case sc.req.IsZero():

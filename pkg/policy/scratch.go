@@ -17,10 +17,29 @@ type scratch struct {
 	chosen []int
 	failed int // after fill returned false: the req.Containers index that found too few cards
 
-	work   []int64 // fgd's card choice: free units while trying each candidate
-	picked []int   // fgd's card choice: positions picked for the current container
-	before []int64 // fgd's rate: free units per card before the placement
-	after  []int64 // fgd's rate: free units per card after the placement
+	work   []int64     // fgd's card choice: free units while trying each candidate
+	picked []int       // fgd's card choice: positions picked for the current container
+	before []int64     // fgd's rate: free units per card before the placement
+	after  []int64     // fgd's rate: free units per card after the placement
+	tried  []triedCard // fgd's card choice: the candidate values of the current round
+	stats  []cardStat  // fgd's frag: per card shape
+	// caps are fgd's host caps per shape for the last hosts seen (fgd.caps), used round
+	// robin: a node's rating needs the host before and after the placement.
+	caps     [2]capsEntry
+	nextCaps int
+	// need is fgd's podsToUse for needBound under the workload whose first shape is needW.
+	need      []int64
+	needBound []int64
+	needW     *Shape
+}
+
+// capsEntry is fgd.caps of one host under one workload (identified by its first shape).
+type capsEntry struct {
+	valid bool
+	host  Host
+	bound []int64
+	w     *Shape
+	caps  []int64
 }
 
 // resize returns buf with length n, reusing its array when it is large enough; the contents

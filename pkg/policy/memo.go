@@ -1,0 +1,104 @@
+package policy
+
+// rateMemo remembers a Scorer's answers by node content. Scorer.Rate is a pure function of
+// the node's cards (index, size, use, health) and free host for one pod and policy, and the
+// nodes of a cluster repeat: empty nodes of one type, full ones, nodes running the same pods.
+// A node equal in every card and in its host to one rated before gets that node's rate and
+// fit, bit for bit. Entries are found by a hash and confirmed by comparing the content, so
+// a collision costs a miss, never a wrong answer. Owned by one Scorer (one prioritize call
+// or one piece of one), so it holds at most one entry per node rated and dies with the call.
+type rateMemo struct {
+	index   map[uint64]int32 // hash → first entry with that hash
+	entries []memoEntry
+	// free is the unused end of the current chunk the entries' cards are copied into.
+	// Chunks are never grown and copied, only added (doubling up to maxMemoChunk cards):
+	// a prioritize call allocates about what it keeps.
+	free  []Card
+	chunk int // the current chunk's size
+}
+
+type memoEntry struct {
+	next    int32  // next entry with the same hash, -1 at the end
+	cards   []Card // a copy of the node's cards
+	hasHost bool
+	host    Host
+	rate    float64
+	ok      bool
+}
+
+// A memo holds at most maxMemoEntries nodes, of at most maxMemoCards cards each; other
+// nodes are rated and not remembered.
+const (
+	maxMemoEntries = 1 << 14
+	maxMemoCards   = 64
+	minMemoChunk   = 64
+	maxMemoChunk   = 1024
+)
+
+// nodeHash mixes what most often tells nodes apart, the cards' use and the free host; the
+// comparison in lookup covers the rest. Deterministic and allocation-free.
+func nodeHash(node Node) uint64 {
+	const prime = 0x100000001b3
+	h := uint64(len(node.Cards))
+	for _, c := range node.Cards {
+		h = (h + uint64(c.Used)) * prime
+	}
+	if node.Host != nil {
+		h = (h + uint64(node.Host.CPUMilli)) * prime
+		h = (h + uint64(node.Host.MemoryMiB)) * prime
+	}
+	return h
+}
+
+// lookup returns the remembered answer for node, and the hash to store a new one under.
+func (m *rateMemo) lookup(node Node) (rate float64, ok, found bool, h uint64) {
+	h = nodeHash(node)
+	i, in := m.index[h]
+	if !in {
+		return 0, false, false, h
+	}
+	for ; i >= 0; i = m.entries[i].next {
+		if e := &m.entries[i]; m.same(e, node) {
+			return e.rate, e.ok, true, h
+		}
+	}
+	return 0, false, false, h
+}
+
+func (m *rateMemo) same(e *memoEntry, node Node) bool {
+	if len(e.cards) != len(node.Cards) || e.hasHost != (node.Host != nil) || (e.hasHost && e.host != *node.Host) {
+		return false
+	}
+	for k, c := range e.cards {
+		if c != node.Cards[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// store remembers node's answer under h (from lookup), unless the memo is full.
+func (m *rateMemo) store(h uint64, node Node, rate float64, ok bool) {
+	if len(m.entries) >= maxMemoEntries || len(node.Cards) > maxMemoCards {
+		return
+	}
+	if m.index == nil {
+		m.index = make(map[uint64]int32)
+	}
+	n := len(node.Cards)
+	if len(m.free) < n {
+		m.chunk = min(max(2*m.chunk, minMemoChunk), maxMemoChunk)
+		m.free = make([]Card, max(m.chunk, n))
+	}
+	e := memoEntry{next: -1, cards: m.free[:n:n], rate: rate, ok: ok}
+	copy(e.cards, node.Cards)
+	m.free = m.free[n:]
+	if node.Host != nil {
+		e.hasHost, e.host = true, *node.Host
+	}
+	if first, in := m.index[h]; in {
+		e.next = first
+	}
+	m.index[h] = int32(len(m.entries))
+	m.entries = append(m.entries, e)
+}
