@@ -159,12 +159,12 @@ func TestFGDHostCap(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		host *Host
-		want float64 // F: free units the shape cannot use
+		want float64 // F: free units the shape cannot use, those the host cap strands at hostCapWeight
 	}{
 		{"host unknown: cards alone", nil, 0},
 		{"CPU for all four", &Host{CPUMilli: 40000, MemoryMiB: 1}, 0},
-		{"CPU for two: two cards stranded", &Host{CPUMilli: 25000, MemoryMiB: 1}, 2000},
-		{"CPU for none: all stranded", &Host{CPUMilli: 9000, MemoryMiB: 1}, 4000},
+		{"CPU for two: two cards stranded by the host, at half weight", &Host{CPUMilli: 25000, MemoryMiB: 1}, 2000 * hostCapWeight},
+		{"CPU for none: all stranded, at full weight (the paper's rule)", &Host{CPUMilli: 9000, MemoryMiB: 1}, 4000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s scratch
