@@ -659,7 +659,14 @@ func decodeObjects(t *testing.T, file string) []*unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	return decodeStream(t, file, f)
+}
+
+// decodeStream reads every YAML or JSON document of r as unstructured objects (empty ones
+// skipped); name names r in errors.
+func decodeStream(t *testing.T, name string, r io.Reader) []*unstructured.Unstructured {
+	t.Helper()
+	dec := utilyaml.NewYAMLOrJSONDecoder(r, 4096)
 	var out []*unstructured.Unstructured
 	for {
 		var m map[string]any
@@ -667,7 +674,7 @@ func decodeObjects(t *testing.T, file string) []*unstructured.Unstructured {
 			if errors.Is(err, io.EOF) {
 				return out
 			}
-			t.Fatalf("decoding %s: %v", file, err)
+			t.Fatalf("decoding %s: %v", name, err)
 		}
 		if len(m) == 0 {
 			continue

@@ -5,9 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -22,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // The chart, the release and the namespace the chart cases install into.
@@ -172,20 +169,7 @@ func CaseHelmChartMonitoringDryRun(t *testing.T, e *Env) {
 // decodeManifest splits helm's output into objects.
 func decodeManifest(t *testing.T, manifest string) []*unstructured.Unstructured {
 	t.Helper()
-	dec := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		var m map[string]any
-		if err := dec.Decode(&m); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out
-			}
-			t.Fatalf("decoding helm's output: %v", err)
-		}
-		if len(m) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
-	}
+	return decodeStream(t, "helm's output", strings.NewReader(manifest))
 }
 
 // CaseHelmInstall: `helm install` of the chart's topology into the local cluster, its pods

@@ -26,6 +26,11 @@ func docsOf(file string) ([]doc, error) {
 	if err != nil {
 		return nil, err
 	}
+	return docsIn(file, raw)
+}
+
+// docsIn is docsOf of raw, named name in errors.
+func docsIn(file string, raw []byte) ([]doc, error) {
 	var out []doc
 	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(raw)))
 	for i := 0; ; i++ {

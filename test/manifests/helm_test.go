@@ -1,17 +1,14 @@
 package manifests_test
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -118,18 +115,14 @@ func containsFlag(flags []string, name string) bool {
 }
 
 func splitDocs(b []byte) ([][]byte, error) {
+	docs, err := docsIn("helm template", b)
+	if err != nil {
+		return nil, err
+	}
 	var out [][]byte
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
-	for {
-		d, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(bytes.TrimSpace(d)) > 0 {
-			out = append(out, d)
+	for _, d := range docs {
+		if len(bytes.TrimSpace(d.raw)) > 0 {
+			out = append(out, d.raw)
 		}
 	}
 	if len(out) == 0 {
