@@ -222,8 +222,9 @@ func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
 // hostCapWeight weighs the units the host cap strands against those the cards strand. Full
 // weight steers pods away from nodes whose CPU runs low so hard that the whole-card pods of
 // the multi-GPU families lose the empty nodes they need; none lets CPU run out under free
-// cards. 0.5 is better than both on every openb family but gpuspec25, also on the seven the
-// FGD paper does not publish (docs/benchmarks-replay.md).
+// cards. Offline, 0.5 leaves less GPU unallocated than full weight on 11 of the 13 openb
+// families FGD publishes and on the seven it does not, and than none on the four families
+// compared (docs/benchmarks-replay.md).
 const hostCapWeight = 0.5
 
 // noCap stands for a host cap above every usable amount frag compares it with.
