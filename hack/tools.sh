@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # hack/tools.sh TOOL: prints the path of a pinned tool the tests need, building it once into
 # ${XDG_CACHE_HOME:-~/.cache}/gpushare/tools/ from its module under hack/tools/TOOL (the
-# version is the one that go.mod pins). Tools: helm; and prometheus-operator-crds, the folder
-# of prometheus-operator's CRDs (from its Go module, pinned below, in the module cache), which
-# the chart's e2e installs to dry-run its ServiceMonitors and PrometheusRule.
+# version is the one that go.mod pins). Tools: helm; and prometheus-operator-crds and
+# cert-manager-crds, the folders of those projects' CRDs (from their Go modules, pinned below,
+# in the module cache), which the chart's e2e installs to dry-run its ServiceMonitors,
+# PrometheusRule, Issuers and Certificates.
 set -o errexit -o nounset -o pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -11,17 +12,28 @@ tool=${1:?usage: hack/tools.sh helm}
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/gpushare/tools
 
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
+CERT_MANAGER_VERSION=v1.21.2
+
+# module_dir MODULE@VERSION: the module's folder in the Go module cache (downloaded once).
+module_dir() {
+  (cd "${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS= go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+}
 
 case $tool in
   helm) pkg=helm.sh/helm/v4/cmd/helm ;;
   prometheus-operator-crds)
-    dir=$(cd "${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS= go mod download -json \
-      "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+    dir=$(module_dir "github.com/prometheus-operator/prometheus-operator@$PROMETHEUS_OPERATOR_VERSION")
     [ -d "$dir/example/prometheus-operator-crd" ] || { echo "hack/tools.sh: no CRDs in prometheus-operator $PROMETHEUS_OPERATOR_VERSION ($dir)" >&2; exit 1; }
     echo "$dir/example/prometheus-operator-crd"
     exit 0
     ;;
-  *) echo "hack/tools.sh: unknown tool $tool (known: helm, prometheus-operator-crds)" >&2; exit 2 ;;
+  cert-manager-crds)
+    dir=$(module_dir "github.com/cert-manager/cert-manager@$CERT_MANAGER_VERSION")
+    [ -d "$dir/deploy/crds" ] || { echo "hack/tools.sh: no CRDs in cert-manager $CERT_MANAGER_VERSION ($dir)" >&2; exit 1; }
+    echo "$dir/deploy/crds"
+    exit 0
+    ;;
+  *) echo "hack/tools.sh: unknown tool $tool (known: helm, prometheus-operator-crds, cert-manager-crds)" >&2; exit 2 ;;
 esac
 mod=$REPO/hack/tools/$tool
 version=$(sed -n "s|^[[:space:]]*${pkg%%/cmd/*} \(v[^ ]*\).*|\1|p" "$mod/go.mod")

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -64,6 +65,39 @@ func (p *Plugin) syncRecords(pods []*corev1.Pod) {
 			r.pod, r.seen = pod, true
 		}
 	}
+}
+
+// podSeen marks the record of a pod the informer shows as seen (its later absence then
+// means it is gone, see keep), and drops it once the pod is terminal or terminating.
+func (p *Plugin) podSeen(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	p.recMu.Lock()
+	defer p.recMu.Unlock()
+	r := p.rec[pod.UID]
+	switch {
+	case r == nil:
+	case !livePod(pod, p.cfg.NodeName):
+		delete(p.rec, pod.UID)
+	default:
+		r.pod, r.seen = pod, true
+	}
+}
+
+// podGone drops the record of a pod the informer deleted (a tombstone too).
+func (p *Plugin) podGone(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	p.recMu.Lock()
+	defer p.recMu.Unlock()
+	delete(p.rec, pod.UID)
 }
 
 func podsByUID(pods []*corev1.Pod) map[types.UID]*corev1.Pod {

@@ -301,3 +301,43 @@ func TestDeletedServedPodFreesItsCard(t *testing.T) {
 		t.Errorf("b after a was deleted: Allocate(14) = %v, %v; want card 0", got, err)
 	}
 }
+
+// TestRecordDroppedWhenInformerDeletesPod: a pod served before the informer held it (found
+// by the LIST fallback), then shown by the informer and deleted before any other Allocate,
+// holds nothing: the informer's events drop its record, instead of keeping its cards for
+// forgetAfter as if the informer still lagged.
+func TestRecordDroppedWhenInformerDeletesPod(t *testing.T) {
+	e := newTestEnv(t, "t4")
+	a := makePod("a", 1, 10, []ctr{{name: "main", units: 12}}, app(gpushare.CardUnits{0: 12}))
+	alloc, _, err := gpushare.DefaultResources().ReadAllocation(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.plugin.record(a, gpushare.ContainerRef{Index: 0}, alloc)
+	if held := e.plugin.heldByOthers(nil, ""); held[0] != 12 {
+		t.Fatalf("recorded pod not in the informer yet: held %v, want 12 units on card 0", held)
+	}
+	ctx := context.Background()
+	if _, err := e.client.CoreV1().Pods("default").Create(ctx, a, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, e, 1)
+	if err := e.client.CoreV1().Pods("default").Delete(ctx, "a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitInformer(t, e, 0)
+	if held := e.plugin.heldByOthers(nil, ""); len(held) != 0 && held[0] != 0 {
+		t.Errorf("after the informer deleted the served pod: held %v, want nothing", held)
+	}
+}
+
+// waitInformer waits until the pod informer holds n pods.
+func waitInformer(t *testing.T, e *testEnv, n int) {
+	t.Helper()
+	for i := 0; i < 200 && len(e.plugin.cfg.Pods.GetStore().List()) != n; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := len(e.plugin.cfg.Pods.GetStore().List()); got != n {
+		t.Fatalf("informer holds %d pods, want %d", got, n)
+	}
+}

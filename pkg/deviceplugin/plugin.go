@@ -144,7 +144,7 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plugin{
+	p := &Plugin{
 		cfg:        cfg,
 		cards:      newCardSet(cards),
 		health:     newHealth(cfg.Clock, cfg.HealthRecovery, cards),
@@ -155,7 +155,18 @@ func New(cfg Config) (*Plugin, error) {
 			Help: "Allocate calls whose pod kubelet's PodResources API did not single out, served to the oldest matching pod, by reason (several, none, unavailable).",
 		}, []string{"reason"}),
 		rec: records{},
-	}, nil
+	}
+	// The informer's events keep the records current between Allocate calls: a pod deleted
+	// soon after it was served (a Deployment scaled down, a namespace removed) frees its
+	// cards at once, even when no Allocate ran while the pod view showed it.
+	if _, err := cfg.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    p.podSeen,
+		UpdateFunc: func(_, obj any) { p.podSeen(obj) },
+		DeleteFunc: p.podGone,
+	}); err != nil {
+		return nil, fmt.Errorf("watching the node's pods: %w", err)
+	}
+	return p, nil
 }
 
 // Cards returns the cards the plugin advertises, in index order.

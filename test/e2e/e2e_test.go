@@ -38,7 +38,7 @@ func TestExtenderFailover(t *testing.T)          { CaseExtenderFailover(t, env) 
 // The Helm chart last: its installs stand in for the local share-plugin (and
 // gpushare-scheduler, and kube-scheduler's configuration) and put them back afterwards.
 
-func TestHelmChartDryRun(t *testing.T)           { CaseHelmChartDryRun(t, env) }
-func TestHelmChartMonitoringDryRun(t *testing.T) { CaseHelmChartMonitoringDryRun(t, env) }
-func TestHelmInstallExtender(t *testing.T)       { CaseHelmInstall(t, env, "extender") }
-func TestHelmInstallScheduler(t *testing.T)      { CaseHelmInstall(t, env, "scheduler") }
+func TestHelmChartDryRun(t *testing.T)      { CaseHelmChartDryRun(t, env) }
+func TestHelmChartCRDDryRun(t *testing.T)   { CaseHelmChartCRDDryRun(t, env) }
+func TestHelmInstallExtender(t *testing.T)  { CaseHelmInstall(t, env, "extender") }
+func TestHelmInstallScheduler(t *testing.T) { CaseHelmInstall(t, env, "scheduler") }

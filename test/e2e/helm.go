@@ -98,54 +98,57 @@ func CaseHelmChartDryRun(t *testing.T, e *Env) {
 	}
 }
 
-// monitoringCRDs are the prometheus-operator CRDs the chart's monitoring objects need.
-var monitoringCRDs = []string{"monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"}
+// chartCRDs are the CRDs of the chart's optional objects: hack/tools.sh prints the folder of
+// each project's CRDs (its pinned Go module), then the files the chart needs.
+var chartCRDs = []struct {
+	tool  string
+	files []string
+}{
+	{"prometheus-operator-crds", []string{"monitoring.coreos.com_servicemonitors.yaml", "monitoring.coreos.com_prometheusrules.yaml"}},
+	{"cert-manager-crds", []string{"cert-manager.io_issuers.yaml", "cert-manager.io_certificates.yaml"}},
+}
 
-// CaseHelmChartMonitoringDryRun: with prometheus-operator's CRDs installed (its pinned Go
-// module's copies, hack/tools.sh prometheus-operator-crds), the chart's ServiceMonitors,
-// PrometheusRule and dashboard ConfigMap pass server-side dry-run for each topology: the
-// CRDs' schemas check every field.
-func CaseHelmChartMonitoringDryRun(t *testing.T, e *Env) {
+// CaseHelmChartCRDDryRun: with prometheus-operator's and cert-manager's CRDs installed, the
+// chart's ServiceMonitors, PrometheusRule and dashboard ConfigMap, and (topology extender,
+// tls.source auto finding cert-manager) its Issuers and Certificates pass server-side dry-run:
+// the CRDs' schemas check every field.
+func CaseHelmChartCRDDryRun(t *testing.T, e *Env) {
 	ctx := testContext(t, 3*time.Minute)
-	dir, err := e.cfg.script(ctx, "tools.sh", "prometheus-operator-crds")
-	if err != nil {
-		t.Fatalf("finding prometheus-operator's CRDs: %v", err)
-	}
-	for _, f := range monitoringCRDs {
-		objs := decodeObjects(t, filepath.Join(dir, f))
-		if len(objs) != 1 || objs[0].GetKind() != "CustomResourceDefinition" {
-			t.Fatalf("%s: want one CustomResourceDefinition", f)
+	for _, c := range chartCRDs {
+		dir, err := e.cfg.script(ctx, "tools.sh", c.tool)
+		if err != nil {
+			t.Fatalf("finding the CRDs (%s): %v", c.tool, err)
 		}
-		crd := objs[0]
-		if err := serverSideApply(ctx, e, crd, false); err != nil {
-			t.Fatalf("installing %s: %v", crd.GetName(), err)
+		for _, f := range c.files {
+			installCRD(ctx, t, e, filepath.Join(dir, f))
 		}
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-			if err := e.Dynamic.Resource(gvr).Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				t.Errorf("deleting CRD %s: %v", crd.GetName(), err)
-			}
-		})
 	}
-	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+	want := []schema.GroupKind{{Group: "monitoring.coreos.com", Kind: "ServiceMonitor"}, {Group: "monitoring.coreos.com", Kind: "PrometheusRule"},
+		{Group: "cert-manager.io", Kind: "Issuer"}, {Group: "cert-manager.io", Kind: "Certificate"}}
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
 		e.Mapper.Reset()
-		for _, kind := range []string{"ServiceMonitor", "PrometheusRule"} {
-			if _, err := e.Mapper.RESTMapping(schema.GroupKind{Group: "monitoring.coreos.com", Kind: kind}, "v1"); err != nil {
+		for _, gk := range want {
+			if _, err := e.Mapper.RESTMapping(gk, "v1"); err != nil {
 				return false, nil
 			}
 		}
 		return true, nil
 	})
 	if err != nil {
-		t.Fatalf("prometheus-operator's CRDs not served: %v", err)
+		t.Fatalf("the CRDs are not served: %v", err)
 	}
 	version := serverVersion(t, e)
-	for _, topology := range []string{"extender", "scheduler"} {
-		t.Run(topology, func(t *testing.T) {
+	for _, tt := range []struct {
+		topology string
+		want     map[string]int
+	}{
+		{"extender", map[string]int{"ServiceMonitor": 2, "PrometheusRule": 1, "Issuer": 2, "Certificate": 4}},
+		{"scheduler", map[string]int{"ServiceMonitor": 2, "PrometheusRule": 1}},
+	} {
+		t.Run(tt.topology, func(t *testing.T) {
 			out, err := helm(ctx, t, e, "template", helmRelease, helmChart, "--namespace", helmNamespace,
-				"--kube-version", version, "--api-versions", "monitoring.coreos.com/v1", "--set", "topology="+topology,
+				"--kube-version", version, "--api-versions", "monitoring.coreos.com/v1", "--api-versions", "cert-manager.io/v1",
+				"--set", "topology="+tt.topology,
 				"--set", "monitoring.serviceMonitor.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
 				"--set", "monitoring.dashboard.enabled=true")
 			if err != nil {
@@ -159,11 +162,35 @@ func CaseHelmChartMonitoringDryRun(t *testing.T, e *Env) {
 				}
 				kinds[obj.GetKind()]++
 			}
-			if kinds["ServiceMonitor"] != 2 || kinds["PrometheusRule"] != 1 {
-				t.Errorf("dry-run %v, want 2 ServiceMonitors and a PrometheusRule", kinds)
+			for k, n := range tt.want {
+				if kinds[k] != n {
+					t.Errorf("dry-run %d %s, want %d (all: %v)", kinds[k], k, n, kinds)
+				}
 			}
 		})
 	}
+}
+
+// installCRD creates the CustomResourceDefinition in file for real and deletes it when the
+// test ends.
+func installCRD(ctx context.Context, t *testing.T, e *Env, file string) {
+	t.Helper()
+	objs := decodeObjects(t, file)
+	if len(objs) != 1 || objs[0].GetKind() != "CustomResourceDefinition" {
+		t.Fatalf("%s: want one CustomResourceDefinition", file)
+	}
+	crd := objs[0]
+	if err := serverSideApply(ctx, e, crd, false); err != nil {
+		t.Fatalf("installing %s: %v", crd.GetName(), err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		gvr := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+		if err := e.Dynamic.Resource(gvr).Delete(ctx, crd.GetName(), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting CRD %s: %v", crd.GetName(), err)
+		}
+	})
 }
 
 // decodeManifest splits helm's output into objects.
@@ -245,6 +272,9 @@ func CaseHelmInstall(t *testing.T, e *Env, topology string) {
 		"extender.port=32345",
 		"extender.diagnosticsPort=32346",
 		"extender.schedulerConfig.certDir=" + certDir,
+		// No cert-manager here (and the CRD case's CRDs may still be terminating, which
+		// auto would take for cert-manager): the chart generates the material.
+		"extender.tls.source=helm",
 		"scheduler.hostNetwork=true",
 		"scheduler.replicas=1",
 		"scheduler.securePort=32259",
