@@ -61,8 +61,18 @@ func newNamespace(t *testing.T, e *Env) string {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		zero := int64(0)
+		// Controllers first, or their ReplicaSets make new pods while the old ones go, and
+		// those reach the real node as the next test starts.
+		_ = e.Client.AppsV1().Deployments(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+		_ = e.Client.AppsV1().ReplicaSets(name).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 		_ = e.Client.CoreV1().Pods(name).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 		_ = e.Client.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{})
+		// The next test starts on a quiet node: this namespace's pods are gone (bounded: a
+		// pod stuck terminating must not stall the suite, it only risks the next test).
+		_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			pods, err := e.Client.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
+			return err == nil && len(pods.Items) == 0, nil
+		})
 	})
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := e.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
