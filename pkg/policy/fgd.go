@@ -22,10 +22,11 @@ import (
 // fits the node's free CPU and memory. A node whose CPU is running out strands its free cards
 // too, only later, so the units s could use beyond n × s.Cards × s.PerCard, where n is how
 // many pods of s the free CPU and memory still hold, also count as unusable, at half weight
-// (hostCapWeight): pods of other shapes, with less CPU per card, may still use them. Offline
-// on the 13 openb trace families (seeds 42–51), rating every shape seen (no 95 % cut) with the
-// half-weight host cap leaves less GPU unallocated at 100 % arrival than both the full cap and
-// none (docs/benchmarks-replay.md).
+// (hostCapWeight): pods of other shapes, with less CPU per card, may still use them. Rating
+// every shape seen (no 95 % cut) with the half-weight host cap, fgd leaves less GPU
+// unallocated at 100 % arrival than with the full cap on 11 of the 13 openb families (offline,
+// seeds 42–51) and than without a cap on the four compared (seeds 42–44)
+// (docs/benchmarks-replay.md).
 //
 // A placement is rated by how little it raises F (ΔF = F(after) - F(before), lower is
 // better); cards inside a node are chosen greedily the same way. The host part matters as

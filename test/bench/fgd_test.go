@@ -228,22 +228,7 @@ func (c *cluster) fgdArgsBody(b *testing.B, s traceShape) []byte {
 func BenchmarkPrioritizeHandlerFGD(b *testing.B) {
 	c := getFGDCluster(b)
 	for _, s := range fgdPods {
-		b.Run(s.name, func(b *testing.B) {
-			body := c.fgdArgsBody(b, s.shape)
-			var res extenderv1.HostPriorityList
-			if err := json.Unmarshal(c.serve(b, "prioritize", body).Body.Bytes(), &res); err != nil {
-				b.Fatal(err)
-			}
-			b.SetBytes(int64(len(body)))
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu := startCPU(b)
-			for b.Loop() {
-				c.serve(b, "prioritize", body)
-			}
-			cpu.report(b)
-			b.ReportMetric(float64(len(res)), "scored-nodes")
-		})
+		b.Run(s.name, func(b *testing.B) { c.benchPrioritize(b, c.fgdArgsBody(b, s.shape)) })
 	}
 }
 
