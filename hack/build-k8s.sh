@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the pinned control-plane binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubelet, kwok) from Go modules into a cache outside the clone, and reuses
-# them when present. Prints the bin folder on its last line.
+# kube-scheduler, kubelet, kwok) and the real node's container runtime (containerd, its runc
+# shim and ctr) from Go modules into a cache outside the clone, and reuses them when present.
+# Prints the bin folder on its last line.
 #
 # k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces staging modules with local
 # paths), so a throw-away wrapper module pins every staging module to the matching v0.x tag.
@@ -12,6 +13,8 @@ K8S_VERSION=${K8S_VERSION:-v1.37.2}
 [[ $K8S_VERSION == v* ]] || K8S_VERSION=v$K8S_VERSION
 ETCD_VERSION=${ETCD_VERSION:-v3.6.5}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+# containerd 2.x: Debian's 1.6 predates CDI in the CRI (the cdi-cri device-list strategy).
+CONTAINERD_VERSION=${CONTAINERD_VERSION:-v2.2.9}
 CACHE=${GPUSHARE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpushare}
 BIN=$CACHE/bin-$K8S_VERSION
 STAGING_VERSION=v0.${K8S_VERSION#v1.}
@@ -19,7 +22,8 @@ mkdir -p "$BIN"
 
 log() { printf '[build-k8s] %s\n' "$*" >&2; }
 
-want=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kwok)
+want=(etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl kwok
+  containerd containerd-shim-runc-v2 ctr)
 missing=()
 for b in "${want[@]}"; do [ -x "$BIN/$b" ] || missing+=("$b"); done
 if [ ${#missing[@]} -eq 0 ]; then
@@ -111,6 +115,17 @@ if [ ! -x "$BIN/kwok" ]; then
   for f in "$src"/node/fast/node-initialize.yaml "$src"/pod/fast/*.yaml; do
     cat "$f"; printf '\n---\n'
   done >"$BIN/kwok-stages.yaml"
+fi
+
+if [ ! -x "$BIN/containerd" ] || [ ! -x "$BIN/containerd-shim-runc-v2" ] || [ ! -x "$BIN/ctr" ]; then
+  log "building containerd $CONTAINERD_VERSION"
+  # The graph drivers below need C headers this machine lacks and the local node never uses.
+  GOBIN=$BIN.containerd go install -trimpath -ldflags "-s -w" -tags "no_btrfs no_devmapper no_zfs" \
+    "github.com/containerd/containerd/v2/cmd/containerd@$CONTAINERD_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$CONTAINERD_VERSION" \
+    "github.com/containerd/containerd/v2/cmd/ctr@$CONTAINERD_VERSION" >&2
+  for b in containerd containerd-shim-runc-v2 ctr; do mv "$BIN.containerd/$b" "$BIN/$b"; done
+  rmdir "$BIN.containerd"
 fi
 
 log "done: $BIN"

@@ -54,6 +54,7 @@ type options struct {
 	podResources   string
 	deviceList     string
 	cdiKind        string
+	cdiSpecDir     string
 	showVersion    bool
 }
 
@@ -76,6 +77,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"how Allocate hands the cards to the runtime: envvar (NVIDIA_VISIBLE_DEVICES=<UUIDs>; the runtime must trust that variable from unprivileged pods) "+
 			"or cdi-cri (CDI device names <cdi-kind>=<UUID> through the CRI, kubelet >= 1.28, a CDI-enabled runtime and the node's CDI spec)")
 	fs.StringVar(&o.cdiKind, "cdi-kind", deviceplugin.DefaultCDIKind, "with --device-list-strategy=cdi-cri: the CDI vendor/class of the card devices")
+	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", "/var/run/cdi", "with --device-list-strategy=cdi-cri and simulated GPUs: the runtime's CDI spec folder, where share-plugin writes the simulated cards' spec (real GPUs: generate the spec with nvidia-ctk cdi generate)")
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 }
@@ -172,6 +174,13 @@ func run(ctx context.Context, o options) error {
 	}
 	for _, c := range plugin.Cards() {
 		klog.InfoS("GPU", "index", c.Index, "uuid", c.UUID, "model", c.Model, "memoryMiB", c.MemoryMiB, "units", c.Units, "unit", unit)
+	}
+	if simulated && deviceList == deviceplugin.DeviceListCDICRI {
+		path, err := deviceplugin.WriteSimulatedCDISpec(o.cdiSpecDir, o.cdiKind, plugin.Cards())
+		if err != nil {
+			return fmt.Errorf("writing the simulated GPUs' CDI spec: %w", err)
+		}
+		klog.InfoS("Wrote the simulated GPUs' CDI spec", "path", path, "kind", o.cdiKind)
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()

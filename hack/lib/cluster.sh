@@ -38,6 +38,10 @@ NODE_MODE=${GPUSHARE_NODE_MODE:-auto}
 # Preset kwok nodes from hack/kwok-nodes.yaml: "yes" or "no" (the e2e suite makes its own).
 KWOK_NODES=${GPUSHARE_KWOK_NODES:-yes}
 SIMULATE=${GPUSHARE_SIMULATE:-t4}
+# How the real node's share-plugin hands cards over: envvar (NVIDIA_VISIBLE_DEVICES) or cdi-cri
+# (CDI device names; share-plugin writes the simulated cards' CDI spec into $CDI_DIR, which
+# the node's containerd reads).
+DEVICE_LIST_STRATEGY=${GPUSHARE_DEVICE_LIST_STRATEGY:-envvar}
 
 # The real node exists once per machine: kubelet's ports and its device-plugin folder
 # (/var/lib/kubelet/device-plugins is compiled into kubelet) cannot be moved, so whichever
@@ -48,6 +52,8 @@ OWNER_MARK=$KUBELET_DIR/.gpushare-owner
 
 CONTAINERD_DIR=$STATE/containerd
 CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
+# CDI specs of the real node: share-plugin writes the simulated cards' spec here.
+CDI_DIR=$STATE/cdi
 CNI_NETWORK=gpushare
 CNI_BRIDGE=cni0
 CNI_SUBNET=10.88.0.0/16
@@ -123,9 +129,13 @@ real_node_possible() {
     echo "not root"
     return 1
   fi
-  for b in containerd ctr runc; do
-    command -v "$b" >/dev/null || {
-      echo "$b not installed"
+  command -v runc >/dev/null || {
+    echo "runc not installed"
+    return 1
+  }
+  for b in containerd containerd-shim-runc-v2 ctr; do
+    [ -x "$K8S_BIN/$b" ] || {
+      echo "$b not in $K8S_BIN (hack/build-k8s.sh builds it)"
       return 1
     }
   done

@@ -4,13 +4,13 @@
 # shellcheck shell=bash
 
 # install_packages installs, from Debian, what the cluster needs and the machine lacks: curl
-# and openssl always; containerd, runc, the CNI plugins and iproute2 for the real node (unless
-# GPUSHARE_NODE_MODE=kwok). Only as root on an apt system; GPUSHARE_NO_APT=1 turns it off.
+# and openssl always; runc, the CNI plugins and iproute2 for the real node (unless
+# GPUSHARE_NODE_MODE=kwok). containerd itself is built from Go modules (hack/build-k8s.sh). Only as root on an apt system; GPUSHARE_NO_APT=1 turns it off.
 install_packages() {
   [ "$(id -u)" = 0 ] && [ "${GPUSHARE_NO_APT:-0}" != 1 ] && command -v apt-get >/dev/null || return 0
   local want=() pair
   local needs=(curl:curl openssl:openssl)
-  [ "$NODE_MODE" = kwok ] || needs+=(containerd:containerd ctr:containerd runc:runc ip:iproute2
+  [ "$NODE_MODE" = kwok ] || needs+=(runc:runc ip:iproute2
     /usr/lib/cni/bridge:containernetworking-plugins)
   for pair in "${needs[@]}"; do
     if [[ ${pair%%:*} == /* ]]; then
@@ -51,10 +51,13 @@ claim_real_node() {
   echo "$STATE" >"$OWNER_MARK"
 }
 
+# write_containerd_config writes the node's containerd 2.x configuration (version 3) and
+# its CNI network. CDI specs are read from $CDI_DIR only, where share-plugin writes the
+# simulated cards' spec, so the machine's /etc/cdi and /var/run/cdi play no part.
 write_containerd_config() {
-  mkdir -p "$CONTAINERD_DIR" "$STATE/cni/net.d"
+  mkdir -p "$CONTAINERD_DIR" "$STATE/cni/net.d" "$CDI_DIR"
   cat >"$CONTAINERD_DIR/config.toml" <<EOF
-version = 2
+version = 3
 root = "$CONTAINERD_DIR/root"
 state = "$CONTAINERD_DIR/state"
 
@@ -64,21 +67,22 @@ state = "$CONTAINERD_DIR/state"
 [ttrpc]
   address = "$CONTAINERD_DIR/containerd.sock.ttrpc"
 
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$CONTAINERD_DIR/opt"
+[plugins."io.containerd.cri.v1.images".pinned_images]
+  sandbox = "$IMAGE_PAUSE"
 
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$IMAGE_PAUSE"
+[plugins."io.containerd.cri.v1.runtime"]
   # root here lacks CAP_SYS_RESOURCE: without this every sandbox fails to start.
   restrict_oom_score_adj = true
-  [plugins."io.containerd.grpc.v1.cri".containerd]
+  enable_cdi = true
+  cdi_spec_dirs = ["$CDI_DIR"]
+  [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
         SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = ["/usr/lib/cni"]
     conf_dir = "$STATE/cni/net.d"
 EOF
   cat >"$STATE/cni/net.d/10-$CNI_NETWORK.conflist" <<EOF
@@ -134,7 +138,15 @@ evictionHard:
 EOF
 }
 
-ctr_() { ctr -n k8s.io -a "$CONTAINERD_SOCK" "$@"; }
+# ctr_ runs the ctr built with the node's containerd (hack/build-k8s.sh), or the machine's
+# when the cluster's binaries predate it.
+ctr_() {
+  local ctr=ctr
+  [ -x "${K8S_BIN:-/nonexistent}/ctr" ] && ctr=$K8S_BIN/ctr
+  # containerd 2.2 warns on every call that cgroup v1 is deprecated; this machine has no
+  # choice, so keep the warning out of the logs. ctr's exit status is kept (pipefail).
+  { "$ctr" -n k8s.io -a "$CONTAINERD_SOCK" "$@" 2>&1 1>&3 3>&- | sed '/support for cgroup v1 is deprecated/d' >&2; } 3>&1
+}
 
 # import_images imports the tarballs built by hack/build-images.sh into containerd.
 import_images() {
@@ -154,7 +166,8 @@ import_images() {
 start_containerd() {
   write_containerd_config
   is_running containerd || touch "$CONTAINERD_DIR/started"
-  start_proc containerd containerd --config "$CONTAINERD_DIR/config.toml"
+  # containerd finds its runc shim on PATH: the one built beside it.
+  (PATH="$K8S_BIN:$PATH" start_proc containerd "$K8S_BIN/containerd" --config "$CONTAINERD_DIR/config.toml")
   wait_for "containerd socket" 30 ctr_ version
   import_images
 }
@@ -191,6 +204,8 @@ start_gpu_source() {
       --kubeconfig "$KUBECONFIG_FILE" \
       --node-name "$node" \
       --simulate "$SIMULATE" \
+      --device-list-strategy "$DEVICE_LIST_STRATEGY" \
+      --cdi-spec-dir "$CDI_DIR" \
       --device-plugin-dir "$KUBELET_DIR/device-plugins" \
       --pod-resources-socket "$KUBELET_DIR/pod-resources/kubelet.sock" \
       --metrics-address "127.0.0.1:$SHARE_PLUGIN_METRICS_PORT"

@@ -55,6 +55,18 @@ type Config struct {
 	CDIKind            string
 }
 
+// checkCDIConfig defaults CDIKind and, with the cdi-cri strategy, refuses a kind that is not
+// a CDI vendor/class: the runtime would reject every device name built from it.
+func checkCDIConfig(c *Config) error {
+	if c.CDIKind == "" {
+		c.CDIKind = DefaultCDIKind
+	}
+	if c.DeviceListStrategy != DeviceListCDICRI {
+		return nil
+	}
+	return checkCDIKind(c.CDIKind)
+}
+
 func (c *Config) validate() error {
 	switch {
 	case c.NodeName == "":
@@ -87,8 +99,8 @@ func (c *Config) validate() error {
 	if _, err := ParseDeviceListStrategy(string(c.DeviceListStrategy)); err != nil {
 		return err
 	}
-	if c.CDIKind == "" {
-		c.CDIKind = DefaultCDIKind
+	if err := checkCDIConfig(c); err != nil {
+		return err
 	}
 	if c.Recorder == nil {
 		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event

@@ -73,6 +73,12 @@ const (
 	EnvDevUnits = "ALIYUN_COM_GPU_MEM_DEV"
 )
 
+// SimulatedGPUDir is where a container on a node with simulated GPUs and the cdi-cri device
+// list strategy finds one read-only file per card it was given, named by the card's UUID and
+// holding its JSON description ({"index","uuid","model","memoryMiB"}): what the runtime
+// mounted from the simulated cards' CDI spec.
+const SimulatedGPUDir = "/run/gpushare/simulated-gpus"
+
 // fakeIDSep separates the card UUID from the unit number in fake device IDs.
 const fakeIDSep = "-_-"
 

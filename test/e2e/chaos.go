@@ -258,12 +258,12 @@ func twoCardRealNode(t *testing.T, e *Env, d time.Duration) (context.Context, st
 	return ctx, newNamespace(t, e)
 }
 
-// restartSharePlugin runs share-plugin with simulated T4s ("t4:N") for the test, waits
-// until the node advertises them, returns the node's inventory, and puts the default back
-// at the end.
-func restartSharePlugin(ctx context.Context, t *testing.T, e *Env, simulate string) gpushare.Inventory {
+// restartSharePlugin runs share-plugin with simulated T4s ("t4:N") and extraEnv (KEY=value
+// for hack/cluster-up.sh) for the test, waits until the node advertises them, returns the
+// node's inventory, and puts the default back at the end.
+func restartSharePlugin(ctx context.Context, t *testing.T, e *Env, simulate string, extraEnv ...string) gpushare.Inventory {
 	t.Helper()
-	if err := e.RestartComponent(ctx, "share-plugin", "GPUSHARE_SIMULATE="+simulate); err != nil {
+	if err := e.RestartComponent(ctx, "share-plugin", append([]string{"GPUSHARE_SIMULATE=" + simulate}, extraEnv...)...); err != nil {
 		t.Fatalf("restarting share-plugin with %s: %v", simulate, err)
 	}
 	t.Cleanup(func() {

@@ -1,7 +1,9 @@
 // Command gpuenv stands in for a GPU notebook in the demo and e2e images: it prints the
 // GPU-related environment the device plugin's Allocate injected (NVIDIA_VISIBLE_DEVICES and
-// every ALIYUN_COM_GPU_MEM_* variable, one KEY=value line each, sorted) and then sleeps until
-// SIGTERM or SIGINT, so `kubectl logs` shows what the container got.
+// every ALIYUN_COM_GPU_MEM_* variable, one KEY=value line each, sorted), plus
+// GPUSHARE_SIMULATED_GPUS=<UUIDs> when the runtime mounted simulated cards from their CDI spec
+// (the cdi-cri strategy), and then sleeps until SIGTERM or SIGINT, so `kubectl logs` shows
+// what the container got.
 package main
 
 import (
@@ -18,7 +20,7 @@ import (
 )
 
 func main() {
-	printEnv(os.Stdout, os.Environ())
+	printEnv(os.Stdout, os.Environ(), simulatedGPUs(gpushare.SimulatedGPUDir))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	<-ctx.Done()
@@ -29,10 +31,32 @@ func main() {
 // derived from the protocol package so new variables are printed without a change here.
 var memPrefix = strings.TrimSuffix(gpushare.EnvIndex, "IDX")
 
-// printEnv writes the GPU-related variables of env (KEY=value strings) in sorted order, or a
-// line saying there are none (a pod that got no card).
-func printEnv(w io.Writer, env []string) {
+// simulatedLine is the line printed for the simulated cards found in gpushare.SimulatedGPUDir.
+const simulatedLine = "GPUSHARE_SIMULATED_GPUS"
+
+// simulatedGPUs lists the UUIDs of the simulated cards mounted in dir (none when it is absent).
+func simulatedGPUs(dir string) []string {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var uuids []string
+	for _, e := range entries {
+		uuids = append(uuids, e.Name())
+	}
+	return uuids
+}
+
+// printEnv writes the GPU-related variables of env (KEY=value strings) and, when simulated
+// is not empty, GPUSHARE_SIMULATED_GPUS=<the UUIDs, sorted, comma separated>, in sorted
+// order, or a line saying there are none (a pod that got no card).
+func printEnv(w io.Writer, env, simulated []string) {
 	var out []string
+	if len(simulated) > 0 {
+		s := append([]string(nil), simulated...)
+		sort.Strings(s)
+		out = append(out, simulatedLine+"="+strings.Join(s, ","))
+	}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		if k == gpushare.EnvVisibleDevices || strings.HasPrefix(k, memPrefix) {
