@@ -53,6 +53,10 @@ type Config struct {
 	// (default DefaultCDIKind).
 	DeviceListStrategy DeviceListStrategy
 	CDIKind            string
+	// MPSRoot is the host folder of the cards' MPS daemon folders, <MPSRoot>/<UUID>/..., used
+	// for containers on a node labelled gpushare.io/isolation=mps (default DefaultMPSRoot).
+	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
+	MPSRoot string
 }
 
 func (c *Config) validate() error {
@@ -89,6 +93,12 @@ func (c *Config) validate() error {
 	}
 	if c.CDIKind == "" {
 		c.CDIKind = DefaultCDIKind
+	}
+	if c.MPSRoot == "" {
+		c.MPSRoot = DefaultMPSRoot
+	}
+	if !filepath.IsAbs(c.MPSRoot) || filepath.Clean(c.MPSRoot) != c.MPSRoot {
+		return fmt.Errorf("MPS root %q: want a clean absolute path", c.MPSRoot)
 	}
 	if c.Recorder == nil {
 		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event
