@@ -77,7 +77,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"how Allocate hands the cards to the runtime: envvar (NVIDIA_VISIBLE_DEVICES=<UUIDs>; the runtime must trust that variable from unprivileged pods) "+
 			"or cdi-cri (CDI device names <cdi-kind>=<UUID> through the CRI, kubelet >= 1.28, a CDI-enabled runtime and the node's CDI spec)")
 	fs.StringVar(&o.cdiKind, "cdi-kind", deviceplugin.DefaultCDIKind, "with --device-list-strategy=cdi-cri: the CDI vendor/class of the card devices")
-	fs.StringVar(&o.mpsRoot, "mps-root", deviceplugin.DefaultMPSRoot,
+	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
 		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")

@@ -15,14 +15,6 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// DefaultMPSRoot is the host folder under which the MPS daemon of deploy/mps keeps one folder
-// per card UUID: <root>/<UUID>/pipe, log and shm, and the file ready while it serves the card.
-const DefaultMPSRoot = "/run/gpushare/mps"
-
-// mpsReadyFile is written by the MPS daemon's entry script into a card's folder once the
-// card's control daemon answers, and removed when it stops.
-const mpsReadyFile = "ready"
-
 // mpsDirs are the host folders of one card's MPS control daemon.
 type mpsDirs struct {
 	pipe, log, shm, ready string
@@ -32,7 +24,7 @@ func (p *Plugin) mpsDirs(uuid string) mpsDirs {
 	d := filepath.Join(p.cfg.MPSRoot, uuid)
 	return mpsDirs{
 		pipe: filepath.Join(d, "pipe"), log: filepath.Join(d, "log"), shm: filepath.Join(d, "shm"),
-		ready: filepath.Join(d, mpsReadyFile),
+		ready: filepath.Join(d, gpushare.MPSReadyFile),
 	}
 }
 

@@ -54,7 +54,7 @@ type Config struct {
 	DeviceListStrategy DeviceListStrategy
 	CDIKind            string
 	// MPSRoot is the host folder of the cards' MPS daemon folders, <MPSRoot>/<UUID>/..., used
-	// for containers on a node labelled gpushare.io/isolation=mps (default DefaultMPSRoot).
+	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
 	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
 	MPSRoot string
 }
@@ -95,7 +95,7 @@ func (c *Config) validate() error {
 		c.CDIKind = DefaultCDIKind
 	}
 	if c.MPSRoot == "" {
-		c.MPSRoot = DefaultMPSRoot
+		c.MPSRoot = gpushare.DefaultMPSRoot
 	}
 	if !filepath.IsAbs(c.MPSRoot) || filepath.Clean(c.MPSRoot) != c.MPSRoot {
 		return fmt.Errorf("MPS root %q: want a clean absolute path", c.MPSRoot)

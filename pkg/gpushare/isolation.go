@@ -76,3 +76,13 @@ const (
 func MPSMemLimit(mib int64) string {
 	return fmt.Sprintf("0=%dM", mib)
 }
+
+// The folders of the MPS daemon (deploy/mps), shared with share-plugin: under the MPS root,
+// one folder per card UUID holding pipe/ (the control daemon's pipes and sockets), log/, shm/
+// (the /dev/shm of the card's daemon and its clients) and MPSReadyFile.
+const (
+	// DefaultMPSRoot is the default MPS root on the nodes (share-plugin's --mps-root).
+	DefaultMPSRoot = "/run/gpushare/mps"
+	// MPSReadyFile is present in a card's folder while its control daemon answers.
+	MPSReadyFile = "ready"
+)
