@@ -45,13 +45,13 @@ func (p *Plugin) nodeIsolation(ctx context.Context) (iso gpushare.Isolation, lab
 // isolationRefusal checks pod m against the node's isolation mode iso (isoErr: its label is
 // invalid) before any card is chosen: nil, or the refusal to send to kubelet and the pod.
 func (p *Plugin) isolationRefusal(m match, iso gpushare.Isolation, isoErr error) *refusal {
-	switch {
-	case isoErr != nil:
+	if isoErr != nil {
 		// Fail closed: an administrator's typo must not silently run pods unisolated.
 		return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node %s's isolation is unknown: %v",
 			m.cont.Name, klog.KObj(m.pod), p.cfg.NodeName, isoErr)}
-	case iso.Admits(m.req) != nil:
-		return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: %v", m.cont.Name, klog.KObj(m.pod), iso.Admits(m.req))}
+	}
+	if err := iso.Admits(m.req); err != nil {
+		return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: %v", m.cont.Name, klog.KObj(m.pod), err)}
 	}
 	return nil
 }
