@@ -55,6 +55,7 @@ type options struct {
 	deviceList     string
 	cdiKind        string
 	cdiSpecDir     string
+	mpsRoot        string
 	showVersion    bool
 }
 
@@ -78,6 +79,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 			"or cdi-cri (CDI device names <cdi-kind>=<UUID> through the CRI, kubelet >= 1.28, a CDI-enabled runtime and the node's CDI spec)")
 	fs.StringVar(&o.cdiKind, "cdi-kind", deviceplugin.DefaultCDIKind, "with --device-list-strategy=cdi-cri: the CDI vendor/class of the card devices")
 	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", "/var/run/cdi", "with --device-list-strategy=cdi-cri and simulated GPUs: the runtime's CDI spec folder, where share-plugin writes the simulated cards' spec (real GPUs: generate the spec with nvidia-ctk cdi generate)")
+	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
+		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 }
@@ -167,7 +170,7 @@ func run(ctx context.Context, o options) error {
 		NVML: nv, Client: client, Pods: pods,
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
-		DeviceListStrategy: deviceList, CDIKind: o.cdiKind,
+		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, MPSRoot: o.mpsRoot,
 	})
 	if err != nil {
 		return err

@@ -40,20 +40,16 @@ func (c *Cache) Counted(uid types.UID) (node string, usage gpushare.CardUnits, o
 // cards' used units (delta[card] > 0 takes units, < 0 frees them; a card's used units never
 // go below 0): a scheduler's preemption dry run asks whether the pod fits once some pods are
 // gone, or other pods added. The node's cards are copied, so the ledger is not changed.
-// Errors as Fits: ErrUnknownNode, ErrNoCards, *policy.FitError.
+// Errors as Fits: ErrUnknownNode, ErrNoCards, *IsolationError, *policy.FitError.
 func (c *Cache) PlaceWith(nodeName string, req gpushare.PodRequest, pol policy.Policy, delta gpushare.CardUnits) (policy.Placement, error) {
 	n := c.node(nodeName)
 	if n == nil {
 		return policy.Placement{}, ErrUnknownNode
 	}
 	n.mu.Lock()
-	if !n.known {
+	if err := n.admits(req); err != nil {
 		n.mu.Unlock()
-		return policy.Placement{}, ErrUnknownNode
-	}
-	if len(n.devices) == 0 {
-		n.mu.Unlock()
-		return policy.Placement{}, ErrNoCards
+		return policy.Placement{}, err
 	}
 	cards := slices.Clone(n.cards)
 	n.mu.Unlock()

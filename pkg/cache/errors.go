@@ -12,6 +12,17 @@ var ErrUnknownNode = errors.New("not a gpushare node")
 // inventory without devices).
 var ErrNoCards = errors.New("node has no GPU cards")
 
+// IsolationError: the node's isolation label (gpushare.LabelIsolation) refuses the pod (a
+// container on several cards of an MPS node), or its value is invalid: then the node takes
+// no GPU pod until an administrator fixes it, since a typo must not silently drop the
+// isolation it meant to ask for. Evicting pods cannot help.
+type IsolationError struct {
+	Err error
+}
+
+func (e *IsolationError) Error() string { return e.Err.Error() }
+func (e *IsolationError) Unwrap() error { return e.Err }
+
 // AlreadyPlacedError: Reserve was asked for a pod the informer already saw bound.
 type AlreadyPlacedError struct {
 	Node string

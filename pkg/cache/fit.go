@@ -7,8 +7,8 @@ import (
 
 // Fits reports whether req fits on the named node right now, evaluated under that node's
 // lock without copying (the filter hot path: thousands of nodes per call). It returns nil,
-// ErrUnknownNode, ErrNoCards, or the *policy.FitError of pol.Place naming the per-card
-// shortfall. req must be non-zero and valid.
+// ErrUnknownNode, ErrNoCards, *IsolationError (the node's isolation label refuses the pod or
+// is invalid), or the *policy.FitError of pol.Place naming the per-card shortfall. req must be non-zero and valid.
 func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy) error {
 	return c.fits(c.node(nodeName), req, pol)
 }
@@ -29,11 +29,8 @@ func (c *Cache) fits(n *nodeState, req gpushare.PodRequest, pol policy.Policy) e
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if !n.known {
-		return ErrUnknownNode
-	}
-	if len(n.devices) == 0 {
-		return ErrNoCards
+	if err := n.admits(req); err != nil {
+		return err
 	}
 	if n.fitsOneContainer(req) {
 		return nil

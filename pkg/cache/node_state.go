@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"sync"
@@ -24,10 +25,14 @@ type nodeState struct {
 	// and building the per-card reason costs more than the fit check itself.
 	lastMiss missMemo
 
-	name    string
-	known   bool // a node object matching the selector exists
-	source  gpushare.InventorySource
-	devices []gpushare.Device // from the inventory, by index
+	name  string
+	known bool // a node object matching the selector exists
+	// isolation is the node's isolation mode; isolationErr, when set, says its label is
+	// invalid (the node then takes no GPU pod).
+	isolation    gpushare.Isolation
+	isolationErr error
+	source       gpushare.InventorySource
+	devices      []gpushare.Device // from the inventory, by index
 	// cards is devices plus, for pods holding units on an index the inventory no longer
 	// has, an unhealthy zero-size card (shown over-committed). Used sums pods' usage.
 	cards []policy.Card
@@ -107,6 +112,24 @@ func (n *nodeState) recompute() {
 		}
 		n.topFree[i] = f
 	}
+}
+
+// admits is the node-level check every placement on n starts with (Fits, Reserve,
+// PlaceWith): ErrUnknownNode, ErrNoCards, or *IsolationError when the node's isolation label
+// refuses req or is invalid; nil when the cards decide. Caller holds n.mu.
+func (n *nodeState) admits(req gpushare.PodRequest) error {
+	switch {
+	case !n.known:
+		return ErrUnknownNode
+	case len(n.devices) == 0:
+		return ErrNoCards
+	case n.isolationErr != nil:
+		return &IsolationError{Err: fmt.Errorf("node refuses GPU pods until its isolation label is fixed: %w", n.isolationErr)}
+	}
+	if err := n.isolation.Admits(req); err != nil {
+		return &IsolationError{Err: err}
+	}
+	return nil
 }
 
 // device returns the inventory entry of a card index.

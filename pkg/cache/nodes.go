@@ -22,6 +22,9 @@ func (c *Cache) onNode(obj any) {
 		return
 	}
 	inv, src := node.inv, node.src
+	if node.isoErr != nil {
+		klog.ErrorS(node.isoErr, "node's isolation label is invalid; it takes no GPU pod until fixed", "node", node.name)
+	}
 	if node.invErr != nil {
 		// The fallback inventory is still usable; the node should be fixed, not ignored.
 		klog.ErrorS(node.invErr, "reading node GPU inventory; using the fallback", "node", node.name, "source", src)
@@ -29,6 +32,7 @@ func (c *Cache) onNode(obj any) {
 	n := c.nodeOrCreate(node.name)
 	n.mu.Lock()
 	n.known = true
+	n.isolation, n.isolationErr = node.iso, node.isoErr
 	n.setInventory(inv, src)
 	over := overcommitted(n)
 	notices := n.takeNotices()
@@ -64,6 +68,7 @@ func (c *Cache) onNodeDelete(obj any) {
 	if n := c.node(node.name); n != nil {
 		n.mu.Lock()
 		n.known = false
+		n.isolation, n.isolationErr = "", nil
 		n.setInventory(emptyInventory, "")
 		notices := n.takeNotices()
 		n.mu.Unlock()

@@ -24,6 +24,10 @@ type slimNode struct {
 	invErr error
 	// alloc is allocatable CPU (millicores) and memory (MiB, rounded down).
 	alloc policy.Host
+	// iso is the node's isolation mode (gpushare.NodeIsolation); isoErr its error for an
+	// invalid label value.
+	iso    gpushare.Isolation
+	isoErr error
 }
 
 var _ runtime.Object = (*slimNode)(nil)
@@ -31,6 +35,7 @@ var _ runtime.Object = (*slimNode)(nil)
 func newSlimNode(node *corev1.Node, res gpushare.Resources) *slimNode {
 	n := &slimNode{objectMeta: metaOf(&node.ObjectMeta), alloc: nodeHost(node)}
 	n.inv, n.src, n.invErr = res.NodeInventory(node)
+	n.iso, n.isoErr = gpushare.NodeIsolation(node.Labels)
 	// The inventory was just parsed for this node alone: sorting it in place is safe, and
 	// lets nodeState share the devices instead of copying them.
 	slices.SortFunc(n.inv.Devices, func(a, b gpushare.Device) int { return a.Index - b.Index })

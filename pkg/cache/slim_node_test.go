@@ -35,31 +35,43 @@ func TestNodeTransform(t *testing.T) {
 		alloc  corev1.ResourceList
 		want   *slimNode
 		errSub string
+		// isolation is the node's gpushare.LabelIsolation value ("": no label); isoErrSub a
+		// substring of the error it must give.
+		isolation, isoErrSub string
 	}{{
 		name:  "inventory annotation",
 		ann:   map[string]string{gpushare.AnnotationNodeInventory: inv, "node.alpha.kubernetes.io/ttl": "0"},
 		alloc: allocatable("28", "2"),
-		want: &slimNode{objectMeta: id, src: gpushare.FromAnnotation, alloc: host, inv: gpushare.Inventory{Unit: gpushare.GiB, Devices: []gpushare.Device{
+		want: &slimNode{objectMeta: id, iso: gpushare.IsolationNone, src: gpushare.FromAnnotation, alloc: host, inv: gpushare.Inventory{Unit: gpushare.GiB, Devices: []gpushare.Device{
 			{Index: 0, UUID: "GPU-a", Model: "Tesla T4", Units: 14, Healthy: true}, {Index: 1, UUID: "GPU-b", Units: 14}}}},
 	}, {
 		name:  "no annotation: identical cards from allocatable gpu-mem / gpu-count",
 		alloc: allocatable("28", "2"),
 		// 28 units / 2 cards = 14 each.
-		want: &slimNode{objectMeta: id, src: gpushare.FromAllocatable, alloc: host, inv: gpushare.Inventory{Unit: gpushare.GiB, Devices: []gpushare.Device{
+		want: &slimNode{objectMeta: id, iso: gpushare.IsolationNone, src: gpushare.FromAllocatable, alloc: host, inv: gpushare.Inventory{Unit: gpushare.GiB, Devices: []gpushare.Device{
 			{Index: 0, Units: 14, Healthy: true}, {Index: 1, Units: 14, Healthy: true}}}},
 	}, {
 		name:   "malformed annotation: the allocatable fallback and the error",
 		ann:    map[string]string{gpushare.AnnotationNodeInventory: "{oops"},
 		alloc:  allocatable("16", "1"),
-		want:   &slimNode{objectMeta: id, src: gpushare.FromAllocatable, alloc: host, inv: gpushare.Inventory{Unit: gpushare.GiB, Devices: []gpushare.Device{{Index: 0, Units: 16, Healthy: true}}}},
+		want:   &slimNode{objectMeta: id, iso: gpushare.IsolationNone, src: gpushare.FromAllocatable, alloc: host, inv: gpushare.Inventory{Unit: gpushare.GiB, Devices: []gpushare.Device{{Index: 0, Units: 16, Healthy: true}}}},
 		errSub: gpushare.AnnotationNodeInventory,
 	}, {
 		name:  "no GPU at all",
 		alloc: allocatable("", ""),
-		want:  &slimNode{objectMeta: id, src: gpushare.FromAllocatable, alloc: host, inv: gpushare.Inventory{Unit: gpushare.GiB}},
+		want:  &slimNode{objectMeta: id, iso: gpushare.IsolationNone, src: gpushare.FromAllocatable, alloc: host, inv: gpushare.Inventory{Unit: gpushare.GiB}},
 	}, {
 		name: "no allocatable: zero host",
-		want: &slimNode{objectMeta: id, src: gpushare.FromAllocatable, inv: gpushare.Inventory{Unit: gpushare.GiB}},
+		want: &slimNode{objectMeta: id, iso: gpushare.IsolationNone, src: gpushare.FromAllocatable, inv: gpushare.Inventory{Unit: gpushare.GiB}},
+	}, {
+		name:      "isolated with MPS",
+		isolation: "mps",
+		want:      &slimNode{objectMeta: id, iso: gpushare.IsolationMPS, src: gpushare.FromAllocatable, inv: gpushare.Inventory{Unit: gpushare.GiB}},
+	}, {
+		name:      "invalid isolation label: kept as an error",
+		isolation: "mps,none",
+		want:      &slimNode{objectMeta: id, src: gpushare.FromAllocatable, inv: gpushare.Inventory{Unit: gpushare.GiB}},
+		isoErrSub: gpushare.LabelIsolation,
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,15 +84,19 @@ func TestNodeTransform(t *testing.T) {
 					Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 				},
 			}
+			if tc.isolation != "" {
+				node.Labels[gpushare.LabelIsolation] = tc.isolation
+			}
 			out, err := nodeTransform(res)(node)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := out.(*slimNode)
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(slimNode{}, objectMeta{}), cmpopts.IgnoreFields(slimNode{}, "invErr")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(slimNode{}, objectMeta{}), cmpopts.IgnoreFields(slimNode{}, "invErr", "isoErr")); diff != "" {
 				t.Errorf("slim node (-want,+got):\n%s", diff)
 			}
 			checkErr(t, "inventory", tc.errSub, got.invErr)
+			checkErr(t, "isolation", tc.isoErrSub, got.isoErr)
 
 			cp := got.DeepCopyObject().(*slimNode)
 			if len(cp.inv.Devices) > 0 {

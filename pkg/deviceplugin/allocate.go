@@ -45,8 +45,9 @@ const (
 )
 
 // Allocate is called by kubelet once per container with only the fake device IDs. It finds
-// the container (pick), decides its cards against the plugin's ledger (decide), records the
-// truth on the pod and answers with the card UUIDs. No match or no room is an error:
+// the container (pick), checks the pod against the node's isolation label, decides its cards
+// against the plugin's ledger (decide), records the truth on the pod and answers with the
+// card UUIDs, and on an MPS node the container's MPS limit and daemon folders (mpsResponse). No match or no room is an error:
 // kubelet then fails the pod's admission with the message, instead of the container
 // silently running on a wrong or full card.
 func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
@@ -73,8 +74,25 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	if err != nil {
 		return nil, err
 	}
-	d, err := p.decide(m, pods)
-	var ref *refusal
+	iso, isoErr, err := p.nodeIsolation(ctx)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "gpushare: %v", err)
+	}
+	var (
+		d       decision
+		mpsEnv  map[string]string
+		mounts  []*pluginapi.Mount
+		ref     *refusal
+		refused = p.isolationRefusal(m, iso, isoErr)
+	)
+	if refused != nil {
+		err = refused
+	} else {
+		d, err = p.decide(m, pods)
+	}
+	if err == nil && iso == gpushare.IsolationMPS {
+		mpsEnv, mounts, err = p.mpsResponse(m, d.cards, d.units)
+	}
 	switch {
 	case errors.As(err, &ref):
 		p.refuse(m.pod)
@@ -94,13 +112,17 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	}
 	p.record(m.pod, m.cont.Ref, d.claim)
 	env := containerEnv(m, d.cards)
+	maps.Copy(env, mpsEnv)
 	if d.placed {
 		p.cfg.Recorder.Eventf(m.pod, corev1.EventTypeNormal, EventCardChosen,
 			"share-plugin chose the pod's cards (%s) because it had no valid allocation: %v", usageString(d.claim.CardUsage(m.pod)), d.why)
 	}
 	klog.InfoS("Allocated", "pod", klog.KObj(m.pod), "container", m.cont.Name, "units", n,
-		"cards", env[gpushare.EnvIndex], "uuids", env[gpushare.EnvVisibleDevices], "perCard", d.units, "placedByPlugin", d.placed, "podAssigned", all)
-	return p.handOver(env, d.cards), nil
+		"cards", env[gpushare.EnvIndex], "uuids", env[gpushare.EnvVisibleDevices], "perCard", d.units, "placedByPlugin", d.placed, "podAssigned", all,
+		"isolation", iso, "mpsLimit", mpsEnv[gpushare.EnvMPSPinnedMemLimit])
+	resp := p.handOver(env, d.cards)
+	resp.Mounts = mounts
+	return resp, nil
 }
 
 // pick finds the container kubelet is allocating n units for, and returns it with the

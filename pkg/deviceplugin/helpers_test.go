@@ -49,6 +49,12 @@ type testEnv struct {
 // fake API server holding the node and objs, and a synced pod informer.
 func newTestEnv(t *testing.T, spec string, objs ...runtime.Object) *testEnv {
 	t.Helper()
+	return newTestEnvUnit(t, spec, gpushare.GiB, objs...)
+}
+
+// newTestEnvUnit is newTestEnv with another memory unit.
+func newTestEnvUnit(t *testing.T, spec string, unit gpushare.Unit, objs ...runtime.Object) *testEnv {
+	t.Helper()
 	cards, err := gpunvml.ParseSimSpec(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +81,7 @@ func newTestEnv(t *testing.T, spec string, objs ...runtime.Object) *testEnv {
 	dir := shortTempDir(t)
 	events := record.NewFakeRecorder(64)
 	p, err := New(Config{
-		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: gpushare.GiB,
+		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: unit,
 		PluginDir: dir, NVML: nv, Client: client, Pods: pods, Clock: clk,
 		HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond, Recorder: events,
 	})

@@ -53,6 +53,10 @@ type Config struct {
 	// (default DefaultCDIKind).
 	DeviceListStrategy DeviceListStrategy
 	CDIKind            string
+	// MPSRoot is the host folder of the cards' MPS daemon folders, <MPSRoot>/<UUID>/..., used
+	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
+	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
+	MPSRoot string
 }
 
 // checkCDIConfig defaults CDIKind and, with the cdi-cri strategy, refuses a kind that is not
@@ -101,6 +105,12 @@ func (c *Config) validate() error {
 	}
 	if err := checkCDIConfig(c); err != nil {
 		return err
+	}
+	if c.MPSRoot == "" {
+		c.MPSRoot = gpushare.DefaultMPSRoot
+	}
+	if !filepath.IsAbs(c.MPSRoot) || filepath.Clean(c.MPSRoot) != c.MPSRoot {
+		return fmt.Errorf("MPS root %q: want a clean absolute path", c.MPSRoot)
 	}
 	if c.Recorder == nil {
 		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event

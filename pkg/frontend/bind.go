@@ -121,7 +121,7 @@ func (b *Binder) ReserveFailed(pod metav1.Object, node string, err error) error 
 		return FailBind(metrics.BindHeldElsewhere, "binding pod %s/%s to %s: %w", ns, name, node, err)
 	case errors.Is(err, cache.ErrBindInFlight):
 		return FailBind(metrics.BindInFlight, "binding pod %s/%s to %s: %w", ns, name, node, err)
-	case errors.Is(err, cache.ErrUnknownNode), errors.Is(err, cache.ErrNoCards):
+	case errors.Is(err, cache.ErrUnknownNode), errors.Is(err, cache.ErrNoCards), errors.As(err, new(*cache.IsolationError)):
 		// What filter answers for this node, whatever the pod: a scheduler that used the
 		// filter never asks for it.
 		return FailBind(metrics.BindNodeUnfit, "binding pod %s/%s to %s: %s", ns, name, node, b.Reasons.Reject(err).Reason)

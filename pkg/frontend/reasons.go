@@ -44,16 +44,23 @@ func ShortName(resource string) string {
 	return resource
 }
 
-// Reject classifies an error of cache.Fits, cache.PlaceWith or cache.Reserve for a node. The
+// Reject classifies an error of cache.Fits, cache.PlaceWith or cache.Reserve for a node. An
+// isolation refusal reads as the ledger words it, e.g. "node isolates cards with MPS
+// (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2". The
 // per-card shortfall reads e.g. "gpu-mem: need 10 on one card; largest free 8 (card0 8/16,
 // card1 8/16)".
 func (r Reasons) Reject(err error) Rejection {
-	var fit *policy.FitError
+	var (
+		fit *policy.FitError
+		iso *cache.IsolationError
+	)
 	switch {
 	case errors.Is(err, cache.ErrUnknownNode):
 		return Rejection{Reason: r.NotGPUNode(), Label: metrics.RejectUnknownNode}
 	case errors.Is(err, cache.ErrNoCards):
 		return Rejection{Reason: r.NotGPUNode(), Label: metrics.RejectNoCards}
+	case errors.As(err, &iso):
+		return Rejection{Reason: iso.Error(), Label: metrics.RejectIsolation}
 	case errors.As(err, &fit):
 		return Rejection{Reason: r.memName + ": " + fit.Error(), Label: metrics.RejectCardShortfall, Resolvable: true}
 	default:

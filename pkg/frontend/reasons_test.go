@@ -27,6 +27,8 @@ func TestReject(t *testing.T) {
 			Rejection{Reason: "not a gpushare node (no cgpu=true label or no gpu-mem)", Label: metrics.RejectNoCards}},
 		{"card shortfall", fit,
 			Rejection{Reason: "gpu-mem: " + fit.Error(), Label: metrics.RejectCardShortfall, Resolvable: true}},
+		{"isolation", fmt.Errorf("wrapped: %w", &cache.IsolationError{Err: errors.New("node isolates cards with MPS")}),
+			Rejection{Reason: "node isolates cards with MPS", Label: metrics.RejectIsolation}},
 		{"anything else", errors.New("odd"),
 			Rejection{Reason: "gpu-mem: odd", Label: metrics.RejectCardShortfall, Resolvable: true}},
 	}

@@ -32,3 +32,57 @@ func ParseIsolation(v string) (Isolation, error) {
 	}
 	return "", fmt.Errorf("node label %s=%q: want %s or %s", LabelIsolation, v, IsolationNone, IsolationMPS)
 }
+
+// NodeIsolation reads a node's LabelIsolation from its labels (ParseIsolation).
+func NodeIsolation(labels map[string]string) (Isolation, error) {
+	return ParseIsolation(labels[LabelIsolation])
+}
+
+// Admits reports whether a node in mode i can take a pod asking req: nil, or an error naming
+// the first container the mode refuses. IsolationMPS takes one card per container: each card
+// has an MPS control daemon of its own and a CUDA process connects to one daemon, so a
+// container on two cards would run unlimited on one of them. This is the one copy of the
+// rule: the scheduler side (the ledger's fit) and share-plugin's Allocate both ask it.
+func (i Isolation) Admits(req PodRequest) error {
+	if i != IsolationMPS {
+		return nil
+	}
+	for _, c := range req.Containers {
+		if c.Cards > 1 {
+			return fmt.Errorf("node isolates cards with MPS (%s=%s): one card per container, and container %q asks for %d",
+				LabelIsolation, IsolationMPS, c.Name, c.Cards)
+		}
+	}
+	return nil
+}
+
+// Environment variables share-plugin's Allocate adds for a container on an IsolationMPS node:
+// NVIDIA's MPS client settings, read by the CUDA driver library when the container's process
+// initialises CUDA.
+const (
+	// EnvMPSPinnedMemLimit caps the device memory the container's CUDA processes may allocate
+	// through MPS, per device as the container sees it (MPSMemLimit).
+	EnvMPSPinnedMemLimit = "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
+	// EnvMPSPipeDirectory is the folder of the card's MPS control daemon's pipes and sockets.
+	EnvMPSPipeDirectory = "CUDA_MPS_PIPE_DIRECTORY"
+	// EnvMPSLogDirectory is the folder of the card's MPS control daemon's logs.
+	EnvMPSLogDirectory = "CUDA_MPS_LOG_DIRECTORY"
+)
+
+// MPSMemLimit is the EnvMPSPinnedMemLimit value that caps device 0, the container's only
+// card, at mib MiB: "0=4096M". The device is named by its index as the container sees it
+// (its cards numbered from 0), not by UUID: NVIDIA's device plugin found limits given by
+// UUID not applied by MPS and switched to indexes (NVIDIA/k8s-device-plugin pull 572).
+func MPSMemLimit(mib int64) string {
+	return fmt.Sprintf("0=%dM", mib)
+}
+
+// The folders of the MPS daemon (deploy/mps), shared with share-plugin: under the MPS root,
+// one folder per card UUID holding pipe/ (the control daemon's pipes and sockets), log/, shm/
+// (the /dev/shm of the card's daemon and its clients) and MPSReadyFile.
+const (
+	// DefaultMPSRoot is the default MPS root on the nodes (share-plugin's --mps-root).
+	DefaultMPSRoot = "/run/gpushare/mps"
+	// MPSReadyFile is present in a card's folder while its control daemon answers.
+	MPSReadyFile = "ready"
+)

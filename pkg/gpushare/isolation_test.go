@@ -21,3 +21,48 @@ func TestParseIsolation(t *testing.T) {
 		}
 	}
 }
+
+// TestIsolationAdmits: MPS nodes take one card per container; a node without isolation
+// takes any shape.
+func TestIsolationAdmits(t *testing.T) {
+	one := ContainerRequest{Name: "one", Units: 4, Cards: 1}
+	two := ContainerRequest{Name: "two", Units: 8, Cards: 2}
+	tests := []struct {
+		name    string
+		mode    Isolation
+		req     PodRequest
+		wantErr string
+	}{
+		{name: "none takes two cards", mode: IsolationNone, req: PodRequest{Containers: []ContainerRequest{two}}},
+		{name: "mps takes one card", mode: IsolationMPS, req: PodRequest{Containers: []ContainerRequest{one, one}}},
+		{name: "mps refuses two cards", mode: IsolationMPS, req: PodRequest{Containers: []ContainerRequest{one, two}},
+			wantErr: `node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "two" asks for 2`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.mode.Admits(tc.req)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.wantErr {
+				t.Errorf("Admits = %q, want %q", got, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestNodeIsolationAndMPSMemLimit(t *testing.T) {
+	if got, err := NodeIsolation(map[string]string{LabelIsolation: "mps"}); got != IsolationMPS || err != nil {
+		t.Errorf("NodeIsolation(mps) = %q, %v", got, err)
+	}
+	if got, err := NodeIsolation(nil); got != IsolationNone || err != nil {
+		t.Errorf("NodeIsolation(no labels) = %q, %v", got, err)
+	}
+	if _, err := NodeIsolation(map[string]string{LabelIsolation: "mpss"}); err == nil {
+		t.Error("NodeIsolation(mpss) accepted a typo")
+	}
+	if got := MPSMemLimit(4096); got != "0=4096M" {
+		t.Errorf("MPSMemLimit(4096) = %q", got)
+	}
+}

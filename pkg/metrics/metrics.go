@@ -23,6 +23,9 @@ const (
 	RejectNoCards       = "no_cards"
 	// RejectHeldElsewhere: the pod's earlier bind holds cards on another node.
 	RejectHeldElsewhere = "held_elsewhere"
+	// RejectIsolation: the node's isolation label refuses the pod (a container on several
+	// cards of an MPS node) or is invalid.
+	RejectIsolation = "isolation"
 )
 
 // Bind failure reasons (label values of gpushare_bind_failures_total).
@@ -106,7 +109,7 @@ func New(cards CardSource) *Metrics {
 			Name: "gpushare_requests_throttled_total",
 			Help: "Requests answered 429 because the most requests allowed at once were being served, by verb."}, []string{"verb"}),
 	}
-	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards, RejectHeldElsewhere} {
+	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards, RejectHeldElsewhere, RejectIsolation} {
 		m.filterRejections.WithLabelValues(r)
 	}
 	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding,

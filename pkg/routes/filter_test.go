@@ -160,3 +160,49 @@ func TestPrioritize(t *testing.T) {
 		})
 	}
 }
+
+// TestFilterIsolation: the extender rejects, as unresolvable, a pod with a container on two
+// cards on an MPS node and every GPU pod on a node whose isolation label is invalid, and
+// counts them under reason "isolation".
+func TestFilterIsolation(t *testing.T) {
+	labelled := func(name, mode string) *corev1.Node {
+		n := ct.Node(name, 16, 16)
+		n.Labels[gpushare.LabelIsolation] = mode
+		return n
+	}
+	f := newFixture(t, labelled("mps", "mps"), labelled("typo", "mps "), ct.Node("plain", 16, 16))
+	two := ct.Pod("two", 16)
+	ct.SetGPU(&two.Spec.Containers[0], 16, 2)
+	const typo = `node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="mps ": want none or mps`
+	tests := []struct {
+		name            string
+		pod             *corev1.Pod
+		wantPass        []string
+		wantUnresolvabl extenderv1.FailedNodesMap
+	}{
+		{"one card per container", ct.Pod("one", 8), []string{"mps", "plain"}, extenderv1.FailedNodesMap{"typo": typo}},
+		{"two cards", two, []string{"plain"}, extenderv1.FailedNodesMap{
+			"mps":  `node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2`,
+			"typo": typo,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			names := []string{"mps", "typo", "plain"}
+			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.ExtenderFilterResult
+			decodeInto(t, rec, &got)
+			want := extenderv1.ExtenderFilterResult{NodeNames: &tc.wantPass, FailedNodes: extenderv1.FailedNodesMap{}, FailedAndUnresolvableNodes: tc.wantUnresolvabl}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+	// typo twice, mps once
+	if got := f.counter(t, "gpushare_filter_rejections_total", "isolation"); got != 3 {
+		t.Errorf("gpushare_filter_rejections_total{reason=isolation} = %v, want 3", got)
+	}
+}

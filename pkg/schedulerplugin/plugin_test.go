@@ -36,11 +36,20 @@ func unlabelled(n *v1.Node) *v1.Node {
 	return n
 }
 
+// isolation labels n with gpushare.LabelIsolation=mode.
+func isolation(n *v1.Node, mode string) *v1.Node {
+	n.Labels[gpushare.LabelIsolation] = mode
+	return n
+}
+
 func TestFilter(t *testing.T) {
 	invalid := ct.Pod("invalid", 0)
 	ct.SetGPU(&invalid.Spec.Containers[0], 10, 3) // 10 units over 3 cards: not divisible
+	two := ct.Pod("two", 8)
+	ct.SetGPU(&two.Spec.Containers[0], 8, 2) // 4 units on each of 2 cards
 	f := start(t, nil,
 		ct.Node("n1", 16, 16), unlabelled(ct.Node("plain", 16)),
+		isolation(ct.Node("mps", 16, 16), "mps"), isolation(ct.Node("typo", 16, 16), "MPS"),
 		ct.Placed(ct.Pod("a", 10), "n1", gpushare.CardUnits{0: 10}),
 		ct.Placed(ct.Pod("b", 10), "n1", gpushare.CardUnits{1: 10}))
 	tests := []struct {
@@ -60,6 +69,11 @@ func TestFilter(t *testing.T) {
 			"not a gpushare node (no cgpu=true label or no gpu-mem)"},
 		{"no gpu-mem", ct.Pod("cpu", 0), "plain", fwk.Skip, fwk.Success, ""},
 		{"invalid request", invalid, "n1", fwk.UnschedulableAndUnresolvable, fwk.Success, ""},
+		{"mps node, one card", ct.Pod("p6", 6), "mps", fwk.Success, fwk.Success, ""},
+		{"mps node, two cards", two, "mps", fwk.Success, fwk.UnschedulableAndUnresolvable,
+			`node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2`},
+		{"invalid isolation label", ct.Pod("p1", 1), "typo", fwk.Success, fwk.UnschedulableAndUnresolvable,
+			`node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="MPS": want none or mps`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -273,6 +273,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"rule without the CRD", []string{"monitoring.prometheusRule.enabled=true"}, nil, "monitoring.coreos.com/v1"},
 		{"bad memory unit", []string{"sharePlugin.memoryUnit=KiB"}, nil, "memoryUnit"},
 		{"registry without slash", []string{"image.registry=registry.example.com"}, nil, "/image/registry"},
+		{"mps image latest", []string{"mps.enabled=true", "mps.image.tag=latest"}, nil, "/mps/image/tag"},
+		{"mps root relative", []string{"mps.root=run/mps"}, nil, "/mps/root"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

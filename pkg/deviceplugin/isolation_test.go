@@ -1,0 +1,234 @@
+package deviceplugin
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// setIsolation sets testNode's isolation label on the fake API server ("" removes it).
+func (e *testEnv) setIsolation(t *testing.T, mode string) {
+	t.Helper()
+	ctx := context.Background()
+	node, err := e.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	if mode == "" {
+		delete(node.Labels, gpushare.LabelIsolation)
+	} else {
+		node.Labels[gpushare.LabelIsolation] = mode
+	}
+	if _, err := e.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// withMPSRoot points the plugin at a fresh MPS root whose listed cards' daemons are ready.
+func (e *testEnv) withMPSRoot(t *testing.T, readyCards ...int) string {
+	t.Helper()
+	root := t.TempDir()
+	e.plugin.cfg.MPSRoot = root
+	for _, c := range readyCards {
+		dir := filepath.Join(root, uuid(c))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+// allocateResp is allocate returning the whole container response.
+func (e *testEnv) allocateResp(t *testing.T, n int) (*pluginapi.ContainerAllocateResponse, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := e.plugin.Allocate(ctx, &pluginapi.AllocateRequest{ContainerRequests: []*pluginapi.ContainerAllocateRequest{{DevicesIds: fakeIDs(n)}}})
+	if err != nil {
+		return nil, err
+	}
+	return resp.ContainerResponses[0], nil
+}
+
+// mpsOf is the part of a response MPS isolation adds: its three variables and the mounts.
+func mpsOf(r *pluginapi.ContainerAllocateResponse) (map[string]string, []*pluginapi.Mount) {
+	env := map[string]string{}
+	for _, k := range []string{gpushare.EnvMPSPinnedMemLimit, gpushare.EnvMPSPipeDirectory, gpushare.EnvMPSLogDirectory} {
+		if v, ok := r.Envs[k]; ok {
+			env[k] = v
+		}
+	}
+	return env, r.Mounts
+}
+
+// TestAllocateIsolation: on a node labelled mps a container gets its grant on its card as
+// the pinned memory limit of device 0 (units × unit size, in MiB) and the card's daemon
+// folders, mounted from the host; a node labelled none, or not labelled, gets none of that.
+func TestAllocateIsolation(t *testing.T) {
+	tests := []struct {
+		name  string
+		unit  gpushare.Unit
+		mode  string
+		units int
+		pod   runtime.Object
+		// wantLimit is the pinned limit ("" = no MPS part at all).
+		wantLimit string
+	}{
+		// 4 GiB on node card 1, which the container sees as device 0: 4 × 1024 MiB.
+		{"mps, GiB units, card 1", gpushare.GiB, "mps", 4,
+			makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), "0=4096M"},
+		// 1536 MiB units: 1536 × 1 MiB.
+		{"mps, MiB units, card 0", gpushare.Unit{MiB: 1}, "mps", 1536,
+			makePod("p", 1, 10, []ctr{{name: "main", units: 1536}}, app(gpushare.CardUnits{0: 1536})), "0=1536M"},
+		// 3 units of 256 MiB: 768 MiB.
+		{"mps, 256MiB units", gpushare.Unit{MiB: 256}, "mps", 3,
+			makePod("p", 1, 10, []ctr{{name: "main", units: 3}}, app(gpushare.CardUnits{1: 3})), "0=768M"},
+		{"none", gpushare.GiB, "none", 4, makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), ""},
+		{"unlabelled", gpushare.GiB, "", 4, makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnvUnit(t, "t4:2", tc.unit, tc.pod)
+			root := e.withMPSRoot(t, 0, 1)
+			e.setIsolation(t, tc.mode)
+			r, err := e.allocateResp(t, tc.units)
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, mounts := mpsOf(r)
+			var wantEnv map[string]string
+			var wantMounts []*pluginapi.Mount
+			if tc.wantLimit != "" {
+				card := uuid(0)
+				if r.Envs[gpushare.EnvIndex] == "1" {
+					card = uuid(1)
+				}
+				dir := filepath.Join(root, card)
+				wantEnv = map[string]string{
+					gpushare.EnvMPSPinnedMemLimit: tc.wantLimit,
+					gpushare.EnvMPSPipeDirectory:  dir + "/pipe",
+					gpushare.EnvMPSLogDirectory:   dir + "/log",
+				}
+				wantMounts = []*pluginapi.Mount{
+					{ContainerPath: dir + "/pipe", HostPath: dir + "/pipe"},
+					{ContainerPath: dir + "/log", HostPath: dir + "/log", ReadOnly: true},
+					{ContainerPath: "/dev/shm", HostPath: dir + "/shm"},
+				}
+			} else {
+				wantEnv = map[string]string{}
+			}
+			if d := cmp.Diff(wantEnv, env); d != "" {
+				t.Errorf("MPS variables (-want,+got):\n%s", d)
+			}
+			if d := cmp.Diff(wantMounts, mounts, cmp.Comparer(func(a, b *pluginapi.Mount) bool {
+				return a.ContainerPath == b.ContainerPath && a.HostPath == b.HostPath && a.ReadOnly == b.ReadOnly
+			})); d != "" {
+				t.Errorf("mounts (-want,+got):\n%s", d)
+			}
+			// The gpu-mem contract is the same in every mode.
+			if r.Envs[gpushare.EnvContainerUnits] != strconv.Itoa(tc.units) || r.Envs[gpushare.EnvVisibleDevices] == "" {
+				t.Errorf("gpu-mem variables %v", r.Envs)
+			}
+		})
+	}
+}
+
+// TestAllocateIsolationRefusals: a container on two cards of an MPS node, any container on a
+// node whose isolation label is invalid, and a container whose card's MPS daemon is not
+// ready are refused, with a Warning event on the pod saying why, and the pod is not marked
+// served.
+func TestAllocateIsolationRefusals(t *testing.T) {
+	tests := []struct {
+		name      string
+		mode      string
+		pod       runtime.Object
+		units     int
+		ready     []int
+		wantEvent string
+	}{
+		{"mps, container on two cards", "mps",
+			makePod("p", 1, 10, []ctr{{name: "big", units: 8, cards: 2}}, app(gpushare.CardUnits{0: 4, 1: 4})), 8, []int{0, 1},
+			`node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "big" asks for 2`},
+		{"invalid label", "Mps",
+			makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})), 4, []int{0, 1},
+			`node label gpushare.io/isolation="Mps": want none or mps`},
+		{"daemon not ready", "mps",
+			makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), 4, []int{0},
+			"the MPS daemon of card 1 (" + uuid(1) + ") is not ready"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, "t4:2", tc.pod)
+			e.withMPSRoot(t, tc.ready...)
+			e.setIsolation(t, tc.mode)
+			r, err := e.allocateResp(t, tc.units)
+			if status.Code(err) != codes.FailedPrecondition || r != nil {
+				t.Fatalf("Allocate = %v, %v; want FailedPrecondition", r, err)
+			}
+			if !strings.Contains(err.Error(), tc.wantEvent) {
+				t.Errorf("error %q does not say %q", err, tc.wantEvent)
+			}
+			events := e.drainEvents()
+			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+EventAllocateRefused+" ") || !strings.Contains(events[0], tc.wantEvent) {
+				t.Errorf("events %q, want one Warning %s saying %q", events, EventAllocateRefused, tc.wantEvent)
+			}
+			if a := e.podAnnotations(t, "p")[gpushare.AnnotationAllocated]; a != "" {
+				t.Errorf("refused pod marked served: %q", a)
+			}
+		})
+	}
+}
+
+// TestAllocateIsolationFollowsTheLabel: relabelling the node applies to the next Allocate,
+// without a restart, both ways.
+func TestAllocateIsolationFollowsTheLabel(t *testing.T) {
+	one := []ctr{{name: "main", units: 2}}
+	e := newTestEnv(t, "t4:2",
+		makePod("a", 1, 10, one, app(gpushare.CardUnits{0: 2})),
+		makePod("b", 2, 11, one, app(gpushare.CardUnits{0: 2})),
+		makePod("c", 3, 12, one, app(gpushare.CardUnits{0: 2})))
+	e.withMPSRoot(t, 0)
+	var got []string
+	for _, mode := range []string{"", "mps", "none"} {
+		e.setIsolation(t, mode)
+		r, err := e.allocateResp(t, 2)
+		if err != nil {
+			t.Fatalf("isolation %q: %v", mode, err)
+		}
+		got = append(got, r.Envs[gpushare.EnvMPSPinnedMemLimit])
+	}
+	if d := cmp.Diff([]string{"", "0=2048M", ""}, got); d != "" {
+		t.Errorf("pinned limits of a, b, c (-want,+got):\n%s", d)
+	}
+}
+
+// TestAllocateNodeUnreadable: without the node, Allocate cannot know the mode and refuses
+// (Unavailable: kubelet fails the pod, which is retried).
+func TestAllocateNodeUnreadable(t *testing.T) {
+	e := newTestEnv(t, "t4", makePod("p", 1, 10, []ctr{{name: "main", units: 2}}, app(gpushare.CardUnits{0: 2})))
+	if err := e.client.CoreV1().Nodes().Delete(context.Background(), testNode, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.allocateResp(t, 2); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), gpushare.LabelIsolation) {
+		t.Errorf("Allocate = %v, want Unavailable naming %s", err, gpushare.LabelIsolation)
+	}
+}
