@@ -223,6 +223,10 @@ func TestChartValues(t *testing.T) {
 		if spec.RuntimeClassName == nil || *spec.RuntimeClassName != "nvidia" {
 			t.Errorf("runtimeClassName = %v, want nvidia", spec.RuntimeClassName)
 		}
+		// Simulated cards with cdi-cri: their CDI spec goes to the host folder the runtime reads.
+		if !slices.Contains(spec.Containers[0].Args, "--cdi-spec-dir=/var/run/cdi") || !mountsHostPath(spec, "/var/run/cdi") {
+			t.Errorf("simulated cdi-cri share-plugin does not write its CDI spec to the host's /var/run/cdi: args %v", spec.Containers[0].Args)
+		}
 		for _, e := range spec.Containers[0].Env {
 			if e.Name == "NVIDIA_VISIBLE_DEVICES" {
 				t.Errorf("simulated share-plugin asks the NVIDIA runtime for every GPU")
@@ -535,4 +539,20 @@ func exportedMetrics(t *testing.T) map[string]bool {
 		t.Fatalf("found no metric names in ../pkg (%d)", len(out))
 	}
 	return out
+}
+
+// mountsHostPath reports whether the pod's first container mounts the host folder path at
+// the same path.
+func mountsHostPath(spec corev1.PodSpec, path string) bool {
+	for _, v := range spec.Volumes {
+		if v.HostPath == nil || v.HostPath.Path != path {
+			continue
+		}
+		for _, m := range spec.Containers[0].VolumeMounts {
+			if m.Name == v.Name && m.MountPath == path && !m.ReadOnly {
+				return true
+			}
+		}
+	}
+	return false
 }

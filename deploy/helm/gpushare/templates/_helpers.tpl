@@ -79,3 +79,11 @@ localhost
 {{- fail "extender.hostNetwork: each kube-scheduler calls the extender on its own host, which may not be the elected replica; set extender.replicas=1 or use the Service (hostNetwork=false)" -}}
 {{- end -}}
 {{- end }}
+
+{{/*
+gpushare.simulatedCDI is non-empty when share-plugin simulates GPUs and hands them over as CDI
+devices: it then writes the simulated cards' CDI spec into sharePlugin.cdiSpecDir on the host.
+*/}}
+{{- define "gpushare.simulatedCDI" -}}
+{{- if and .Values.sharePlugin.simulate (eq .Values.sharePlugin.deviceListStrategy "cdi-cri") }}true{{ end }}
+{{- end }}
