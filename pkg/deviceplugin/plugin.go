@@ -53,6 +53,14 @@ type Config struct {
 	// (default DefaultCDIKind).
 	DeviceListStrategy DeviceListStrategy
 	CDIKind            string
+	// UsageInterval is how often the usage watchdog lists the cards' processes and judges
+	// each container against its grant (watchdog.go); 0: no watchdog.
+	UsageInterval time.Duration
+	// OverGrant is the watchdog's threshold, grace and action.
+	OverGrant OverGrant
+	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
+	// needs the host's PID namespace).
+	ProcRoot string
 }
 
 func (c *Config) validate() error {
@@ -90,6 +98,12 @@ func (c *Config) validate() error {
 	if c.CDIKind == "" {
 		c.CDIKind = DefaultCDIKind
 	}
+	if c.UsageInterval < 0 {
+		return fmt.Errorf("usage interval %v is negative", c.UsageInterval)
+	}
+	if err := c.OverGrant.validate(); err != nil {
+		return err
+	}
 	if c.Recorder == nil {
 		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event
 	}
@@ -121,6 +135,8 @@ type Plugin struct {
 
 	regMu sync.Mutex
 	isReg bool
+
+	usage *watchdog // runs when UsageInterval > 0
 }
 
 // New discovers the cards through NVML and checks that their fake devices fit in one
@@ -156,6 +172,7 @@ func New(cfg Config) (*Plugin, error) {
 		}, []string{"reason"}),
 		rec: records{},
 	}
+	p.usage = newWatchdog(p)
 	// The informer's events keep the records current between Allocate calls: a pod deleted
 	// soon after it was served (a Deployment scaled down, a namespace removed) frees its
 	// cards at once, even when no Allocate ran while the pod view showed it.
