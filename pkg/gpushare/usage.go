@@ -175,5 +175,5 @@ func validatePods(c CardUsage) error {
 	return nil
 }
 
-func validName(s string) bool  { return s != "" && len(s) <= maxUsageName }
+func validName(s string) bool   { return s != "" && len(s) <= maxUsageName }
 func plausibleMiB(v int64) bool { return v >= 0 && v <= maxUsedMiB }
