@@ -169,7 +169,7 @@ func (w *watchdog) judge(ctx context.Context, s usageSample) {
 			ep.reported = true
 			w.overGrant.WithLabelValues(w.p.cfg.NodeName, u.pod.Namespace).Inc()
 			w.p.cfg.Recorder.Eventf(u.pod, corev1.EventTypeWarning, gpushare.EventGPUMemoryOverGrant,
-				"Container %q uses %d MiB of GPU memory on card %s, above its grant of %d MiB (threshold %g%%), for %s%s",
+				"Container %q uses %d MiB of GPU memory on card %s, above its grant of %d MiB (threshold %.4g%%), for %s%s",
 				u.container, u.used>>20, u.card.UUID, u.granted>>20, cfg.Threshold*100, s.at.Sub(ep.since).Round(time.Second), actionNote(cfg.Action))
 			klog.InfoS("Container over its GPU memory grant", "pod", klog.KObj(u.pod), "container", u.container, "card", u.card.UUID,
 				"usedMiB", u.used>>20, "grantedMiB", u.granted>>20, "since", ep.since, "action", cfg.Action)

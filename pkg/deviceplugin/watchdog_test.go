@@ -193,7 +193,7 @@ func TestWatchdogOverGrantEpisodes(t *testing.T) {
 			t.Fatalf("t=%ds: counter %v, want %v", s.sec, got, s.wantCount)
 		}
 		for _, m := range ev {
-			for _, want := range []string{"Warning " + gpushare.EventGPUMemoryOverGrant, `Container "main"`, fmt.Sprintf("uses %d MiB", s.nbMiB), "grant of 4096 MiB", uuid(0), "for 1m0s"} {
+			for _, want := range []string{"Warning " + gpushare.EventGPUMemoryOverGrant, `Container "main"`, fmt.Sprintf("uses %d MiB", s.nbMiB), "grant of 4096 MiB (threshold 5%)", uuid(0), "for 1m0s"} {
 				if !strings.Contains(m, want) {
 					t.Errorf("t=%ds: event %q lacks %q", s.sec, m, want)
 				}

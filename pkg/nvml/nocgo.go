@@ -29,7 +29,8 @@ type Simulator struct {
 }
 
 // SetProcessesFile makes the cards list the processes of the YAML file at path
-// (ParseSimProcesses), read again on every call. Call it before New.
+// (ParseSimProcesses), read again on every call. Not synchronised: call it before the
+// processes are listed.
 func (s *Simulator) SetProcessesFile(path string) { s.procFile = path }
 
 // NewSimulator builds the simulated node. Cards without a UUID get SimulatedUUID(node, i).

@@ -78,7 +78,8 @@ func newSimDevice(i int, c SimCard) *mock.Device {
 }
 
 // SetProcessesFile makes the cards list, as compute processes, the entries of the YAML file
-// at path (ParseSimProcesses), read again on every call. Call it before New.
+// at path (ParseSimProcesses), read again on every call. Not synchronised: call it before
+// the processes are listed.
 func (s *Simulator) SetProcessesFile(path string) { s.procFile = path }
 
 // processInfos is what NVML would list for card i, with NVML's "not available" value for
