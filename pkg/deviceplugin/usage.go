@@ -54,17 +54,19 @@ type usageSample struct {
 
 // sampleUsage lists the processes of every card and charges each to its container: through
 // /proc/<pid>/cgroup to the pod UID and container ID, through the pod informer to the pod
-// and the container's name. Every container of a live GPU-sharing pod (one whose claim, see
-// claimOf, names a card) is in the sample with its grant on each of its cards, whether it
-// runs processes or not; a container of such a pod using memory on a card it holds nothing
-// on is in it with grant 0. Processes of other pods, of the host, or that cannot be mapped
-// are unattributed.
+// and the container's name. Every container of a GPU-sharing pod of the node (one whose
+// claim, see claimOf, names a card; terminating ones too) is in the sample with its grant
+// on each of its cards, whether it runs processes or not; a container of such a pod using
+// memory on a card it holds nothing on is in it with grant 0. Processes of other pods, of
+// the host, or that cannot be mapped are unattributed.
 func (p *Plugin) sampleUsage() usageSample {
 	s := usageSample{at: p.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{}}
 	pods := map[types.UID]*corev1.Pod{}
 	unitBytes := uint64(p.cfg.Unit.MiB) << 20
 	for _, pod := range p.podsOnNode() {
-		if !livePod(pod, p.cfg.NodeName) {
+		// Terminating pods still run their processes: they are charged (not unattributed)
+		// but not judged (judge).
+		if pod.Spec.NodeName != p.cfg.NodeName || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
 		claim := p.claimOf(pod)

@@ -150,8 +150,8 @@ func (w *watchdog) judge(ctx context.Context, s usageSample) {
 	cfg := w.p.cfg.OverGrant
 	evicted := map[types.UID]bool{}
 	for key, u := range s.ctrs {
-		if !s.listed[key.card] {
-			continue
+		if !s.listed[key.card] || u.pod.DeletionTimestamp != nil {
+			continue // a terminating pod is going anyway
 		}
 		if !u.over(cfg.Threshold) {
 			delete(w.episodes, key)

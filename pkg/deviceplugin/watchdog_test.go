@@ -472,3 +472,37 @@ func TestWatchdogAttribution(t *testing.T) {
 		t.Error("a process missing from the proc root was not reported (hostPID hint)")
 	}
 }
+
+// TestWatchdogTerminatingPod: a terminating pod's processes are still charged to it (not
+// unattributed) but it is not judged: no event, no action.
+func TestWatchdogTerminatingPod(t *testing.T) {
+	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05, Action: OverGrantEvict})
+	nb, err := e.client.CoreV1().Pods("default").Get(context.Background(), "nb", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := metav1.NewTime(epoch)
+	nb.DeletionTimestamp = &now
+	if _, err := e.client.CoreV1().Pods("default").Update(context.Background(), nb, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the informer to show nb terminating", func() bool {
+		o, ok, _ := e.plugin.cfg.Pods.GetStore().GetByKey("default/nb")
+		return ok && o.(*corev1.Pod).DeletionTimestamp != nil
+	})
+	e.use(t, [3]int{0, 100, 9000})
+	e.at(t, 0)
+	e.at(t, 60)
+	if ev := e.overGrantEvents(); len(ev) != 0 {
+		t.Errorf("events %q for a terminating pod", ev)
+	}
+	for _, a := range e.client.Actions() {
+		if a.GetSubresource() == "eviction" {
+			t.Errorf("evicted a terminating pod: %v", a)
+		}
+	}
+	body := scrape(t, e.plugin)
+	if !strings.Contains(body, `gpushare_container_gpu_memory_used_bytes{card="0",container="main",namespace="default",node="gpu-node",pod="nb",uuid="`+uuid(0)+`"} 9.437184e+09`) {
+		t.Errorf("/metrics does not charge 9000 MiB to the terminating pod nb")
+	}
+}
