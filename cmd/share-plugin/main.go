@@ -56,7 +56,14 @@ type options struct {
 	cdiKind        string
 	cdiSpecDir     string
 	mpsRoot        string
-	showVersion    bool
+	// The usage watchdog.
+	usageInterval      time.Duration
+	overGrantThreshold float64
+	overGrantGrace     time.Duration
+	overGrantAction    string
+	procRoot           string
+	simulateProcesses  string
+	showVersion        bool
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -82,6 +89,14 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
 		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
+	fs.DurationVar(&o.usageInterval, "usage-interval", 15*time.Second,
+		"how often the usage watchdog lists each card's processes and compares each container's GPU memory with its grant; 0 disables the watchdog (needs hostPID)")
+	fs.Float64Var(&o.overGrantThreshold, "over-grant-threshold", 0.05, "a container is over its grant when it uses more than grant × (1 + this fraction); 0..10")
+	fs.DurationVar(&o.overGrantGrace, "over-grant-grace", time.Minute, "how long a container must stay over its grant before the event and the action")
+	fs.StringVar(&o.overGrantAction, "over-grant-action", string(deviceplugin.OverGrantNone),
+		"what follows the GPUMemoryOverGrant event: none, annotate (pod annotation "+gpushare.AnnotationOverGrant+") or evict (Eviction API; PodDisruptionBudgets apply; needs the pods/eviction RBAC rule)")
+	fs.StringVar(&o.procRoot, "proc-root", "/proc", "where the watchdog reads /proc/<pid>/cgroup of the processes NVML lists (the host's PID namespace)")
+	fs.StringVar(&o.simulateProcesses, "simulate-processes-file", "", "with --simulate/--simulate-file: the simulated cards' processes, a YAML list of {card: <index or UUID>, pid, usedMiB}, read on every watchdog interval; without it the watchdog is off on a simulated node")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 }
 
@@ -135,10 +150,19 @@ func run(ctx context.Context, o options) error {
 	if o.nodeName == "" {
 		return errors.New("--node-name (or GPUSHARE_NODE_NAME) is required")
 	}
+	action, err := deviceplugin.ParseOverGrantAction(o.overGrantAction)
+	if err != nil {
+		return fmt.Errorf("--over-grant-action: %w", err)
+	}
 
 	nv, simulated, err := openNVML(ctx, o)
 	if err != nil {
 		return err
+	}
+	usageInterval := o.usageInterval
+	if simulated && o.simulateProcesses == "" && usageInterval > 0 {
+		klog.InfoS("Usage watchdog off: simulated GPUs run no processes without --simulate-processes-file")
+		usageInterval = 0
 	}
 	defer func() {
 		if err := nv.Shutdown(); err != nil {
@@ -171,6 +195,8 @@ func run(ctx context.Context, o options) error {
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, MPSRoot: o.mpsRoot,
+		UsageInterval: usageInterval, ProcRoot: o.procRoot,
+		OverGrant: deviceplugin.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
 	})
 	if err != nil {
 		return err
@@ -197,8 +223,8 @@ func run(ctx context.Context, o options) error {
 // --simulate-file is set (then also watching the faults file). simulated reports the latter.
 func openNVML(ctx context.Context, o options) (nv gpunvml.Interface, simulated bool, err error) {
 	if o.simulate == "" && o.simulateFile == "" {
-		if o.faultsFile != "" {
-			return nil, false, errors.New("--simulate-faults-file needs --simulate or --simulate-file")
+		if o.faultsFile != "" || o.simulateProcesses != "" {
+			return nil, false, errors.New("--simulate-faults-file and --simulate-processes-file need --simulate or --simulate-file")
 		}
 		c, err := gpunvml.New(gpunvml.SystemLibrary(o.nvmlLibrary))
 		if err != nil {
@@ -225,6 +251,7 @@ func openNVML(ctx context.Context, o options) (nv gpunvml.Interface, simulated b
 	if o.faultsFile != "" {
 		go gpunvml.WatchFaultsFile(ctx, o.faultsFile, time.Second, sim)
 	}
+	sim.SetProcessesFile(o.simulateProcesses)
 	c, err := gpunvml.New(sim.Library())
 	if err != nil {
 		return nil, true, err

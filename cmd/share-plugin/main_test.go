@@ -42,6 +42,14 @@ func TestFlagsAndEnv(t *testing.T) {
 			want: func(o *options) { o.nodeName = "new" },
 		},
 		{
+			name: "usage watchdog flags",
+			env: map[string]string{"GPUSHARE_USAGE_INTERVAL": "0s", "GPUSHARE_OVER_GRANT_THRESHOLD": "0.2", "GPUSHARE_OVER_GRANT_GRACE": "5m",
+				"GPUSHARE_OVER_GRANT_ACTION": "evict", "GPUSHARE_PROC_ROOT": "/host/proc", "GPUSHARE_SIMULATE_PROCESSES_FILE": "/p.yaml"},
+			want: func(o *options) {
+				o.usageInterval, o.overGrantThreshold, o.overGrantGrace, o.overGrantAction, o.procRoot, o.simulateProcesses = 0, 0.2, 5*time.Minute, "evict", "/host/proc", "/p.yaml"
+			},
+		},
+		{
 			name: "empty metrics address disables",
 			env:  map[string]string{"GPUSHARE_METRICS_ADDRESS": ""},
 			want: func(o *options) { o.metricsAddress = "" },

@@ -57,6 +57,14 @@ type Config struct {
 	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
 	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
 	MPSRoot string
+	// UsageInterval is how often the usage watchdog lists the cards' processes and judges
+	// each container against its grant (watchdog.go); 0: no watchdog.
+	UsageInterval time.Duration
+	// OverGrant is the watchdog's threshold, grace and action.
+	OverGrant OverGrant
+	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
+	// needs the host's PID namespace).
+	ProcRoot string
 }
 
 // checkCDIConfig defaults CDIKind and, with the cdi-cri strategy, refuses a kind that is not
@@ -112,6 +120,12 @@ func (c *Config) validate() error {
 	if !filepath.IsAbs(c.MPSRoot) || filepath.Clean(c.MPSRoot) != c.MPSRoot {
 		return fmt.Errorf("MPS root %q: want a clean absolute path", c.MPSRoot)
 	}
+	if c.UsageInterval < 0 {
+		return fmt.Errorf("usage interval %v is negative", c.UsageInterval)
+	}
+	if err := c.OverGrant.validate(); err != nil {
+		return err
+	}
 	if c.Recorder == nil {
 		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event
 	}
@@ -143,6 +157,8 @@ type Plugin struct {
 
 	regMu sync.Mutex
 	isReg bool
+
+	usage *watchdog // runs when UsageInterval > 0
 }
 
 // New discovers the cards through NVML and checks that their fake devices fit in one
@@ -178,6 +194,7 @@ func New(cfg Config) (*Plugin, error) {
 		}, []string{"reason"}),
 		rec: records{},
 	}
+	p.usage = newWatchdog(p)
 	// The informer's events keep the records current between Allocate calls: a pod deleted
 	// soon after it was served (a Deployment scaled down, a namespace removed) frees its
 	// cards at once, even when no Allocate ran while the pod view showed it.

@@ -15,8 +15,8 @@ import (
 // the plugin with kubelet (again after each kubelet restart). It waits for the pod informer
 // to sync before registering, since Allocate reads it, and then rebuilds its record of
 // served pods from their valid allocations (what an earlier process served) and keeps the
-// records of served pods true (keepRecordsTrue). Returns when ctx is done, or early
-// with an error when the informer never syncs or the plugin folder cannot be watched.
+// records of served pods true (keepRecordsTrue) and, with a UsageInterval, runs the usage
+// watchdog. Returns when ctx is done, or early with an error when the informer never syncs or the plugin folder cannot be watched.
 func (p *Plugin) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -55,5 +55,12 @@ func (p *Plugin) Run(ctx context.Context) error {
 		defer wg.Done()
 		p.keepRecordsTrue(ctx)
 	}()
+	if p.cfg.UsageInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.usage.run(ctx)
+		}()
+	}
 	return p.serveAndRegister(ctx)
 }

@@ -5,6 +5,6 @@
 //
 // Compatibility: the names and encodings follow the gpushare protocol that existing pod specs,
 // arena and kubectl-inspect-gpushare read (see docs/protocol.md). Additions of our own
-// (the node inventory, init-container allocation and Allocate progress annotations) use the
-// gpushare.io/ prefix and are ignored by old readers.
+// (the node inventory and usage, init-container allocation, Allocate progress and over-grant
+// annotations) use the gpushare.io/ prefix and are ignored by old readers.
 package gpushare

@@ -85,6 +85,7 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) no
 	for _, d := range inv.Devices {
 		n.Cards = append(n.Cards, cardUsage{Index: d.Index, UUID: d.UUID, Model: d.Model, Total: d.Units, Healthy: d.Healthy})
 	}
+	n.Isolation, n.IsolationLabelled = isolation(node, &n.Warnings)
 	for _, p := range pods {
 		pod, warn, ok := buildPod(p, res)
 		if warn != "" {
@@ -100,6 +101,9 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) no
 		}
 	}
 	sort.Slice(n.Cards, func(i, j int) bool { return n.Cards[i].Index < n.Cards[j].Index })
+	if v, ok := node.Annotations[gpushare.AnnotationNodeUsage]; ok {
+		n.addUsage(v)
+	}
 	sort.Slice(n.Pods, func(i, j int) bool {
 		if n.Pods[i].Namespace != n.Pods[j].Namespace {
 			return n.Pods[i].Namespace < n.Pods[j].Namespace
@@ -136,7 +140,7 @@ func (n *nodeUsage) addToCard(pc podCard) {
 // buildPod reads one pod's placement. ok is false for pods that neither request res.Mem nor
 // carry a card annotation. warn describes an unreadable request or annotation.
 func buildPod(p *corev1.Pod, res gpushare.Resources) (pod podUsage, warn string, ok bool) {
-	pod = podUsage{Name: p.Name, Namespace: p.Namespace, Cards: []podCard{}}
+	pod = podUsage{Name: p.Name, Namespace: p.Namespace, Cards: []podCard{}, uid: p.UID}
 	req, reqErr := res.PodRequest(p)
 	alloc, placed, allocErr := res.ReadAllocation(p)
 	switch {
@@ -168,6 +172,77 @@ func buildPod(p *corev1.Pod, res gpushare.Resources) (pod podUsage, warn string,
 		return podUsage{}, warn, false
 	}
 	return pod, warn, true
+}
+
+// isolation reads the node's gpushare.io/isolation label (gpushare.ParseIsolation): its
+// mode, "invalid" (with a warning) for a value it does not know, and whether the label is
+// set at all.
+func isolation(node *corev1.Node, warnings *[]string) (string, bool) {
+	v, labelled := node.Labels[gpushare.LabelIsolation]
+	mode, err := gpushare.ParseIsolation(v)
+	if err != nil {
+		*warnings = append(*warnings, fmt.Sprintf("node %s: %v", node.Name, err))
+		return "invalid", labelled
+	}
+	return string(mode), labelled
+}
+
+// addUsage adds share-plugin's usage annotation (value v) to the node's cards and pods: per
+// card the unattributed MiB, per pod and card the sum of its containers' MiB. A value that
+// does not parse is a warning and adds nothing; cards the inventory does not list and pods
+// not on the node (matched by UID) are skipped.
+func (n *nodeUsage) addUsage(v string) {
+	u, err := gpushare.ParseUsage(v)
+	if err != nil {
+		n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: %v (usage not shown)", n.Name, err))
+		return
+	}
+	t := u.Time
+	n.UsageTime = &t
+	pods := map[types.UID]*podUsage{}
+	for i := range n.Pods {
+		pods[n.Pods[i].uid] = &n.Pods[i]
+	}
+	for _, cu := range u.Cards {
+		ci := -1
+		for i, c := range n.Cards {
+			if c.UUID != "" && c.UUID == cu.UUID {
+				ci = i
+			}
+		}
+		if ci < 0 {
+			continue
+		}
+		idx := n.Cards[ci].Index
+		un := cu.UnattributedMiB
+		n.Cards[ci].UnattributedMiB = &un
+		for _, pu := range cu.Pods {
+			pod := pods[pu.UID]
+			if pod == nil || pod.Namespace != pu.Namespace || pod.Name != pu.Name {
+				continue
+			}
+			var used int64
+			unknown := false
+			for _, c := range pu.Containers {
+				used += c.UsedMiB
+				unknown = unknown || c.Unknown
+			}
+			pod.setUsed(idx, used, unknown)
+		}
+	}
+}
+
+// setUsed records the pod's use on card index, adding the card (0 units) when the pod
+// holds nothing there.
+func (p *podUsage) setUsed(index int, mib int64, unknown bool) {
+	for i := range p.Cards {
+		if p.Cards[i].Index == index {
+			p.Cards[i].UsedMiB, p.Cards[i].UsedUnknown = &mib, unknown
+			return
+		}
+	}
+	p.Cards = append(p.Cards, podCard{Index: index, UsedMiB: &mib, UsedUnknown: unknown})
+	sort.Slice(p.Cards, func(i, j int) bool { return p.Cards[i].Index < p.Cards[j].Index })
 }
 
 // nodeAddress is the node's InternalIP, else its first address, else "unknown" (the old

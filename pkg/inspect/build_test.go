@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -127,7 +128,7 @@ func TestBuildPod(t *testing.T) {
 			if !ok {
 				return
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreUnexported(podUsage{})); diff != "" {
 				t.Errorf("pod (-want,+got):\n%s", diff)
 			}
 		})
@@ -154,11 +155,12 @@ func TestBuildSkipsAndDeduplicates(t *testing.T) {
 			Name: "gpu", IPAddress: "10.0.0.1", Unit: gpushare.GiB, InventorySource: gpushare.FromAnnotation,
 			Cards:     []cardUsage{{Index: 0, UUID: "GPU-a", Model: "Tesla V100", Total: 16, Allocated: 4, Healthy: true}},
 			Allocated: 4, Total: 16, Percent: 25,
-			Pods: []podUsage{{Name: "a", Namespace: "ns", Cards: []podCard{{Index: 0, Allocated: 4}}, Allocated: 4}},
+			Pods:      []podUsage{{Name: "a", Namespace: "ns", Cards: []podCard{{Index: 0, Allocated: 4}}, Allocated: 4}},
+			Isolation: "none",
 		}},
 		Totals: sums{Unit: gpushare.GiB, Allocated: 4, Total: 16, Percent: 25},
 	}
-	if diff := cmp.Diff(want, m); diff != "" {
+	if diff := cmp.Diff(want, m, cmpopts.IgnoreUnexported(podUsage{})); diff != "" {
 		t.Errorf("model (-want,+got):\n%s", diff)
 	}
 }

@@ -55,6 +55,17 @@ func (b *nodeB) Allocatable(mem, count int64) *nodeB {
 }
 
 func (b *nodeB) Annotate(k, v string) *nodeB { b.n.Annotations[k] = v; return b }
+func (b *nodeB) Label(k, v string) *nodeB    { b.n.Labels[k] = v; return b }
+
+// Usage sets share-plugin's usage annotation.
+func (b *nodeB) Usage(t *testing.T, u gpushare.Usage) *nodeB {
+	t.Helper()
+	s, err := u.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Annotate(gpushare.AnnotationNodeUsage, s)
+}
 
 func (b *nodeB) Obj() *corev1.Node { n := b.n.DeepCopy(); return n }
 

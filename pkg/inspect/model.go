@@ -1,6 +1,12 @@
 package inspect
 
-import "github.com/gpushare/gpushare/pkg/gpushare"
+import (
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
 
 // model is the occupancy of the GPU-sharing nodes: what every output form prints. Its JSON
 // field names are a stable interface (documented in docs/inspect.md); add fields, never
@@ -33,6 +39,15 @@ type nodeUsage struct {
 	Total            int64                    `json:"total"`            // sum of healthy cards' Total (an unhealthy card takes no pods)
 	Percent          int64                    `json:"percent"`          // floor(100*Allocated/Total)
 	Pods             []podUsage               `json:"pods"`
+	// Isolation is the node's gpushare.io/isolation label: "none" (also without the label),
+	// "mps", or "invalid" for any other value (a warning names it).
+	Isolation string `json:"isolation"`
+	// IsolationLabelled: the node carries the label (the details view then shows it).
+	IsolationLabelled bool `json:"-"`
+	// UsageTime is when share-plugin's usage watchdog last listed the node's processes
+	// (gpushare.io/gpu-usage); absent without that annotation. The usedMiB fields below
+	// come from the same sample.
+	UsageTime *time.Time `json:"usageTime,omitempty"`
 	// Warnings are problems found while reading the node and its pods (malformed
 	// annotations); the numbers above are still the best reading.
 	Warnings []string `json:"warnings,omitempty"`
@@ -49,6 +64,9 @@ type cardUsage struct {
 	// Missing marks a card index that pods' annotations name but the node's inventory does
 	// not list (stale annotation, card removed); its Total is 0.
 	Missing bool `json:"missing,omitempty"`
+	// UnattributedMiB is the memory processes of no GPU-sharing pod use on the card
+	// (usage watchdog); absent without usage data for the card.
+	UnattributedMiB *int64 `json:"unattributedMiB,omitempty"`
 }
 
 // podUsage is a pod bound to a node that holds or waits for gpu-mem on it.
@@ -58,14 +76,21 @@ type podUsage struct {
 	Cards     []podCard `json:"cards"` // per card, app/init/sidecar containers combined
 	// PendingAllocated is the pod's gpu-mem when it is bound but carries no card annotation
 	// yet (counted under PENDING(Allocated)); 0 otherwise.
-	PendingAllocated int64 `json:"pendingAllocated"`
-	Allocated        int64 `json:"allocated"` // sum of Cards + PendingAllocated
+	PendingAllocated int64     `json:"pendingAllocated"`
+	Allocated        int64     `json:"allocated"` // sum of Cards + PendingAllocated
+	uid              types.UID // matches the usage annotation's pods
 }
 
-// podCard is what one pod holds on one card.
+// podCard is what one pod holds on one card and, with usage data, what its containers use
+// there. A card the pod uses but holds nothing on appears with Allocated 0.
 type podCard struct {
 	Index     int   `json:"index"`
 	Allocated int64 `json:"allocated"`
+	// UsedMiB sums the pod's containers' use on the card (usage watchdog); absent when
+	// the node's usage annotation does not list the pod on the card.
+	UsedMiB *int64 `json:"usedMiB,omitempty"`
+	// UsedUnknown: NVML could not measure some of the processes; UsedMiB is a lower bound.
+	UsedUnknown bool `json:"usedUnknown,omitempty"`
 }
 
 // maxCardColumns is one more than the highest card index on the node (0 without cards):
@@ -88,6 +113,16 @@ func (n nodeUsage) card(index int) (cardUsage, bool) {
 		}
 	}
 	return cardUsage{}, false
+}
+
+// card returns the pod's entry for card index.
+func (p podUsage) card(index int) (podCard, bool) {
+	for _, c := range p.Cards {
+		if c.Index == index {
+			return c, true
+		}
+	}
+	return podCard{}, false
 }
 
 // units returns the pod's units on card index (0 when it holds none there).

@@ -3,7 +3,9 @@ package inspect
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // renderDetails writes the compatible `-d` form: for each node
@@ -32,7 +34,7 @@ func renderDetails(w io.Writer, m model) error {
 			suffix = n.Unit.String()
 		}
 		b.WriteString("\n")
-		b.Write(table([]string{"NAME:\t" + n.Name, "IPADDRESS:\t" + n.IPAddress}))
+		b.Write(table(nodeHeader(n)))
 		b.WriteString("\n")
 
 		cols := n.maxCardColumns()
@@ -48,7 +50,7 @@ func renderDetails(w io.Writer, m model) error {
 		for _, p := range n.Pods {
 			row := []string{p.Name, p.Namespace}
 			for i := 0; i < cols; i++ {
-				row = append(row, fmt.Sprint(p.units(i)))
+				row = append(row, fmt.Sprint(p.units(i))+usedNote(p, i))
 			}
 			if pending {
 				row = append(row, fmt.Sprint(p.PendingAllocated))
@@ -68,4 +70,51 @@ func renderDetails(w io.Writer, m model) error {
 	b.Write(table([]string{clusterHeader + "\t" + clusterLine(m, mixed)}))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// nodeHeader is the NAME and IPADDRESS lines, then ISOLATION when the node carries the
+// gpushare.io/isolation label, and USAGE with the sample time (and each card's unattributed
+// memory when there is any) when share-plugin publishes usage.
+func nodeHeader(n nodeUsage) []string {
+	lines := []string{"NAME:\t" + n.Name, "IPADDRESS:\t" + n.IPAddress}
+	if n.IsolationLabelled {
+		lines = append(lines, "ISOLATION:\t"+n.Isolation)
+	}
+	if n.UsageTime != nil {
+		usage := "sampled " + n.UsageTime.UTC().Format(time.RFC3339)
+		var un []string
+		for _, c := range n.Cards {
+			if c.UnattributedMiB != nil && *c.UnattributedMiB > 0 {
+				un = append(un, fmt.Sprintf("GPU%d %s", c.Index, mibString(*c.UnattributedMiB)))
+			}
+		}
+		if len(un) > 0 {
+			usage += "; used by no GPU-sharing pod: " + strings.Join(un, ", ")
+		}
+		lines = append(lines, "USAGE:\t"+usage)
+	}
+	return lines
+}
+
+// usedNote is " (used 5.2GiB)" for a pod whose use on card index the node's usage
+// annotation reports, "" otherwise; ">=" marks a lower bound (NVML could not measure some
+// processes).
+func usedNote(p podUsage, index int) string {
+	c, ok := p.card(index)
+	if !ok || c.UsedMiB == nil {
+		return ""
+	}
+	atLeast := ""
+	if c.UsedUnknown {
+		atLeast = ">="
+	}
+	return " (used " + atLeast + mibString(*c.UsedMiB) + ")"
+}
+
+// mibString writes MiB as MiB below 1 GiB, else as GiB with one decimal ("5.2GiB", "4GiB").
+func mibString(mib int64) string {
+	if mib < 1024 {
+		return strconv.FormatInt(mib, 10) + "MiB"
+	}
+	return strings.TrimSuffix(strconv.FormatFloat(float64(mib)/1024, 'f', 1, 64), ".0") + "GiB"
 }

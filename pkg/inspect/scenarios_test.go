@@ -2,6 +2,7 @@ package inspect
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -106,4 +107,41 @@ func pendingScenario(t *testing.T) []runtime.Object {
 		failedScheduling(big, "big.2", 5, "0/2 nodes are available: 1 gpu-mem: need 10 on one card; largest free 2, 1 node(s) didn't match Pod's node affinity/selector.", true),
 		failedScheduling(pair, "pair.1", 3, "0/2 nodes are available: 1 gpu-mem: need 4 on each of 2 cards; 1 card has 4 free.", false),
 	)
+}
+
+// usageScenario: gpu-w (two T4s, label isolation=mps) publishes usage sampled at
+// 2026-11-24T06:00:00Z. "nb" holds 4 on card 0 and its containers use 5000 + 324 = 5324 MiB
+// (5.2GiB) there; "stray" holds 2 on card 0 (uses 1.5GiB) and uses 10 MiB on card 1, where it
+// holds nothing; "ok" holds 4 on card 1 and NVML could not measure one of its processes
+// (>=1000MiB); "fresh" (1 on card 1) started after the sample, and the usage of an earlier pod
+// of its name (another UID) is not charged to it: no usage shown. Processes of no sharing
+// pod use 300 MiB on card 0. Allocation: card 0 6/14, card 1 5/14 → 11/28 (39%). gpu-x has an
+// unknown isolation label and a usage annotation of an unknown version: both warnings, no
+// usage shown, isolation "invalid".
+func usageScenario(t *testing.T) []runtime.Object {
+	at := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	ctrs := func(c ...gpushare.ContainerUsage) []gpushare.ContainerUsage { return c }
+	u := gpushare.Usage{Version: gpushare.UsageVersion, Time: at, Cards: []gpushare.CardUsage{
+		{Index: 0, UUID: "GPU-t4-a", UnattributedMiB: 300, Pods: []gpushare.PodUsage{
+			{Namespace: "ml", Name: "nb", UID: "ml-nb", Containers: ctrs(gpushare.ContainerUsage{Name: "c0", UsedMiB: 5000}, gpushare.ContainerUsage{Name: "c1", UsedMiB: 324})},
+			{Namespace: "ml", Name: "stray", UID: "ml-stray", Containers: ctrs(gpushare.ContainerUsage{Name: "c0", UsedMiB: 1536})},
+			// A pod of the same name, re-created since (another UID): not charged.
+			{Namespace: "ml", Name: "fresh", UID: "ml-fresh-old", Containers: ctrs(gpushare.ContainerUsage{Name: "c0", UsedMiB: 9999})},
+		}},
+		{Index: 1, UUID: "GPU-t4-b", Pods: []gpushare.PodUsage{
+			{Namespace: "ml", Name: "ok", UID: "ml-ok", Containers: ctrs(gpushare.ContainerUsage{Name: "c0", UsedMiB: 1000, Unknown: true})},
+			{Namespace: "ml", Name: "stray", UID: "ml-stray", Containers: ctrs(gpushare.ContainerUsage{Name: "c0", UsedMiB: 10})},
+		}},
+	}}
+	return []runtime.Object{
+		makeNode("gpu-w", "10.0.0.7").Sharing().Inventory(t, gpushare.GiB, t4(0), t4(1)).
+			Label(gpushare.LabelIsolation, string(gpushare.IsolationMPS)).Usage(t, u).Obj(),
+		makeNode("gpu-x", "10.0.0.8").Sharing().Inventory(t, gpushare.GiB, t4(0)).
+			Label(gpushare.LabelIsolation, "gvisor").Annotate(gpushare.AnnotationNodeUsage, `{"version":9,"cards":[]}`).Obj(),
+		makePod("ml", "nb").Node("gpu-w").GPU(2, 0).GPU(2, 0).Alloc(`{"0":{"0":2},"1":{"0":2}}`).Obj(),
+		makePod("ml", "stray").Node("gpu-w").GPU(2, 0).Alloc(`{"0":{"0":2}}`).Obj(),
+		makePod("ml", "ok").Node("gpu-w").GPU(4, 0).Alloc(`{"0":{"1":4}}`).Obj(),
+		makePod("ml", "fresh").Node("gpu-w").GPU(1, 0).Alloc(`{"0":{"1":1}}`).Obj(),
+		makePod("ml", "other").Node("gpu-x").GPU(1, 0).Alloc(`{"0":{"0":1}}`).Obj(),
+	}
 }

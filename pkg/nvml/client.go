@@ -5,6 +5,7 @@ package nvml
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"k8s.io/klog/v2"
@@ -97,6 +98,40 @@ func (c *Client) UsedMemoryMiB(index int) (int64, error) {
 		return 0, fmt.Errorf("reading memory of NVML device %d: %v", index, ret)
 	}
 	return int64(mem.Used >> 20), nil
+}
+
+// Processes lists the compute and graphics processes of card index, one entry per PID
+// (mergeProcesses). A list the card does not support (ERROR_NOT_SUPPORTED) is empty.
+func (c *Client) Processes(index int) ([]Process, error) {
+	h, ret := c.lib.DeviceGetHandleByIndex(index)
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("getting NVML device %d: %v", index, ret)
+	}
+	lists := make([][]Process, 0, 2)
+	for _, l := range []struct {
+		kind string
+		get  func() ([]nvml.ProcessInfo, nvml.Return)
+	}{{"compute", h.GetComputeRunningProcesses}, {"graphics", h.GetGraphicsRunningProcesses}} {
+		infos, ret := l.get()
+		switch ret {
+		case nvml.SUCCESS:
+		case nvml.ERROR_NOT_SUPPORTED:
+			continue
+		default:
+			return nil, fmt.Errorf("listing %s processes of NVML device %d: %v", l.kind, index, ret)
+		}
+		procs := make([]Process, 0, len(infos))
+		for _, in := range infos {
+			p := Process{PID: in.Pid}
+			// NVML_VALUE_NOT_AVAILABLE is -1 as an unsigned long long: unknown, not 16 EiB.
+			if in.UsedGpuMemory != uint64(math.MaxUint64) {
+				p.UsedBytes, p.UsedKnown = in.UsedGpuMemory, true
+			}
+			procs = append(procs, p)
+		}
+		lists = append(lists, procs)
+	}
+	return mergeProcesses(lists...), nil
 }
 
 // WatchFaults registers every card for critical XID events and forwards the ones that are

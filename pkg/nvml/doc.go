@@ -1,6 +1,7 @@
 // Package nvml is the only package that imports github.com/NVIDIA/go-nvml. It exposes the
 // narrow view share-plugin needs: the cards of the node (NVML index, UUID, product name,
-// total memory in MiB), a watch for critical XID events, and used memory per card.
+// total memory in MiB), a watch for critical XID events, used memory per card, and the
+// processes holding memory on each card (for share-plugin's usage watchdog).
 //
 // The same code runs over the real driver library (SystemLibrary) and over a simulated node
 // built on go-nvml's mock package (NewSimulator), so machines without GPUs exercise the

@@ -23,9 +23,15 @@ func SystemLibrary(string) Library { return noLibrary{} }
 
 // Simulator is a node with simulated cards; InjectXID raises an XID as the driver would.
 type Simulator struct {
-	devices []Device
-	events  chan Fault
+	devices  []Device
+	events   chan Fault
+	procFile string
 }
+
+// SetProcessesFile makes the cards list the processes of the YAML file at path
+// (ParseSimProcesses), read again on every call. Not synchronised: call it before the
+// processes are listed.
+func (s *Simulator) SetProcessesFile(path string) { s.procFile = path }
 
 // NewSimulator builds the simulated node. Cards without a UUID get SimulatedUUID(node, i).
 func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
@@ -78,6 +84,13 @@ func (c simClient) UsedMemoryMiB(index int) (int64, error) {
 		return 0, fmt.Errorf("simulated card %d does not exist", index)
 	}
 	return 0, nil
+}
+
+func (c simClient) Processes(index int) ([]Process, error) {
+	if index < 0 || index >= len(c.s.devices) {
+		return nil, fmt.Errorf("simulated card %d does not exist", index)
+	}
+	return simProcessesOf(c.s.procFile, c.s.devices, index)
 }
 
 func (c simClient) WatchFaults(ctx context.Context, out chan<- Fault) error {

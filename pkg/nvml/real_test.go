@@ -48,6 +48,23 @@ func TestRealNVML(t *testing.T) {
 		if used < 0 || used > d.MemoryMiB {
 			t.Errorf("card %d: used %d MiB of %d", i, used, d.MemoryMiB)
 		}
+		// The usage watchdog's listing: compute and graphics, one entry per PID, each
+		// process's memory no larger than the card (or unknown).
+		procs, err := c.Processes(d.Index)
+		if err != nil {
+			t.Errorf("card %d processes: %v", i, err)
+		}
+		seen := map[uint32]bool{}
+		for _, p := range procs {
+			t.Logf("card %d: pid %d used %d bytes (known %v)", i, p.PID, p.UsedBytes, p.UsedKnown)
+			if seen[p.PID] || p.PID == 0 {
+				t.Errorf("card %d: PID %d listed twice or zero", i, p.PID)
+			}
+			seen[p.PID] = true
+			if p.UsedKnown && p.UsedBytes > uint64(d.MemoryMiB)<<20 {
+				t.Errorf("card %d: pid %d uses %d bytes, more than the card's %d MiB", i, p.PID, p.UsedBytes, d.MemoryMiB)
+			}
+		}
 	}
 
 	// The XID watch must set up on real hardware and end cleanly when its context does.

@@ -4,10 +4,12 @@ package nvml
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"k8s.io/klog/v2"
 )
 
 // Simulator is a node with simulated cards, built on go-nvml's mock so Client runs unchanged
@@ -15,7 +17,10 @@ import (
 type Simulator struct {
 	lib     *mock.Interface
 	devices []*mock.Device
+	cards   []Device // what devices report, for the processes file
 	events  chan nvml.EventData
+	// procFile is the simulated processes file (SetProcessesFile); empty: no processes.
+	procFile string
 }
 
 // NewSimulator builds the simulated node. Cards without a UUID get SimulatedUUID(node, i).
@@ -28,7 +33,10 @@ func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
 		if c.UUID == "" {
 			c.UUID = SimulatedUUID(node, i)
 		}
-		s.devices = append(s.devices, newSimDevice(i, c))
+		s.cards = append(s.cards, Device{Index: i, UUID: c.UUID, Model: c.Model, MemoryMiB: c.MemoryMiB})
+		d := newSimDevice(i, c)
+		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return s.processInfos(i) }
+		s.devices = append(s.devices, d)
 	}
 	s.lib = &mock.Interface{
 		InitFunc:        func() nvml.Return { return nvml.SUCCESS },
@@ -63,7 +71,35 @@ func newSimDevice(i int, c SimCard) *mock.Device {
 			return nvml.EventTypeXidCriticalError, nvml.SUCCESS
 		},
 		RegisterEventsFunc: func(uint64, nvml.EventSet) nvml.Return { return nvml.SUCCESS },
+		GetGraphicsRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+			return nil, nvml.SUCCESS
+		},
 	}
+}
+
+// SetProcessesFile makes the cards list, as compute processes, the entries of the YAML file
+// at path (ParseSimProcesses), read again on every call. Not synchronised: call it before
+// the processes are listed.
+func (s *Simulator) SetProcessesFile(path string) { s.procFile = path }
+
+// processInfos is what NVML would list for card i, with NVML's "not available" value for
+// an entry without usedMiB. An unreadable file is logged and reported as NVML's
+// ERROR_UNKNOWN.
+func (s *Simulator) processInfos(i int) ([]nvml.ProcessInfo, nvml.Return) {
+	procs, err := simProcessesOf(s.procFile, s.cards, i)
+	if err != nil {
+		klog.ErrorS(err, "Reading simulated processes")
+		return nil, nvml.ERROR_UNKNOWN
+	}
+	out := make([]nvml.ProcessInfo, 0, len(procs))
+	for _, p := range procs {
+		used := uint64(math.MaxUint64)
+		if p.UsedKnown {
+			used = p.UsedBytes
+		}
+		out = append(out, nvml.ProcessInfo{Pid: p.PID, UsedGpuMemory: used})
+	}
+	return out, nvml.SUCCESS
 }
 
 func (s *Simulator) eventSet() nvml.EventSet {

@@ -22,12 +22,26 @@ type Fault struct {
 	XID uint64
 }
 
+// Process is one process holding memory on a card, as NVML lists it.
+type Process struct {
+	PID uint32 // in the host's PID namespace
+	// UsedBytes is the card memory the process holds; meaningful only when UsedKnown.
+	UsedBytes uint64
+	// UsedKnown is false when NVML cannot tell the process's memory (it reports
+	// NVML_VALUE_NOT_AVAILABLE, e.g. on Windows WDDM or for some MIG and vGPU setups): the
+	// process is listed but its use is unknown, not huge.
+	UsedKnown bool
+}
+
 // Interface is what share-plugin needs from NVML.
 type Interface interface {
 	// Devices lists the cards in NVML index order.
 	Devices() ([]Device, error)
 	// UsedMemoryMiB returns the memory in use on the card with the given NVML index, in MiB.
 	UsedMemoryMiB(index int) (int64, error)
+	// Processes lists the processes running on the card with the given NVML index, compute
+	// and graphics together, one entry per PID in ascending PID order.
+	Processes(index int) ([]Process, error)
 	// WatchFaults sends a Fault on out for every critical, non-application XID until ctx is
 	// done. It returns nil when ctx ends and an error when the watch cannot be set up.
 	WatchFaults(ctx context.Context, out chan<- Fault) error

@@ -88,19 +88,28 @@ func TestChartTopologies(t *testing.T) {
 // TestChartMatchesDeploy: the chart grants each component exactly what deploy/ grants, and
 // its admission policies are deploy/admission's, so the two install paths cannot drift.
 func TestChartMatchesDeploy(t *testing.T) {
+	evict := "sharePlugin.watchdog.overGrantAction=evict"
 	tests := []struct {
 		topology, deployFile, sa string
+		sets                     []string
+		extraDeploy              string // applied beside deployFile with these values
 	}{
-		{"extender", "extender/rbac.yaml", extenderSA},
-		{"extender", "share-plugin/rbac.yaml", sharePluginSA},
-		{"scheduler", "gpushare-scheduler/rbac.yaml", gpushareSchedulerSA},
-		{"scheduler", "share-plugin/rbac.yaml", sharePluginSA},
+		{"extender", "extender/rbac.yaml", extenderSA, nil, ""},
+		{"extender", "share-plugin/rbac.yaml", sharePluginSA, nil, ""},
+		{"scheduler", "gpushare-scheduler/rbac.yaml", gpushareSchedulerSA, nil, ""},
+		{"scheduler", "share-plugin/rbac.yaml", sharePluginSA, nil, ""},
+		{"extender", "share-plugin/rbac.yaml", sharePluginSA, []string{evict}, "share-plugin/rbac-evict.yaml"},
+		{"scheduler", "share-plugin/rbac.yaml", sharePluginSA, []string{evict}, "share-plugin/rbac-evict.yaml"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.topology+"/"+tt.deployFile, func(t *testing.T) {
-			file := writeChart(t, render(t, "kube-system", []string{"topology=" + tt.topology}))
-			if diff := cmp.Diff(grants(t, tt.deployFile, tt.sa), grants(t, file, tt.sa)); diff != "" {
-				t.Errorf("grants of %s: deploy/%s (-) vs chart (+):\n%s", tt.sa, tt.deployFile, diff)
+		t.Run(strings.Join(append([]string{tt.topology, tt.deployFile}, tt.sets...), "/"), func(t *testing.T) {
+			file := writeChart(t, render(t, "kube-system", append([]string{"topology=" + tt.topology}, tt.sets...)))
+			deployFile := tt.deployFile
+			if tt.extraDeploy != "" {
+				deployFile = joinFiles(t, tt.deployFile, tt.extraDeploy)
+			}
+			if diff := cmp.Diff(grants(t, deployFile, tt.sa), grants(t, file, tt.sa)); diff != "" {
+				t.Errorf("grants of %s: deploy/%s %s (-) vs chart (+):\n%s", tt.sa, tt.deployFile, tt.extraDeploy, diff)
 			}
 		})
 	}
@@ -121,6 +130,25 @@ func TestChartMatchesDeploy(t *testing.T) {
 			t.Errorf("binding %s: deploy/admission (-) vs chart (+):\n%s", name, diff)
 		}
 	}
+}
+
+// joinFiles writes the deploy/ files into one manifest file, as kubectl applies them together.
+func joinFiles(t *testing.T, files ...string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(raw)
+		b.WriteString("\n---\n")
+	}
+	out := filepath.Join(t.TempDir(), "joined.yaml")
+	if err := os.WriteFile(out, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // writeChart writes the rendered objects into one manifest file for the deploy/ helpers.

@@ -157,6 +157,10 @@ func TestRBAC(t *testing.T) {
 			"core/nodes/status patch",
 			"core/pods list", "core/pods patch", "core/pods watch",
 		}},
+		// --over-grant-action=evict only: apart, since the node-scope policy cannot check it.
+		{"share-plugin evict", "share-plugin/rbac-evict.yaml", sharePluginSA, []string{
+			"core/pods/eviction create",
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,63 @@
+package deviceplugin
+
+import (
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// usageCollector exports the watchdog's last sample. Built from the sample at scrape time,
+// a container or pod that is gone leaves no series behind. Cards are labelled as in
+// gpushare_plugin_card_served_units and the extender's per-card metrics: card is the NVML
+// index, uuid the card's UUID (which gpushare_card_* carry too, for joins).
+type usageCollector struct {
+	w            *watchdog
+	used         *prometheus.Desc
+	granted      *prometheus.Desc
+	unattributed *prometheus.Desc
+}
+
+func newUsageCollector(w *watchdog) *usageCollector {
+	ctr := []string{"node", "namespace", "pod", "container", "card", "uuid"}
+	return &usageCollector{
+		w: w,
+		used: prometheus.NewDesc("gpushare_container_gpu_memory_used_bytes",
+			"GPU memory the processes of a container use on a card, as NVML reports them (processes NVML cannot measure count 0).", ctr, nil),
+		granted: prometheus.NewDesc("gpushare_container_gpu_memory_granted_bytes",
+			"GPU memory a container was granted on a card: its gpu-mem units there times the memory unit (0: it uses a card it holds nothing on).", ctr, nil),
+		unattributed: prometheus.NewDesc("gpushare_card_unattributed_memory_used_bytes",
+			"GPU memory used on a card by processes of no GPU-sharing pod of the node (host processes, pods that requested no gpu-mem, processes whose cgroup could not be read).",
+			[]string{"node", "card", "uuid"}, nil),
+	}
+}
+
+func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.used
+	ch <- c.granted
+	ch <- c.unattributed
+	c.w.overGrant.Describe(ch)
+}
+
+func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
+	c.w.overGrant.Collect(ch)
+	c.w.mu.Lock()
+	s := c.w.last
+	c.w.mu.Unlock()
+	if s == nil {
+		return
+	}
+	node := c.w.p.cfg.NodeName
+	for _, u := range s.ctrs {
+		l := []string{node, u.pod.Namespace, u.pod.Name, u.container, strconv.Itoa(u.card.Index), u.card.UUID}
+		ch <- prometheus.MustNewConstMetric(c.granted, prometheus.GaugeValue, float64(u.granted), l...)
+		if s.listed[u.card.Index] {
+			ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(u.used), l...)
+		}
+	}
+	for _, card := range c.w.p.cards.list {
+		if s.listed[card.Index] {
+			ch <- prometheus.MustNewConstMetric(c.unattributed, prometheus.GaugeValue, float64(s.unattributed[card.Index]),
+				node, strconv.Itoa(card.Index), card.UUID)
+		}
+	}
+}
