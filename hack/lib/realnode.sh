@@ -206,6 +206,7 @@ start_gpu_source() {
       --simulate "$SIMULATE" \
       --device-list-strategy "$DEVICE_LIST_STRATEGY" \
       --cdi-spec-dir "$CDI_DIR" \
+      --simulate-processes-file "$STATE/gpu-processes.yaml" \
       --device-plugin-dir "$KUBELET_DIR/device-plugins" \
       --pod-resources-socket "$KUBELET_DIR/pod-resources/kubelet.sock" \
       --metrics-address "127.0.0.1:$SHARE_PLUGIN_METRICS_PORT"
