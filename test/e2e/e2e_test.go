@@ -25,6 +25,7 @@ func TestRealNodeTwoCards(t *testing.T)          { CaseRealNodeTwoCards(t, env) 
 func TestKubeletRestart(t *testing.T)            { CaseKubeletRestart(t, env) }
 func TestCDIHandover(t *testing.T)               { CaseCDIHandover(t, env) }
 func TestUsageWatchdog(t *testing.T)             { CaseUsageWatchdog(t, env) }
+func TestMPSIsolation(t *testing.T)              { CaseMPSIsolation(t, env) }
 func TestChaosExtenderKills(t *testing.T)        { CaseChaosExtenderKills(t, env) }
 func TestChaosDelayedBinding(t *testing.T)       { CaseChaosDelayedBinding(t, env) }
 func TestChaosTenantEdits(t *testing.T)          { CaseChaosTenantEdits(t, env) }

@@ -1,6 +1,7 @@
 // Command gpuenv stands in for a GPU notebook in the demo and e2e images: it prints the
-// GPU-related environment the device plugin's Allocate injected (NVIDIA_VISIBLE_DEVICES and
-// every ALIYUN_COM_GPU_MEM_* variable, one KEY=value line each, sorted), plus
+// GPU-related environment the device plugin's Allocate injected (NVIDIA_VISIBLE_DEVICES,
+// every ALIYUN_COM_GPU_MEM_* and, on MPS nodes, CUDA_MPS_* variable, one KEY=value line each,
+// sorted), plus
 // GPUSHARE_SIMULATED_GPUS=<UUIDs> when the runtime mounted simulated cards from their CDI spec
 // (the cdi-cri strategy), and then sleeps until SIGTERM or SIGINT, so `kubectl logs` shows
 // what the container got.
@@ -31,6 +32,10 @@ func main() {
 // derived from the protocol package so new variables are printed without a change here.
 var memPrefix = strings.TrimSuffix(gpushare.EnvIndex, "IDX")
 
+// mpsPrefix is the common prefix of the MPS client variables share-plugin sets on nodes
+// labelled gpushare.io/isolation=mps.
+var mpsPrefix = strings.TrimSuffix(gpushare.EnvMPSPipeDirectory, "PIPE_DIRECTORY")
+
 // simulatedLine is the line printed for the simulated cards found in gpushare.SimulatedGPUDir.
 const simulatedLine = "GPUSHARE_SIMULATED_GPUS"
 
@@ -59,7 +64,7 @@ func printEnv(w io.Writer, env, simulated []string) {
 	}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == gpushare.EnvVisibleDevices || strings.HasPrefix(k, memPrefix) {
+		if k == gpushare.EnvVisibleDevices || strings.HasPrefix(k, memPrefix) || strings.HasPrefix(k, mpsPrefix) {
 			out = append(out, kv)
 		}
 	}

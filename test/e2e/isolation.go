@@ -1,0 +1,87 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// CaseMPSIsolation: the real node labelled gpushare.io/isolation=mps, with two simulated T4s
+// whose MPS daemon folders are ready. A one-card container gets its MPS memory limit (its
+// grant) and its card's daemon folders; a container asking for two cards is kept off the node
+// by the scheduler side with the isolation reason; inspect shows the mode. No MPS daemon runs
+// here (no GPU): this checks the label's path through the extender and share-plugin.
+func CaseMPSIsolation(t *testing.T, e *Env) {
+	if e.RealNode == "" {
+		t.Skip("no real node: " + e.NoRealNodeWhy)
+	}
+	requireBinary(t, e, "extender")
+	requireBinary(t, e, "share-plugin")
+	requireBinary(t, e, "kubectl-inspect-gpushare")
+	ctx := testContext(t, 5*time.Minute)
+	root := filepath.Join(e.cfg.state, "mps")
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	inv := restartSharePlugin(ctx, t, e, "t4:2", "GPUSHARE_MPS_ROOT="+root)
+	for _, d := range inv.Devices {
+		for _, sub := range []string{"pipe", "log", "shm"} {
+			if err := os.MkdirAll(filepath.Join(root, d.UUID, sub), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(root, d.UUID, gpushare.MPSReadyFile), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	labelNode(ctx, t, e, e.RealNode, string(gpushare.IsolationMPS))
+	t.Cleanup(func() { labelNode(context.Background(), t, e, e.RealNode, "") })
+
+	ns := newNamespace(t, e)
+	createPod(t, e, gpuPod(ns, "one", e.RealNode, ctr{units: 4}))
+	p := waitPod(t, e, ns, "one", 2*time.Minute, "Running", isRunning)
+	alloc, ok, err := res.ReadAllocation(p)
+	if err != nil || !ok || len(alloc.Cards()) != 1 {
+		t.Fatalf("allocation %v ok=%v err=%v, want one card", alloc, ok, err)
+	}
+	dev, _ := inv.Device(alloc.Cards()[0])
+	logs := podLogs(t, e, ns, "one")
+	for _, want := range []string{
+		gpushare.EnvMPSPinnedMemLimit + "=" + gpushare.MPSMemLimit(4096),
+		gpushare.EnvMPSPipeDirectory + "=" + filepath.Join(root, dev.UUID, "pipe"),
+		gpushare.EnvMPSLogDirectory + "=" + filepath.Join(root, dev.UUID, "log"),
+	} {
+		if !strings.Contains(logs, want+"\n") {
+			t.Errorf("the container on card %d lacks %s:\n%s", alloc.Cards()[0], want, logs)
+		}
+	}
+
+	createPod(t, e, gpuPod(ns, "two-cards", e.RealNode, ctr{units: 8, cards: 2}))
+	waitFailedScheduling(t, e, ns, "two-cards", "isolates cards with MPS", "one card per container")
+
+	if out := kubectlPlugin(t, e, "inspect", "gpushare", "-d", e.RealNode); !strings.Contains(out, "mps") {
+		t.Errorf("kubectl inspect gpushare -d does not show the node's isolation mode:\n%s", out)
+	}
+}
+
+// labelNode sets the node's gpushare.io/isolation label to value ("" removes it).
+func labelNode(ctx context.Context, t *testing.T, e *Env, node, value string) {
+	t.Helper()
+	v := "null"
+	if value != "" {
+		v = strconv.Quote(value)
+	}
+	patch := `{"metadata":{"labels":{` + strconv.Quote(gpushare.LabelIsolation) + `:` + v + `}}}`
+	if _, err := e.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Errorf("labelling node %s %s=%q: %v", node, gpushare.LabelIsolation, value, err)
+	}
+}
