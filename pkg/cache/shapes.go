@@ -28,7 +28,7 @@ func (s *shapeBook) observe(uid types.UID, req gpushare.PodRequest, host policy.
 		return
 	}
 	s.seen[uid] = struct{}{}
-	s.counter.Add(req, host)
+	s.counter.Add(req, host, 0)
 	s.dirty = true
 }
 

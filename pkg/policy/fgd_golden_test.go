@@ -67,7 +67,7 @@ func goldenShapes(r *rand.Rand, n int) ([]Shape, []int) {
 		if r.Intn(10) > 0 {
 			s.Host.MemoryMiB = 1024 * (1 + r.Int63n(64)) * int64(max(s.Cards, 1))
 		}
-		k := shapeKey{s.Cards, s.PerCard, s.Host}
+		k := shapeKey{cards: s.Cards, perCard: s.PerCard, host: s.Host}
 		if seen[k] {
 			continue
 		}
@@ -122,7 +122,7 @@ func replayFGD(w io.Writer, seed int64, n, steps int) int {
 	nodes := goldenCluster(r, n)
 	var counter ShapeCounter
 	for _, s := range shapes {
-		counter.Add(shapeRequest(s), s.Host)
+		counter.Add(shapeRequest(s), s.Host, 0)
 	}
 	pol := WorkloadAware(newFGD(nil))
 	var placed []goldenPlaced
@@ -154,7 +154,7 @@ func replayFGD(w io.Writer, seed int64, n, steps int) int {
 		s := shapes[si]
 		req, host := shapeRequest(s), s.Host
 		// The workload learns the pool's shape, so it keeps exactly 151 shapes.
-		counter.Add(req, host)
+		counter.Add(req, host, 0)
 		if r.Intn(15) == 0 {
 			req = randomRequest(r)
 			for i := range req.Containers {

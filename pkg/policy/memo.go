@@ -1,5 +1,7 @@
 package policy
 
+import "slices"
+
 // rateMemo remembers a Scorer's answers by node content. Scorer.Rate is a pure function of
 // the node's cards (index, size, use, health) and free host for one pod and policy, and the
 // nodes of a cluster repeat: empty nodes of one type, full ones, nodes running the same pods.
@@ -22,6 +24,7 @@ type memoEntry struct {
 	cards   []Card // a copy of the node's cards
 	hasHost bool
 	host    Host
+	unmet   ConstraintSet
 	rate    float64
 	ok      bool
 }
@@ -66,7 +69,8 @@ func (m *rateMemo) lookup(node Node) (rate float64, ok, found bool, h uint64) {
 }
 
 func (m *rateMemo) same(e *memoEntry, node Node) bool {
-	if len(e.cards) != len(node.Cards) || e.hasHost != (node.Host != nil) || (e.hasHost && e.host != *node.Host) {
+	if len(e.cards) != len(node.Cards) || e.hasHost != (node.Host != nil) || (e.hasHost && e.host != *node.Host) ||
+		!slices.Equal(e.unmet, node.Unmet) {
 		return false
 	}
 	for k, c := range e.cards {
@@ -90,7 +94,7 @@ func (m *rateMemo) store(h uint64, node Node, rate float64, ok bool) {
 		m.chunk = min(max(2*m.chunk, minMemoChunk), maxMemoChunk)
 		m.free = make([]Card, max(m.chunk, n))
 	}
-	e := memoEntry{next: -1, cards: m.free[:n:n], rate: rate, ok: ok}
+	e := memoEntry{next: -1, cards: m.free[:n:n], unmet: node.Unmet, rate: rate, ok: ok}
 	copy(e.cards, node.Cards)
 	m.free = m.free[n:]
 	if node.Host != nil {
