@@ -101,9 +101,10 @@ type Cache struct {
 	byObjMu sync.RWMutex
 	byObj   map[*corev1.Node]*nodeState
 
-	// hosts and shapes exist only with Config.TrackWorkload.
-	hosts  *hostBook
-	shapes *shapeBook
+	// hosts, shapes and constraints exist only with Config.TrackWorkload.
+	hosts       *hostBook
+	shapes      *shapeBook
+	constraints *constraintBook
 
 	recorder  record.EventRecorder // nil: no events
 	anomalies anomalyCounters
@@ -135,7 +136,8 @@ func New(cfg Config) (*Cache, error) {
 	nodeHandlers := []toolscache.ResourceEventHandler{c.nodeHandler()}
 	podHandlers := []toolscache.ResourceEventHandler{c.podHandler()}
 	if cfg.TrackWorkload {
-		c.hosts, c.shapes = newHostBook(), newShapeBook()
+		c.constraints = newConstraintBook()
+		c.hosts, c.shapes = newHostBook(c.constraints), newShapeBook()
 		nodeHandlers = append(nodeHandlers, c.hostNodeHandler())
 		podHandlers = append(podHandlers, c.hostPodHandler())
 	}
@@ -143,10 +145,10 @@ func New(cfg Config) (*Cache, error) {
 		return c, c.registerShared(cfg, nodeHandlers, podHandlers)
 	}
 	// The CPU/memory request costs a resource computation per pod event: only fgd reads it.
-	if err := cfg.Pods.SetTransform(podTransform(cfg.Resources, cfg.TrackWorkload)); err != nil {
+	if err := cfg.Pods.SetTransform(podTransform(cfg.Resources, c.constraints)); err != nil {
 		return nil, fmt.Errorf("installing the pod transform: %w", err)
 	}
-	if err := cfg.Nodes.SetTransform(nodeTransform(cfg.Resources)); err != nil {
+	if err := cfg.Nodes.SetTransform(nodeTransform(cfg.Resources, cfg.TrackWorkload)); err != nil {
 		return nil, fmt.Errorf("installing the node transform: %w", err)
 	}
 	for _, h := range nodeHandlers {

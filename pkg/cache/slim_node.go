@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,12 +25,19 @@ type slimNode struct {
 	invErr error
 	// alloc is allocatable CPU (millicores) and memory (MiB, rounded down).
 	alloc policy.Host
+	// labels are the node's labels (the object's map, shared), kept with
+	// Config.TrackWorkload only: the pods' node constraints are matched against them.
+	labels map[string]string
 }
 
 var _ runtime.Object = (*slimNode)(nil)
 
-func newSlimNode(node *corev1.Node, res gpushare.Resources) *slimNode {
+// newSlimNode derives the slim node; withLabels keeps its labels.
+func newSlimNode(node *corev1.Node, res gpushare.Resources, withLabels bool) *slimNode {
 	n := &slimNode{objectMeta: metaOf(&node.ObjectMeta), alloc: nodeHost(node)}
+	if withLabels {
+		n.labels = node.Labels
+	}
 	n.inv, n.src, n.invErr = res.NodeInventory(node)
 	// The inventory was just parsed for this node alone: sorting it in place is safe, and
 	// lets nodeState share the devices instead of copying them.
@@ -40,12 +48,12 @@ func newSlimNode(node *corev1.Node, res gpushare.Resources) *slimNode {
 	return n
 }
 
-// nodeTransform is the node informer's transform: *corev1.Node in, *slimNode out, anything
-// else unchanged (so it is idempotent).
-func nodeTransform(res gpushare.Resources) toolscache.TransformFunc {
+// nodeTransform is the node informer's transform: *corev1.Node in, *slimNode out (with its
+// labels when withLabels), anything else unchanged (so it is idempotent).
+func nodeTransform(res gpushare.Resources, withLabels bool) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		if node, ok := obj.(*corev1.Node); ok {
-			return newSlimNode(node, res), nil
+			return newSlimNode(node, res, withLabels), nil
 		}
 		return obj, nil
 	}
@@ -64,5 +72,6 @@ func (n *slimNode) GetObjectKind() schema.ObjectKind { return schema.EmptyObject
 func (n *slimNode) DeepCopyObject() runtime.Object {
 	out := *n
 	out.inv.Devices = slices.Clone(n.inv.Devices)
+	out.labels = maps.Clone(n.labels)
 	return &out
 }

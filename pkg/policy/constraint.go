@@ -33,45 +33,61 @@ type Reach struct {
 	ByConstraint []int64
 }
 
-// ReachOf sums the free units of nodes for constraints 0..n-1. Nodes sharing one Unmet set
-// (the usual case: one set per kind of node) are tested against the constraints once.
+// ReachOf sums the free units of nodes for constraints 0..n-1 (ReachCounter).
 func ReachOf(nodes []Node, n int) Reach {
-	r := Reach{ByConstraint: make([]int64, max(n, 1))}
-	type class struct {
-		unmet ConstraintSet
-		free  int64
-	}
-	var classes []class
+	var r ReachCounter
 	for _, node := range nodes {
-		var free int64
-		for _, c := range node.Cards {
-			free += c.Free()
-		}
-		r.Total += free
-		if len(node.Unmet) == 0 {
-			r.ByConstraint[0] += free // meets every constraint: added to all below
-			continue
-		}
-		k := 0
-		for k < len(classes) && !sameSet(classes[k].unmet, node.Unmet) {
-			k++
-		}
-		if k == len(classes) {
-			classes = append(classes, class{unmet: node.Unmet})
-		}
-		classes[k].free += free
+		r.Add(node)
 	}
-	meetAll := r.ByConstraint[0]
-	for c := 1; c < len(r.ByConstraint); c++ {
-		r.ByConstraint[c] = meetAll
-		for _, cl := range classes {
+	return r.Reach(n)
+}
+
+// ReachCounter sums Reach node by node. Nodes sharing one Unmet set (the usual case: one set
+// per kind of node) are tested against the constraints once. The zero value is empty.
+type ReachCounter struct {
+	total, meetAll int64
+	classes        []reachClass
+}
+
+type reachClass struct {
+	unmet ConstraintSet
+	free  int64
+}
+
+// Add counts node's free units.
+func (r *ReachCounter) Add(node Node) {
+	var free int64
+	for _, c := range node.Cards {
+		free += c.Free()
+	}
+	r.total += free
+	if len(node.Unmet) == 0 {
+		r.meetAll += free
+		return
+	}
+	k := 0
+	for k < len(r.classes) && !sameSet(r.classes[k].unmet, node.Unmet) {
+		k++
+	}
+	if k == len(r.classes) {
+		r.classes = append(r.classes, reachClass{unmet: node.Unmet})
+	}
+	r.classes[k].free += free
+}
+
+// Reach is the sums for constraints 0..n-1.
+func (r *ReachCounter) Reach(n int) Reach {
+	out := Reach{Total: r.total, ByConstraint: make([]int64, max(n, 1))}
+	out.ByConstraint[0] = r.total
+	for c := 1; c < len(out.ByConstraint); c++ {
+		out.ByConstraint[c] = r.meetAll
+		for _, cl := range r.classes {
 			if !cl.unmet.Has(Constraint(c)) {
-				r.ByConstraint[c] += cl.free
+				out.ByConstraint[c] += cl.free
 			}
 		}
 	}
-	r.ByConstraint[0] = r.Total
-	return r
+	return out
 }
 
 // sameSet reports whether a and b hold the same constraints, by their shared array when
