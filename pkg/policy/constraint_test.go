@@ -3,6 +3,7 @@ package policy
 import (
 	"math"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -97,13 +98,23 @@ func TestScorerMemoTellsUnmetApart(t *testing.T) {
 	rq := req(app(0, 300, 1))
 	cs := []Card{{Index: 0, Total: 1000, Healthy: true}, {Index: 1, Total: 1000, Used: 300, Healthy: true}}
 	sc := NewScorer(f, rq, Host{})
-	for _, unmet := range []ConstraintSet{nil, ConstraintSet{}.With(1), ConstraintSet{}.With(2)} {
+	// The memo knows a set by its array and length: long's first word is the set {1}, and
+	// long[:1] is that set; long[1:] starts elsewhere and is empty of 1.
+	long := ConstraintSet{}.With(1).With(64)
+	for _, unmet := range []ConstraintSet{nil, ConstraintSet{}.With(1), ConstraintSet{}.With(2), long, long[:1], long[1:], ConstraintSet{0}} {
 		node := Node{Cards: cs, Unmet: unmet}
 		got, _ := sc.Rate(node)
 		want, _ := NewScorer(f, rq, Host{}).Rate(node)
 		if !sameRate(got, want) {
 			t.Errorf("unmet %v: memo rate %v, fresh %v", unmet, got, want)
 		}
+	}
+}
+
+// The memo keeps an entry per node rated: the node's Unmet set must not grow it.
+func TestMemoEntrySize(t *testing.T) {
+	if got := unsafe.Sizeof(memoEntry{}); got > 72 {
+		t.Errorf("memoEntry is %d bytes, want at most 72", got)
 	}
 }
 
