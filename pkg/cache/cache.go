@@ -42,7 +42,8 @@ type Config struct {
 	// Clock defaults to the real clock; tests inject k8s.io/utils/clock/testing.FakeClock.
 	Clock clock.WithTicker
 	// TrackWorkload adds what a workload-aware policy (fgd) needs: free CPU and memory per
-	// node from every bound pod, and the typical pod shapes seen so far (ForPod, ViewEach).
+	// node from every bound pod, the typical pod shapes seen so far with their node
+	// constraints, and the constraints each node's labels fail (ForPod, ViewEach).
 	TrackWorkload bool
 	// Recorder receives the Warning events about pods whose card record the cache does not
 	// take as written (EventAllocationChanged, EventAllocationInvalid); nil sends none.
