@@ -42,7 +42,8 @@ type Config struct {
 	// Clock defaults to the real clock; tests inject k8s.io/utils/clock/testing.FakeClock.
 	Clock clock.WithTicker
 	// TrackWorkload adds what a workload-aware policy (fgd) needs: free CPU and memory per
-	// node from every bound pod, and the typical pod shapes seen so far (ForPod, ViewEach).
+	// node from every bound pod, the typical pod shapes seen so far with their node
+	// constraints, and the constraints each node's labels fail (ForPod, ViewEach).
 	TrackWorkload bool
 	// Recorder receives the Warning events about pods whose card record the cache does not
 	// take as written (EventAllocationChanged, EventAllocationInvalid); nil sends none.
@@ -101,9 +102,10 @@ type Cache struct {
 	byObjMu sync.RWMutex
 	byObj   map[*corev1.Node]*nodeState
 
-	// hosts and shapes exist only with Config.TrackWorkload.
-	hosts  *hostBook
-	shapes *shapeBook
+	// hosts, shapes and constraints exist only with Config.TrackWorkload.
+	hosts       *hostBook
+	shapes      *shapeBook
+	constraints *constraintBook
 
 	recorder  record.EventRecorder // nil: no events
 	anomalies anomalyCounters
@@ -135,7 +137,8 @@ func New(cfg Config) (*Cache, error) {
 	nodeHandlers := []toolscache.ResourceEventHandler{c.nodeHandler()}
 	podHandlers := []toolscache.ResourceEventHandler{c.podHandler()}
 	if cfg.TrackWorkload {
-		c.hosts, c.shapes = newHostBook(), newShapeBook()
+		c.constraints = newConstraintBook()
+		c.hosts, c.shapes = newHostBook(c.constraints), newShapeBook()
 		nodeHandlers = append(nodeHandlers, c.hostNodeHandler())
 		podHandlers = append(podHandlers, c.hostPodHandler())
 	}
@@ -143,10 +146,10 @@ func New(cfg Config) (*Cache, error) {
 		return c, c.registerShared(cfg, nodeHandlers, podHandlers)
 	}
 	// The CPU/memory request costs a resource computation per pod event: only fgd reads it.
-	if err := cfg.Pods.SetTransform(podTransform(cfg.Resources, cfg.TrackWorkload)); err != nil {
+	if err := cfg.Pods.SetTransform(podTransform(cfg.Resources, c.constraints)); err != nil {
 		return nil, fmt.Errorf("installing the pod transform: %w", err)
 	}
-	if err := cfg.Nodes.SetTransform(nodeTransform(cfg.Resources)); err != nil {
+	if err := cfg.Nodes.SetTransform(nodeTransform(cfg.Resources, cfg.TrackWorkload)); err != nil {
 		return nil, fmt.Errorf("installing the node transform: %w", err)
 	}
 	for _, h := range nodeHandlers {

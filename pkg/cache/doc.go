@@ -13,6 +13,7 @@
 // Locking: an RWMutex guards the node map, a mutex per node guards that node's cards and
 // pods, so a bind on one node never blocks filter on another. Pod mutations (informer events,
 // Reserve, Finish, expiry) are additionally serialised by podsMu so that a pod's uid lives
-// on at most one node. Lock order: podsMu, then Cache.mu, then nodeState.mu. No lock is held
-// across API calls.
+// on at most one node. Lock order: podsMu, then Cache.mu, then nodeState.mu; the workload
+// books' own locks (hostBook, then constraintBook; shapeBook) are taken last and held
+// briefly. No lock is held across API calls.
 package cache

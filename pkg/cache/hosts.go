@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,17 +18,23 @@ import (
 // informer sees them bound (milliseconds later).
 type hostBook struct {
 	mu sync.Mutex
-	// nodes holds each node's allocatable and used CPU and memory in one entry, so that
-	// free, called per node of every prioritize call, reads one map.
+	// nodes holds each node's allocatable and used CPU and memory, and the constraints it
+	// fails, in one entry, so that free, called per node of every prioritize call, reads one
+	// map.
 	nodes map[string]hostNode
 	pods  map[types.UID]hostPod
+	cons  *constraintBook
 }
 
 // hostNode is one node's book: known once its allocatable was set; an entry that is not
-// known and has nothing used is deleted.
+// known and has nothing used is deleted. unmet is the constraints 1..unmetAt of cons that
+// the node (its labels) fails: free extends it when cons has numbered more.
 type hostNode struct {
 	alloc, used policy.Host
 	known       bool
+	labels      map[string]string
+	unmet       policy.ConstraintSet
+	unmetAt     int
 }
 
 type hostPod struct {
@@ -35,8 +42,8 @@ type hostPod struct {
 	req  policy.Host
 }
 
-func newHostBook() *hostBook {
-	return &hostBook{nodes: map[string]hostNode{}, pods: map[types.UID]hostPod{}}
+func newHostBook(cons *constraintBook) *hostBook {
+	return &hostBook{nodes: map[string]hostNode{}, pods: map[types.UID]hostPod{}, cons: cons}
 }
 
 // hostRequest is the pod's effective CPU (millicores) and memory (MiB, rounded up) request.
@@ -45,11 +52,15 @@ func hostRequest(pod *corev1.Pod) policy.Host {
 	return policy.Host{CPUMilli: r.Cpu().MilliValue(), MemoryMiB: (r.Memory().Value() + 1<<20 - 1) >> 20}
 }
 
-// setNode records a node's allocatable CPU (millicores) and memory (MiB, rounded down).
-func (h *hostBook) setNode(name string, alloc policy.Host) {
+// setNode records a node's allocatable CPU (millicores) and memory (MiB, rounded down) and
+// its labels (the constraints it fails are worked out again when they changed).
+func (h *hostBook) setNode(name string, alloc policy.Host, labels map[string]string) {
 	h.mu.Lock()
 	n := h.nodes[name]
 	n.alloc, n.known = alloc, true
+	if !maps.Equal(n.labels, labels) {
+		n.labels, n.unmet, n.unmetAt = labels, nil, 0
+	}
 	h.nodes[name] = n
 	h.mu.Unlock()
 }
@@ -58,6 +69,7 @@ func (h *hostBook) deleteNode(name string) {
 	h.mu.Lock()
 	n := h.nodes[name]
 	n.alloc, n.known = policy.Host{}, false
+	n.labels, n.unmet, n.unmetAt = nil, nil, 0
 	h.store(name, n)
 	h.mu.Unlock()
 }
@@ -98,22 +110,28 @@ func (h *hostBook) removeLocked(uid types.UID) {
 	h.store(p.node, n)
 }
 
-// store keeps n under name, or deletes the entry when it holds nothing.
+// store keeps n under name, or deletes the entry when it holds nothing (deleteNode clears
+// the rest).
 func (h *hostBook) store(name string, n hostNode) {
-	if n == (hostNode{}) {
+	if !n.known && n.used == (policy.Host{}) {
 		delete(h.nodes, name)
 	} else {
 		h.nodes[name] = n
 	}
 }
 
-// free returns the node's free CPU and memory; false for a node it has not seen.
-func (h *hostBook) free(name string) (policy.Host, bool) {
+// free returns the node's free CPU and memory and the constraints it fails (shared: only
+// read it); false for a node it has not seen.
+func (h *hostBook) free(name string) (policy.Host, policy.ConstraintSet, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := h.nodes[name]
 	if !n.known {
-		return policy.Host{}, false
+		return policy.Host{}, nil, false
 	}
-	return policy.Host{CPUMilli: n.alloc.CPUMilli - n.used.CPUMilli, MemoryMiB: n.alloc.MemoryMiB - n.used.MemoryMiB}, true
+	if h.cons != nil && n.unmetAt < h.cons.count() {
+		n.unmet, n.unmetAt = h.cons.unmet(name, n.labels, n.unmet, n.unmetAt)
+		h.nodes[name] = n
+	}
+	return policy.Host{CPUMilli: n.alloc.CPUMilli - n.used.CPUMilli, MemoryMiB: n.alloc.MemoryMiB - n.used.MemoryMiB}, n.unmet, true
 }

@@ -21,14 +21,14 @@ type shapeBook struct {
 func newShapeBook() *shapeBook { return &shapeBook{seen: map[types.UID]struct{}{}} }
 
 // observe counts a pod the first time its uid is seen.
-func (s *shapeBook) observe(uid types.UID, req gpushare.PodRequest, host policy.Host) {
+func (s *shapeBook) observe(uid types.UID, req gpushare.PodRequest, host policy.Host, c policy.Constraint) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.seen[uid]; ok {
 		return
 	}
 	s.seen[uid] = struct{}{}
-	s.counter.Add(req, host)
+	s.counter.Add(req, host, c)
 	s.dirty = true
 }
 

@@ -28,11 +28,11 @@ func (c *Cache) registerShared(cfg Config, nodeHandlers, podHandlers []toolscach
 		if !sel.Matches(labels.Set(node.Labels)) {
 			return nil, false
 		}
-		return newSlimNode(node, cfg.Resources), true
+		return newSlimNode(node, cfg.Resources, withHost), true
 	}}
 	pods := &slimming{handlers: podHandlers, slim: func(obj any) (any, bool) {
 		if pod, ok := obj.(*corev1.Pod); ok {
-			return newPod(pod, cfg.Resources, withHost), true
+			return newPod(pod, cfg.Resources, c.constraints), true
 		}
 		return obj, true
 	}}
@@ -162,8 +162,8 @@ func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.No
 	for i, obj := range nodes {
 		node := policy.Node{Name: obj.Name}
 		if c.hosts != nil {
-			if h, known := c.hosts.free(obj.Name); known {
-				host, node.Host = h, &host
+			if h, unmet, known := c.hosts.free(obj.Name); known {
+				host, node.Host, node.Unmet = h, &host, unmet
 			}
 		}
 		n, ok := c.byObj[obj]

@@ -12,6 +12,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/cache"
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
 )
 
 // TestSharedInformers runs the cache on informers whose owner reads full objects (the
@@ -91,4 +92,31 @@ func TestSharedInformers(t *testing.T) {
 		}
 		ct.Eventually(t, "deleted pod forgotten", func() bool { _, ok := env.Cache.Pod("default", "p"); return !ok })
 	}
+}
+
+// TestSharedViewNodesConstraints: on the plugin's path (shared informers, nodes by their
+// objects) a node shows the pods' node constraints it fails, as on the extender's.
+func TestSharedViewNodesConstraints(t *testing.T) {
+	labelled := func(n *corev1.Node, product string) *corev1.Node {
+		n.Labels["product"] = product
+		return n
+	}
+	a := ct.Pod("a", 4)
+	a.Spec.NodeSelector = map[string]string{"product": "T4"}
+	env := ct.StartWith(t, ct.Options{Shared: true, Track: true},
+		labelled(ct.Node("t4", 16), "T4"), labelled(ct.Node("v100", 16), "V100"), a)
+	lister := env.Factory.Core().V1().Nodes().Lister()
+	var objs []*corev1.Node
+	for _, name := range []string{"t4", "v100"} {
+		n, err := lister.Get(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, n)
+	}
+	ct.Eventually(t, "v100 fails a's node selector, t4 does not", func() bool {
+		got := make([]bool, 2)
+		env.Cache.ViewNodes(objs, func(i int, n policy.Node) { got[i] = n.Unmet.Has(1) })
+		return !got[0] && got[1]
+	})
 }

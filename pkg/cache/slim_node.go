@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"maps"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,12 +29,19 @@ type slimNode struct {
 	// invalid label value.
 	iso    gpushare.Isolation
 	isoErr error
+	// labels are the node's labels (the object's map, shared), kept with
+	// Config.TrackWorkload only: the pods' node constraints are matched against them.
+	labels map[string]string
 }
 
 var _ runtime.Object = (*slimNode)(nil)
 
-func newSlimNode(node *corev1.Node, res gpushare.Resources) *slimNode {
+// newSlimNode derives the slim node; withLabels keeps its labels.
+func newSlimNode(node *corev1.Node, res gpushare.Resources, withLabels bool) *slimNode {
 	n := &slimNode{objectMeta: metaOf(&node.ObjectMeta), alloc: nodeHost(node)}
+	if withLabels {
+		n.labels = node.Labels
+	}
 	n.inv, n.src, n.invErr = res.NodeInventory(node)
 	n.iso, n.isoErr = gpushare.NodeIsolation(node.Labels)
 	// The inventory was just parsed for this node alone: sorting it in place is safe, and
@@ -45,12 +53,12 @@ func newSlimNode(node *corev1.Node, res gpushare.Resources) *slimNode {
 	return n
 }
 
-// nodeTransform is the node informer's transform: *corev1.Node in, *slimNode out, anything
-// else unchanged (so it is idempotent).
-func nodeTransform(res gpushare.Resources) toolscache.TransformFunc {
+// nodeTransform is the node informer's transform: *corev1.Node in, *slimNode out (with its
+// labels when withLabels), anything else unchanged (so it is idempotent).
+func nodeTransform(res gpushare.Resources, withLabels bool) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		if node, ok := obj.(*corev1.Node); ok {
-			return newSlimNode(node, res), nil
+			return newSlimNode(node, res, withLabels), nil
 		}
 		return obj, nil
 	}
@@ -69,5 +77,6 @@ func (n *slimNode) GetObjectKind() schema.ObjectKind { return schema.EmptyObject
 func (n *slimNode) DeepCopyObject() runtime.Object {
 	out := *n
 	out.inv.Devices = slices.Clone(n.inv.Devices)
+	out.labels = maps.Clone(n.labels)
 	return &out
 }

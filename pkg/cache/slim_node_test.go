@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -87,11 +88,15 @@ func TestNodeTransform(t *testing.T) {
 			if tc.isolation != "" {
 				node.Labels[gpushare.LabelIsolation] = tc.isolation
 			}
-			out, err := nodeTransform(res)(node)
+			out, err := nodeTransform(res, false)(node)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := out.(*slimNode)
+			// Labels only when the cache tracks the workload (node constraints match them).
+			if withLabels, _ := nodeTransform(res, true)(node); !maps.Equal(withLabels.(*slimNode).labels, node.Labels) || got.labels != nil {
+				t.Errorf("labels %v with, %v without tracking; want %v and none", withLabels.(*slimNode).labels, got.labels, node.Labels)
+			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(slimNode{}, objectMeta{}), cmpopts.IgnoreFields(slimNode{}, "invErr", "isoErr")); diff != "" {
 				t.Errorf("slim node (-want,+got):\n%s", diff)
 			}

@@ -19,7 +19,7 @@ import (
 // terminal, and what
 // the cache and bind read of the full object, derived once per event: the gpu-mem request,
 // the units per card its allocation annotations give, which bind annotations it carries and,
-// with Config.TrackWorkload, its CPU and memory request. 176 bytes plus its request (64 per
+// with Config.TrackWorkload, its CPU and memory request and node constraint. 176 bytes plus its request (64 per
 // gpu-mem container) and usage (16 per card), where even a trimmed corev1.Pod took 2.6 KB: at
 // 40,000 pods that was most of the extender's heap. The node's accounting holds the same
 // object. A Pod is never modified once built; share it, do not change it.
@@ -37,7 +37,10 @@ type Pod struct {
 	reserved bool
 	// bindKeys has bit i set when the pod carries gpushare.BindAnnotationKeys()[i].
 	bindKeys uint16
-	request  gpushare.PodRequest // gpu-mem per container
+	// constraint is the pod's node constraint as the constraint book numbers it (0: none, or
+	// not tracked); only with Config.TrackWorkload.
+	constraint uint8
+	request    gpushare.PodRequest // gpu-mem per container
 	// usage is what the allocation annotations give the pod on each card (CardUsage), set
 	// only when they are valid for the request (gpushare.PodRequest.ValidateAllocation); only
 	// read for pods that share a GPU. For a Pod Reserve made, the cards it holds.
@@ -67,10 +70,11 @@ var _ runtime.Object = (*Pod)(nil)
 
 // NewPod derives the slim Pod from a full pod, as the informer stores it (without the
 // CPU/memory request, which only workload tracking reads).
-func NewPod(pod *corev1.Pod, res gpushare.Resources) *Pod { return newPod(pod, res, false) }
+func NewPod(pod *corev1.Pod, res gpushare.Resources) *Pod { return newPod(pod, res, nil) }
 
-// newPod derives the slim Pod; withHost adds the effective CPU and memory request.
-func newPod(pod *corev1.Pod, res gpushare.Resources, withHost bool) *Pod {
+// newPod derives the slim Pod; with cons (workload tracking) it adds the effective CPU and
+// memory request and the node constraint, numbered by cons.
+func newPod(pod *corev1.Pod, res gpushare.Resources, cons *constraintBook) *Pod {
 	p := &Pod{
 		objectMeta:    metaOf(&pod.ObjectMeta),
 		nodeName:      intern(pod.Spec.NodeName),
@@ -108,8 +112,9 @@ func newPod(pod *corev1.Pod, res gpushare.Resources, withHost bool) *Pod {
 			p.errs.rawUnits = res.RawUnits(pod)
 		}
 	}
-	if withHost {
+	if cons != nil {
 		p.host = hostRequest(pod)
+		p.constraint = cons.id(pod)
 	}
 	return p
 }
@@ -133,10 +138,11 @@ func recordOf(pod *corev1.Pod) string {
 // podTransform is the pod informer's transform: *corev1.Pod in, *Pod out. Anything else
 // passes through unchanged, so it is idempotent (client-go may hand it an object it already
 // transformed, e.g. when the watch-list's temporary store feeds Replace).
-func podTransform(res gpushare.Resources, withHost bool) toolscache.TransformFunc {
+// cons is as newPod's.
+func podTransform(res gpushare.Resources, cons *constraintBook) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
 		if pod, ok := obj.(*corev1.Pod); ok {
-			return newPod(pod, res, withHost), nil
+			return newPod(pod, res, cons), nil
 		}
 		return obj, nil
 	}

@@ -300,7 +300,7 @@ func TestPodTransformHostRequest(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}, Spec: tc.spec}
-			out, err := podTransform(res, true)(pod)
+			out, err := podTransform(res, newConstraintBook())(pod)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -311,7 +311,7 @@ func TestPodTransformHostRequest(t *testing.T) {
 				t.Errorf("differs from HostRequest, which prioritize uses (-want,+got):\n%s", diff)
 			}
 			// Without workload tracking the request is not computed.
-			out, _ = podTransform(res, false)(pod)
+			out, _ = podTransform(res, nil)(pod)
 			if h := out.(*Pod).host; h != (policy.Host{}) {
 				t.Errorf("host request %+v computed without tracking", h)
 			}
@@ -326,7 +326,7 @@ func TestSlimTransformsAreIdempotent(t *testing.T) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns"}}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n"}}
 	for name, tr := range map[string]func(any) (any, error){
-		"pod": podTransform(res, true), "node": nodeTransform(res),
+		"pod": podTransform(res, newConstraintBook()), "node": nodeTransform(res, true),
 	} {
 		for _, in := range []any{pod, node, "other"} {
 			once, err := tr(in)

@@ -36,8 +36,8 @@ func TestTombstones(t *testing.T) {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 			}}}},
 	}
-	slimNode, _ := nodeTransform(res)(node)
-	slimPod, _ := podTransform(res, true)(pod)
+	slimNode, _ := nodeTransform(res, true)(node)
+	slimPod, _ := podTransform(res, newConstraintBook())(pod)
 	c.onNode(slimNode)
 	c.onHostNode(slimNode)
 	c.onPod(slimPod)
@@ -45,7 +45,7 @@ func TestTombstones(t *testing.T) {
 	if n, _ := c.InspectNode("n1"); n.Used != 4 {
 		t.Fatalf("used %d, want 4", n.Used)
 	}
-	if h, _ := c.hosts.free("n1"); h != (policy.Host{CPUMilli: 3000}) {
+	if h, _, _ := c.hosts.free("n1"); h != (policy.Host{CPUMilli: 3000}) {
 		t.Fatalf("free host %+v, want 3 cores", h)
 	}
 
@@ -58,7 +58,7 @@ func TestTombstones(t *testing.T) {
 	if n, _ := c.InspectNode("n1"); n.Used != 0 {
 		t.Errorf("used %d after pod tombstone, want 0", n.Used)
 	}
-	if h, _ := c.hosts.free("n1"); h != (policy.Host{CPUMilli: 4000}) {
+	if h, _, _ := c.hosts.free("n1"); h != (policy.Host{CPUMilli: 4000}) {
 		t.Errorf("free host %+v after pod tombstone, want 4 cores", h)
 	}
 	nodeTomb := toolscache.DeletedFinalStateUnknown{Key: "n1", Obj: slimNode}
@@ -67,7 +67,7 @@ func TestTombstones(t *testing.T) {
 	if _, ok := c.InspectNode("n1"); ok {
 		t.Error("node still known after node tombstone")
 	}
-	if _, ok := c.hosts.free("n1"); ok {
+	if _, _, ok := c.hosts.free("n1"); ok {
 		t.Error("node host still known after node tombstone")
 	}
 

@@ -4,7 +4,7 @@ import "github.com/gpushare/gpushare/pkg/policy"
 
 // ViewEach calls visit(i, node) for every names[i] with the node as policy sees it: its
 // cards (none for a node the cache does not know) and, with Config.TrackWorkload, its free
-// CPU and memory (Host nil when unknown). This is the prioritize path, thousands of nodes
+// CPU and memory (Host nil when unknown) and the pods' node constraints it fails (Unmet). This is the prioritize path, thousands of nodes
 // per call: nodes are looked up under one read lock of the node map, and each is visited
 // under its own lock without copying. node, its Cards and its Host are the cache's, valid
 // only during visit: visit must only read them, must not keep them, and must not call the
@@ -16,8 +16,8 @@ func (c *Cache) ViewEach(names []string, visit func(i int, node policy.Node)) {
 	for i, name := range names {
 		node := policy.Node{Name: name}
 		if c.hosts != nil {
-			if h, known := c.hosts.free(name); known {
-				host, node.Host = h, &host
+			if h, unmet, known := c.hosts.free(name); known {
+				host, node.Host, node.Unmet = h, &host, unmet
 			}
 		}
 		if n := c.nodes[name]; n != nil {

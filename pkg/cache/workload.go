@@ -29,7 +29,7 @@ func (c *Cache) hostPodHandler() toolscache.ResourceEventHandler {
 
 func (c *Cache) onHostNode(obj any) {
 	if n, ok := obj.(*slimNode); ok {
-		c.hosts.setNode(n.name, n.alloc)
+		c.hosts.setNode(n.name, n.alloc, n.labels)
 	}
 }
 
@@ -49,7 +49,7 @@ func (c *Cache) onHostPod(obj any) {
 	if pod.requestErr() != nil {
 		return // an invalid request never schedules: not part of the workload
 	}
-	c.shapes.observe(pod.uid, pod.request, pod.host)
+	c.shapes.observe(pod.uid, pod.request, pod.host, policy.Constraint(pod.constraint))
 }
 
 func (c *Cache) onHostPodDelete(obj any) {
@@ -60,7 +60,9 @@ func (c *Cache) onHostPodDelete(obj any) {
 }
 
 // ForPod returns pol ready for one decision: a WorkloadAware policy gets the workload learned
-// so far (empty when Config.TrackWorkload is off); other policies are returned as they are.
+// so far (empty when Config.TrackWorkload is off), its constrained shapes weighed by how
+// scarce the free cards they can reach are (policy.Workload.ByScarcity: a pass over every
+// node, only while some shape is constrained); other policies are returned as they are.
 func (c *Cache) ForPod(pol policy.Policy) policy.Policy {
 	wa, ok := pol.(policy.WorkloadAware)
 	if !ok {
@@ -69,8 +71,31 @@ func (c *Cache) ForPod(pol policy.Policy) policy.Policy {
 	var w policy.Workload
 	if c.shapes != nil {
 		w = c.shapes.workload()
+		var top policy.Constraint
+		for _, s := range w {
+			top = max(top, s.Constraint)
+		}
+		if top > 0 {
+			w = w.ByScarcity(c.reach(int(top) + 1))
+		}
 	}
 	return wa.WithWorkload(w)
+}
+
+// reach is policy.ReachOf over every node the cache knows, for constraints 0..n-1.
+func (c *Cache) reach(n int) policy.Reach {
+	var r policy.ReachCounter
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for name, st := range c.nodes {
+		_, unmet, _ := c.hosts.free(name)
+		st.mu.Lock()
+		if st.known {
+			r.Add(policy.Node{Cards: st.cards, Unmet: unmet})
+		}
+		st.mu.Unlock()
+	}
+	return r.Reach(n)
 }
 
 // HostRequest is the pod's effective CPU and memory request, as policy.Scorer wants it.

@@ -140,3 +140,47 @@ func TestForPodLearnsTheWorkload(t *testing.T) {
 		t.Error("ForPod changed a policy that is not workload-aware")
 	}
 }
+
+func TestForPodNodeConstraints(t *testing.T) {
+	// t4 and v100, two cards of 16 units each (16 cores, 64 GiB), labelled with their product. a (4 units) may
+	// run on T4 only (required node affinity), b (4 units) anywhere. v100 fails a's
+	// constraint (1), t4 none. Free: 64 units, 32 of them on nodes meeting constraint 1: a's
+	// shape weighs 0.5 × 64/32 = 1, b's 0.5.
+	labelled := func(n *corev1.Node, product string) *corev1.Node {
+		n.Labels["product"] = product
+		return n
+	}
+	a := requesting(ct.Pod("a", 4), 1000, 512)
+	a.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "product", Operator: corev1.NodeSelectorOpIn, Values: []string{"T4"}}},
+		}}},
+	}}
+	e := ct.StartTracking(t, withHost(labelled(ct.Node("t4", 16, 16), "T4"), 16, 64), withHost(labelled(ct.Node("v100", 16, 16), "V100"), 16, 64),
+		a, requesting(ct.Pod("b", 4), 1000, 512))
+	host := policy.Host{CPUMilli: 1000, MemoryMiB: 512}
+	want := policy.Workload{
+		{Cards: 1, PerCard: 4, Host: host, Weight: 0.5},
+		{Cards: 1, PerCard: 4, Host: host, Constraint: 1, Weight: 1},
+	}
+	unmet := func() []bool {
+		out := make([]bool, 2)
+		e.Cache.ViewEach([]string{"t4", "v100"}, func(i int, n policy.Node) { out[i] = n.Unmet.Has(1) })
+		return out
+	}
+	ct.Eventually(t, "v100 fails a's constraint", func() bool { return cmp.Equal([]bool{false, true}, unmet()) })
+	// The workload is only visible through the policy's rates: ForPod's must equal those of
+	// a policy built from the expected workload, node for node. For b on v100: F drops by
+	// a's weight × 4 (a can use nothing there), so b rates higher on v100 than on t4.
+	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 4, Cards: 1}}}
+	rates := func(pol policy.Policy) []float64 {
+		sc := policy.NewScorer(pol, req, host)
+		out := make([]float64, 2)
+		e.Cache.ViewEach([]string{"t4", "v100"}, func(i int, n policy.Node) { out[i], _ = sc.Rate(n) })
+		return out
+	}
+	ct.Eventually(t, "workload learned with its constraint and scarcity", func() bool {
+		got, exp := rates(e.Cache.ForPod(fgd(t))), rates(fgd(t).(policy.WorkloadAware).WithWorkload(want))
+		return cmp.Equal(exp, got) && got[1] > got[0]
+	})
+}

@@ -28,6 +28,17 @@ import (
 // seeds 42–51) and than without a cap on the four compared (seeds 42–44)
 // (docs/benchmarks-replay.md).
 //
+// Node constraints, as in the FGD simulator: a shape carries its pod's node constraint
+// (Shape.Constraint; the simulator keys typical pods by their GPU model list), and a node
+// that fails it (Node.Unmet) offers the shape none of its free units, so placing a pod there
+// lowers that shape's part of F by what the pod takes: pods that may run anywhere are drawn
+// to the nodes that constrained pods cannot use. How strongly is the caller's part
+// (Workload.ByScarcity): a constrained shape's weight is scaled by the cluster's free units
+// over those on the nodes meeting its constraint, so the free cards of a scarce GPU model
+// weigh as much as the constrained demand for them. Without the scaling, pod counts alone
+// draw unconstrained pods onto the models few shapes name, however scarce (gpuspec25:
+// 6.96 % unallocated; with it 4.43 %, docs/benchmarks-replay.md).
+//
 // A placement is rated by how little it raises F (ΔF = F(after) - F(before), lower is
 // better); cards inside a node are chosen greedily the same way. The host part matters as
 // much as the cards: a pod that takes a node's last CPU strands its free cards, so pods
@@ -156,7 +167,7 @@ func (f fgd) choose(node Node, free []int64, cand []int, need int64, k int, s *s
 			if !seen {
 				v := work[i]
 				work[i] -= need
-				fr = f.frag(work, node.Host != nil, caps, s)
+				fr = f.frag(work, node.Host != nil, caps, node.Unmet, s)
 				work[i] += need
 				s.tried = append(s.tried, triedCard{free: v, frag: fr})
 			}
@@ -333,10 +344,11 @@ func hostHolds(free, req Host, k int64) bool {
 	return holds(free.CPUMilli, req.CPUMilli) && holds(free.MemoryMiB, req.MemoryMiB)
 }
 
-// frag is F for a node whose cards have the given free units and whose host, when hasHost,
-// grants each shape caps[i] (f.caps; without a host the cards alone count). The sum runs
-// over w in order, so the result does not depend on the grouping.
-func (f fgd) frag(free []int64, hasHost bool, caps []int64, s *scratch) float64 {
+// frag is F for a node whose cards have the given free units, whose host, when hasHost,
+// grants each shape caps[i] (f.caps; without a host the cards alone count), and which fails
+// the constraints in unmet (Node.Unmet). The sum runs over w in order, so the result does
+// not depend on the grouping.
+func (f fgd) frag(free []int64, hasHost bool, caps []int64, unmet ConstraintSet, s *scratch) float64 {
 	var total int64
 	for _, v := range free {
 		total += v
@@ -361,7 +373,9 @@ func (f fgd) frag(free []int64, hasHost bool, caps []int64, s *scratch) float64 
 			continue // a pod without gpu-mem cannot use free cards in any case
 		}
 		var unusable int64
-		if hasHost && caps[i] < 0 {
+		if len(unmet) > 0 && unmet.Has(sh.Constraint) {
+			unusable = total // the node fails the shape's constraint: nothing is usable
+		} else if hasHost && caps[i] < 0 {
 			unusable = total
 		} else {
 			st := stats[f.groupOf[i]]
@@ -429,8 +443,8 @@ func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
 	}
 	// The free units before bound the cards after (and choose's candidates), so both cap
 	// vectors are computed for that bound.
-	fa := f.frag(after, hostAfter != nil, f.caps(hostAfter, before, s), s)
-	return -(fa - f.frag(before, node.Host != nil, f.caps(node.Host, before, s), s)) + tieWeight*tie
+	fa := f.frag(after, hostAfter != nil, f.caps(hostAfter, before, s), node.Unmet, s)
+	return -(fa - f.frag(before, node.Host != nil, f.caps(node.Host, before, s), node.Unmet, s)) + tieWeight*tie
 }
 
 // hostFeeds is how many units of cards pods of shape s can use on a host with `host` free:

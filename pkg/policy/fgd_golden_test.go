@@ -26,13 +26,53 @@ const (
 
 func TestFGDGoldenDigest(t *testing.T) {
 	h := sha256.New()
-	shapes := replayFGD(h, fgdGoldenSeed, 100, 900)
+	shapes := replayFGD(h, fgdGoldenSeed, 100, 900, false)
 	if shapes != 151 {
 		t.Fatalf("workload has %d shapes, want 151", shapes)
 	}
 	if got := hex.EncodeToString(h.Sum(nil)); got != fgdGoldenDigest {
 		t.Errorf("digest of fgd's rates and choices = %s, want %s", got, fgdGoldenDigest)
 	}
+}
+
+// fgdConstrainedDigest is the SHA-256 of replayFGD(fgdGoldenSeed) with node constraints:
+// the same pods, nodes of three kinds, a third of the shapes constrained to some kinds, the
+// workload weighed by scarcity (Workload.ByScarcity over ReachOf) and constrained pods placed
+// only where their constraint is met. The unconstrained digest above does not move with it.
+const fgdConstrainedDigest = "87bd791df8b9b3b630d6c8dbf480a7433a5997cea8e8bf919731f263f9bbf42f"
+
+func TestFGDConstrainedGoldenDigest(t *testing.T) {
+	h := sha256.New()
+	if shapes := replayFGD(h, fgdGoldenSeed, 100, 900, true); shapes != 151 {
+		t.Fatalf("workload has %d shapes, want 151", shapes)
+	}
+	got := hex.EncodeToString(h.Sum(nil))
+	if got == fgdGoldenDigest {
+		t.Fatal("constraints changed nothing")
+	}
+	if got != fgdConstrainedDigest {
+		t.Errorf("digest of fgd's rates and choices with constraints = %s, want %s", got, fgdConstrainedDigest)
+	}
+}
+
+// goldenConstraints draws, from a source of its own (so the unconstrained replay draws what
+// it always drew), a kind 0..2 per node and a constraint per shape: 0 for two in three,
+// else 1 (kind 0 only), 2 (kind 1 or 2) or 3 (kind 2 only). It returns each node's Unmet set
+// and each shape's constraint.
+func goldenConstraints(seed int64, nodes, shapes int) ([]ConstraintSet, []Constraint) {
+	r := rand.New(rand.NewSource(seed + 1))
+	byKind := []ConstraintSet{ConstraintSet{}.With(2).With(3), ConstraintSet{}.With(1).With(3), ConstraintSet{}.With(1)}
+	unmet := make([]ConstraintSet, nodes)
+	for i := range unmet {
+		unmet[i] = byKind[r.Intn(3)]
+	}
+	cons := make([]Constraint, shapes)
+	for i := range cons {
+		if r.Intn(3) == 0 {
+			cons[i] = Constraint(1 + r.Intn(3))
+		}
+	}
+	return unmet, cons
 }
 
 // goldenShapes draws n distinct pod shapes (gpu pods of 1, 2, 4 or 8 cards, some sharing a
@@ -67,7 +107,7 @@ func goldenShapes(r *rand.Rand, n int) ([]Shape, []int) {
 		if r.Intn(10) > 0 {
 			s.Host.MemoryMiB = 1024 * (1 + r.Int63n(64)) * int64(max(s.Cards, 1))
 		}
-		k := shapeKey{s.Cards, s.PerCard, s.Host}
+		k := shapeKey{cards: s.Cards, perCard: s.PerCard, host: s.Host}
 		if seen[k] {
 			continue
 		}
@@ -110,9 +150,11 @@ type goldenPlaced struct {
 // by pod (ShapeCounter, as the extender and the offline replay do), and writes to w every
 // Scorer rate (with its fit), Place's choice and Rate on a fifth of the nodes, the node
 // chosen (best rate, first on ties, where the host has room) and its allocation. About one
-// step in six also removes an earlier pod, so nodes drain as well as fill. It returns the
-// number of shapes of the last workload.
-func replayFGD(w io.Writer, seed int64, n, steps int) int {
+// step in six also removes an earlier pod, so nodes drain as well as fill. constrained adds
+// node constraints (goldenConstraints): the workload is weighed by scarcity and a pod is
+// placed only where its constraint is met. It returns the number of shapes of the last
+// workload.
+func replayFGD(w io.Writer, seed int64, n, steps int, constrained bool) int {
 	r := rand.New(rand.NewSource(seed))
 	shapes, pop := goldenShapes(r, 151)
 	var total int
@@ -120,9 +162,17 @@ func replayFGD(w io.Writer, seed int64, n, steps int) int {
 		total += p
 	}
 	nodes := goldenCluster(r, n)
+	cons := make([]Constraint, len(shapes))
+	if constrained {
+		var unmet []ConstraintSet
+		unmet, cons = goldenConstraints(seed, n, len(shapes))
+		for i := range nodes {
+			nodes[i].Unmet = unmet[i]
+		}
+	}
 	var counter ShapeCounter
-	for _, s := range shapes {
-		counter.Add(shapeRequest(s), s.Host)
+	for i, s := range shapes {
+		counter.Add(shapeRequest(s), s.Host, cons[i])
 	}
 	pol := WorkloadAware(newFGD(nil))
 	var placed []goldenPlaced
@@ -152,9 +202,10 @@ func replayFGD(w io.Writer, seed int64, n, steps int) int {
 			si++
 		}
 		s := shapes[si]
-		req, host := shapeRequest(s), s.Host
-		// The workload learns the pool's shape, so it keeps exactly 151 shapes.
-		counter.Add(req, host)
+		req, host, c := shapeRequest(s), s.Host, cons[si]
+		// The workload learns the pool's shape, so it keeps exactly 151 shapes (times their
+		// constraints).
+		counter.Add(req, host, c)
 		if r.Intn(15) == 0 {
 			req = randomRequest(r)
 			for i := range req.Containers {
@@ -163,6 +214,9 @@ func replayFGD(w io.Writer, seed int64, n, steps int) int {
 		}
 		wl := counter.Workload(WorkloadCoverage, WorkloadMaxShapes)
 		shapeCount = len(wl)
+		if constrained {
+			wl = wl.ByScarcity(ReachOf(nodes, 4))
+		}
 		p := pol.WithWorkload(wl)
 		sc := NewScorer(p, req, host)
 		best := -1
@@ -178,7 +232,8 @@ func replayFGD(w io.Writer, seed int64, n, steps int) int {
 					fmt.Fprintf(w, "  place %v %v rate %016x\n", pl.Allocation, pl.Usage, math.Float64bits(p.Rate(node, pl)))
 				}
 			}
-			roomy := node.Host == nil || (node.Host.CPUMilli >= host.CPUMilli && node.Host.MemoryMiB >= host.MemoryMiB)
+			roomy := (node.Host == nil || (node.Host.CPUMilli >= host.CPUMilli && node.Host.MemoryMiB >= host.MemoryMiB)) &&
+				!node.Unmet.Has(c)
 			if fits[ni] && roomy && (req.IsZero() && len(node.Cards) > 0 || !req.IsZero()) &&
 				(best < 0 || rates[ni] > rates[best]) {
 				best = ni

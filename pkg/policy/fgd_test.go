@@ -14,12 +14,12 @@ func TestShapeCounterWorkload(t *testing.T) {
 	var sc ShapeCounter
 	small := Host{CPUMilli: 4000, MemoryMiB: 8192}
 	for i := 0; i < 6; i++ {
-		sc.Add(req(app(0, 500, 1)), small)
+		sc.Add(req(app(0, 500, 1)), small, 0)
 	}
 	for i := 0; i < 3; i++ {
-		sc.Add(req(app(0, 2000, 2)), small)
+		sc.Add(req(app(0, 2000, 2)), small, 0)
 	}
-	sc.Add(gpushare.PodRequest{}, Host{CPUMilli: 1000}) // a pod without gpu-mem
+	sc.Add(gpushare.PodRequest{}, Host{CPUMilli: 1000}, 0) // a pod without gpu-mem
 	if sc.Total() != 10 {
 		t.Fatalf("Total = %d, want 10", sc.Total())
 	}
@@ -168,7 +168,7 @@ func TestFGDHostCap(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s scratch
-			if got := f.frag(free, tc.host != nil, f.caps(tc.host, free, &s), &s); got != tc.want {
+			if got := f.frag(free, tc.host != nil, f.caps(tc.host, free, &s), nil, &s); got != tc.want {
 				t.Errorf("frag = %v, want %v", got, tc.want)
 			}
 		})

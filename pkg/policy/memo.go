@@ -1,5 +1,7 @@
 package policy
 
+import "math"
+
 // rateMemo remembers a Scorer's answers by node content. Scorer.Rate is a pure function of
 // the node's cards (index, size, use, health) and free host for one pod and policy, and the
 // nodes of a cluster repeat: empty nodes of one type, full ones, nodes running the same pods.
@@ -18,11 +20,16 @@ type rateMemo struct {
 }
 
 type memoEntry struct {
-	next    int32  // next entry with the same hash, -1 at the end
+	next int32 // next entry with the same hash, -1 at the end
+	// nUnmet and unmet are the node's Unmet set by identity (its length and first word's
+	// address): nodes share sets, so an equal set in another array only costs a miss.
+	// Packed with next, they keep an entry at 72 bytes.
+	nUnmet  int32
 	cards   []Card // a copy of the node's cards
-	hasHost bool
+	unmet   *uint64
 	host    Host
 	rate    float64
+	hasHost bool
 	ok      bool
 }
 
@@ -66,7 +73,8 @@ func (m *rateMemo) lookup(node Node) (rate float64, ok, found bool, h uint64) {
 }
 
 func (m *rateMemo) same(e *memoEntry, node Node) bool {
-	if len(e.cards) != len(node.Cards) || e.hasHost != (node.Host != nil) || (e.hasHost && e.host != *node.Host) {
+	if len(e.cards) != len(node.Cards) || e.hasHost != (node.Host != nil) || (e.hasHost && e.host != *node.Host) ||
+		int(e.nUnmet) != len(node.Unmet) || e.unmet != firstWord(node.Unmet) {
 		return false
 	}
 	for k, c := range e.cards {
@@ -90,7 +98,10 @@ func (m *rateMemo) store(h uint64, node Node, rate float64, ok bool) {
 		m.chunk = min(max(2*m.chunk, minMemoChunk), maxMemoChunk)
 		m.free = make([]Card, max(m.chunk, n))
 	}
-	e := memoEntry{next: -1, cards: m.free[:n:n], rate: rate, ok: ok}
+	if len(node.Unmet) > math.MaxInt32 {
+		return
+	}
+	e := memoEntry{next: -1, cards: m.free[:n:n], nUnmet: int32(len(node.Unmet)), unmet: firstWord(node.Unmet), rate: rate, ok: ok}
 	copy(e.cards, node.Cards)
 	m.free = m.free[n:]
 	if node.Host != nil {
@@ -101,4 +112,12 @@ func (m *rateMemo) store(h uint64, node Node, rate float64, ok bool) {
 	}
 	m.index[h] = int32(len(m.entries))
 	m.entries = append(m.entries, e)
+}
+
+// firstWord is the address of s's first word, nil for an empty set.
+func firstWord(s ConstraintSet) *uint64 {
+	if len(s) == 0 {
+		return nil
+	}
+	return &s[0]
 }

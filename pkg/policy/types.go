@@ -33,6 +33,11 @@ type Node struct {
 	// Host is the node's free CPU and memory; nil when the caller does not account them
 	// (fragmentation then looks at the cards alone).
 	Host *Host
+	// Unmet is the set of Constraints the node does not meet (nil: it meets every one), for
+	// fgd: a typical pod whose constraint the node fails can use none of its free units.
+	// Nodes may share one set; a caller replaces a node's set rather than modify it while a
+	// Scorer may hold it.
+	Unmet ConstraintSet
 }
 
 // Placement is the card choice for one pod on one node.

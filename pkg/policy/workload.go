@@ -13,7 +13,10 @@ type Shape struct {
 	Cards   int
 	PerCard int64
 	Host    Host
-	Weight  float64
+	// Constraint is where the pod may run (0: anywhere); a node in whose Unmet it is offers
+	// the shape nothing.
+	Constraint Constraint
+	Weight     float64
 }
 
 // Workload is the popularity of typical shapes, most popular first.
@@ -30,9 +33,10 @@ const (
 )
 
 type shapeKey struct {
-	cards   int
-	perCard int64
-	host    Host
+	cards      int
+	perCard    int64
+	host       Host
+	constraint Constraint
 }
 
 // ShapeCounter counts the shapes of pods seen so far. Not safe for concurrent use; the caller
@@ -43,12 +47,13 @@ type ShapeCounter struct {
 }
 
 // Add counts one pod: its shape is its largest app or sidecar container (init containers are
-// transient; several gpu-mem containers in one pod are rare) and its host request.
-func (s *ShapeCounter) Add(req gpushare.PodRequest, host Host) {
+// transient; several gpu-mem containers in one pod are rare), its host request and its node
+// constraint (0: none).
+func (s *ShapeCounter) Add(req gpushare.PodRequest, host Host, c Constraint) {
 	if s.counts == nil {
 		s.counts = make(map[shapeKey]int64)
 	}
-	k := shapeKey{host: host}
+	k := shapeKey{host: host, constraint: c}
 	for _, c := range req.Containers {
 		if c.Kind == gpushare.Init {
 			continue
@@ -74,7 +79,7 @@ func (s *ShapeCounter) Workload(coverage float64, max int) Workload {
 	}
 	w := make(Workload, 0, len(s.counts))
 	for k, n := range s.counts {
-		w = append(w, Shape{Cards: k.cards, PerCard: k.perCard, Host: k.host, Weight: float64(n)})
+		w = append(w, Shape{Cards: k.cards, PerCard: k.perCard, Host: k.host, Constraint: k.constraint, Weight: float64(n)})
 	}
 	sort.Slice(w, func(i, j int) bool {
 		if w[i].Weight != w[j].Weight {
@@ -89,7 +94,10 @@ func (s *ShapeCounter) Workload(coverage float64, max int) Workload {
 		if w[i].Host.CPUMilli != w[j].Host.CPUMilli {
 			return w[i].Host.CPUMilli < w[j].Host.CPUMilli
 		}
-		return w[i].Host.MemoryMiB < w[j].Host.MemoryMiB
+		if w[i].Host.MemoryMiB != w[j].Host.MemoryMiB {
+			return w[i].Host.MemoryMiB < w[j].Host.MemoryMiB
+		}
+		return w[i].Constraint < w[j].Constraint
 	})
 	var covered, kept float64
 	n := 0

@@ -133,7 +133,7 @@ func newFGDCluster() (*cluster, error) {
 			if err != nil {
 				return nil, err
 			}
-			learnt.Add(req, cache.HostRequest(p))
+			learnt.Add(req, cache.HostRequest(p), 0)
 			if s.cards == 1 {
 				single = append(single, s)
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -99,11 +101,12 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 		}
 		state = append(state, on)
 	}
-	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed))}
+	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed)), view: make([]policy.Node, len(state))}
 	bar := newProgress(progress, len(pods))
 	defer bar.Done()
 	wa, learns := cfg.Policy.(policy.WorkloadAware)
 	var shapes policy.ShapeCounter
+	cons := &modelConstraints{ids: map[string]policy.Constraint{}}
 	start := time.Now()
 	for i, pod := range pods {
 		if i%256 == 0 {
@@ -113,8 +116,12 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 		}
 		pol := cfg.Policy
 		if learns {
-			shapes.Add(podRequest(cfg.Units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB})
-			pol = wa.WithWorkload(shapes.Workload(policy.WorkloadCoverage, policy.WorkloadMaxShapes))
+			shapes.Add(podRequest(cfg.Units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}, cons.of(pod, state))
+			w := shapes.Workload(policy.WorkloadCoverage, policy.WorkloadMaxShapes)
+			if len(cons.specs) > 0 {
+				w = w.ByScarcity(policy.ReachOf(o.nodes(), len(cons.specs)+1))
+			}
+			pol = wa.WithWorkload(w)
 		}
 		bar.Update(rec.Record(pod, o.place(pol, pod)), rec)
 	}
@@ -135,6 +142,15 @@ type offline struct {
 	cfg   offlineConfig
 	state []*offlineNode
 	rng   *rand.Rand
+	view  []policy.Node // nodes' buffer
+}
+
+// nodes returns every node as the policy sees it (a buffer reused from call to call).
+func (o *offline) nodes() []policy.Node {
+	for i, n := range o.state {
+		o.view[i] = n.policy
+	}
+	return o.view
 }
 
 // place chooses a node for pod, applies the placement and returns the node name ("" when
@@ -261,4 +277,42 @@ func enoughCards(n policy.Node, perCard int64, count int) bool {
 		}
 	}
 	return ok >= count
+}
+
+// modelConstraints numbers the distinct gpu_spec of the pods seen (as policy.Constraints;
+// the cluster path turns a gpu_spec into a required node affinity on the GPU product label,
+// and the extender numbers that) and keeps each node's policy.Node.Unmet: the constraints
+// its model fails, one set per model.
+type modelConstraints struct {
+	ids   map[string]policy.Constraint
+	specs [][]string // specs[c-1]: the models constraint c allows, sorted
+}
+
+// of returns pod's constraint (0: any model), numbering a new gpu_spec and then updating the
+// Unmet set of every node in state.
+func (m *modelConstraints) of(pod PodSpec, state []*offlineNode) policy.Constraint {
+	if len(pod.GPUSpec) == 0 {
+		return 0
+	}
+	spec := slices.Compact(slices.Sorted(slices.Values(pod.GPUSpec)))
+	key := strings.Join(spec, "|")
+	if c, ok := m.ids[key]; ok {
+		return c
+	}
+	c := policy.Constraint(len(m.specs) + 1)
+	m.ids[key] = c
+	m.specs = append(m.specs, spec)
+	byModel := map[string]policy.ConstraintSet{}
+	for _, n := range state {
+		set, ok := byModel[n.spec.Model]
+		if !ok {
+			set = n.policy.Unmet
+			if !slices.Contains(spec, n.spec.Model) {
+				set = set.With(c)
+			}
+			byModel[n.spec.Model] = set
+		}
+		n.policy.Unmet = set
+	}
+	return c
 }

@@ -204,3 +204,76 @@ func offlineNodes(t *testing.T, cfg offlineConfig, nodes []NodeSpec, pods []PodS
 	}
 	return out
 }
+
+func TestOfflineFGDConstraints(t *testing.T) {
+	// n0 (P100) and n1 (G2), two cards each. p may run on P100 only and takes one of n0's
+	// cards. a may run anywhere: on n0 it would take the last card p's shape can use, on n1
+	// it takes a card p's shape could never use (fgd's ΔF lower by that shape's weight ×
+	// 1000, scaled by its scarcity). Without constraints both ΔF are 0 and the tie-breaker
+	// (binpack) would take n0, the fuller node.
+	nodes := []NodeSpec{
+		{Name: "n0", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 2, Model: "P100"},
+		{Name: "n1", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 2, Model: "G2"},
+	}
+	pods := []PodSpec{
+		{Name: "p", MilliCPU: 1000, MemoryMiB: 10, NumGPU: 1, GPUMilli: 1000, GPUSpec: []string{"P100"}},
+		gpuPod("a", 1, 1000),
+	}
+	pol, _ := policy.New("fgd")
+	units, _ := newUnits(UnitMilli, nodes)
+	if diff := cmp.Diff([]string{"n0", "n1"}, offlineNodes(t, offlineConfig{Policy: pol, Units: units}, nodes, pods)); diff != "" {
+		t.Errorf("nodes (-want,+got):\n%s", diff)
+	}
+}
+
+func TestOfflineFGDScarcity(t *testing.T) {
+	// One P100 node and three T4 nodes, two cards each. p (P100 only) takes a P100 card, t1
+	// and t2 (T4 only) two T4 cards; then a, anywhere, one card. Free then: 1000 units on
+	// P100, 4000 on T4 (reach), 5000 in all. Weights by pod count: p 1/4, t 2/4. On the P100
+	// node a lowers F by t's weight × 1000, on a T4 node by p's: unscaled 500 against 250,
+	// and a would take the last P100 card; scaled by scarcity t's weight is × 5/4 and p's × 5:
+	// 625 against 1250, and a goes to T4.
+	nodes := []NodeSpec{
+		{Name: "p100", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 2, Model: "P100"},
+		{Name: "t4-0", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 2, Model: "T4"},
+		{Name: "t4-1", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 2, Model: "T4"},
+		{Name: "t4-2", MilliCPU: 64000, MemoryMiB: 65536, GPUs: 2, Model: "T4"},
+	}
+	only := func(name, model string) PodSpec {
+		return PodSpec{Name: name, MilliCPU: 1000, MemoryMiB: 10, NumGPU: 1, GPUMilli: 1000, GPUSpec: []string{model}}
+	}
+	pods := []PodSpec{only("p", "P100"), only("t1", "T4"), only("t2", "T4"), gpuPod("a", 1, 1000)}
+	pol, _ := policy.New("fgd")
+	units, _ := newUnits(UnitMilli, nodes)
+	got := offlineNodes(t, offlineConfig{Policy: pol, Units: units}, nodes, pods)
+	if got[0] != "p100" || got[3] == "p100" || got[3] == "" {
+		t.Errorf("nodes %v: want p on p100 and a on a T4 node", got)
+	}
+}
+
+func TestModelConstraints(t *testing.T) {
+	state := []*offlineNode{{spec: NodeSpec{Model: "T4"}}, {spec: NodeSpec{Model: "P100"}}, {spec: NodeSpec{Model: "P100"}}}
+	m := &modelConstraints{ids: map[string]policy.Constraint{}}
+	for _, tc := range []struct {
+		spec []string
+		want policy.Constraint
+	}{
+		{nil, 0},
+		{[]string{"P100", "T4"}, 1},
+		{[]string{"T4", "P100", "P100"}, 1}, // the same models, in another order and repeated
+		{[]string{"T4"}, 2},
+	} {
+		if got := m.of(PodSpec{GPUSpec: tc.spec}, state); got != tc.want {
+			t.Errorf("constraint of %v = %d, want %d", tc.spec, got, tc.want)
+		}
+	}
+	// Constraint 2 (T4 only) fails on the P100 nodes alone; constraint 1 nowhere.
+	for i, n := range state {
+		if got, want := n.policy.Unmet.Has(2), n.spec.Model == "P100"; got != want || n.policy.Unmet.Has(1) {
+			t.Errorf("node %d (%s): Unmet %v", i, n.spec.Model, n.policy.Unmet)
+		}
+	}
+	if &state[1].policy.Unmet[0] != &state[2].policy.Unmet[0] {
+		t.Error("nodes of one model do not share their Unmet set")
+	}
+}
