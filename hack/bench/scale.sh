@@ -33,6 +33,10 @@
 # extender (run with --profiling) in phase b, PROFILE seconds from each phase's start, into
 # $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE); with
 # MODE=plugin gpushare-scheduler's in phase b, $OUT/profile-b-plugin.pprof.
+# ROUNDS (1; MODE=plugin only): phases a and b alternate ROUNDS times on the same nodes, each
+# round's results in $OUT/round-N, and the report judges the median b/a: on a shared machine
+# one a/b pair can drift by ±10 % with the host's load, and alternating cancels slow drifts
+# (profiles, when asked, are taken in the first round).
 # The state dir and every port are apart from the demo, e2e and replay clusters:
 # GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
 # extender 32345, gpushare-scheduler 30269.
@@ -75,6 +79,17 @@ MEMORY_SETTLE=${MEMORY_SETTLE:-150s}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
 PROFILE=${PROFILE:-}
 PHASES=${PHASES:-$default_phases}
+ROUNDS=${ROUNDS:-1}
+case $ROUNDS in
+'' | *[!0-9]* | 0)
+  echo "ROUNDS=$ROUNDS: want a positive number" >&2
+  exit 2
+  ;;
+esac
+[ "$ROUNDS" = 1 ] || [ "$MODE" = plugin ] || {
+  echo "ROUNDS=$ROUNDS: alternating rounds are for MODE=plugin" >&2
+  exit 2
+}
 if [ "$SKIP_MEMORY" = yes ]; then PHASES=${PHASES//memory/}; fi
 want() { [[ " $PHASES " == *" $1 "* ]]; }
 
@@ -124,6 +139,7 @@ mkdir -p "$OUT"
 
 prepare_bench_cluster
 find "$OUT" -maxdepth 1 \( -name '*.json' -o -name '*.pprof' \) -delete
+rm -rf "$OUT"/round-*
 mkdir -p "$OUT"
 echo kwok >"$STATE/node-mode"
 
@@ -200,16 +216,33 @@ if want ab; then
   sb --set plain delete
 
   if [ "$MODE" = plugin ]; then
-    log "phase b: gpushare-scheduler (plugin, policy $POLICY), the same $PODS pods"
-    start_bench_plugin_scheduler
-    note_load "phase b start"
-    profile b-plugin "https://127.0.0.1:$PLUGIN_SCHEDULER_PORT"
-    cp0=$(cp_ticks)
-    sb --set plugin --scheduler-name gpushare-scheduler --scheduler-pid-file "$PIDS/gpushare-scheduler" --pods "$PODS" phase
-    note_load "phase b end"
-    cp_note b "$cp0"
-    stop_proc gpushare-scheduler
-    sb --set plugin delete
+    for round in $(seq 1 "$ROUNDS"); do
+      if [ "$round" -gt 1 ]; then
+        log "round $round of $ROUNDS, phase a: kube-scheduler alone"
+        start_bench_scheduler scale-plain.yaml
+        note_load "round $round phase a start"
+        cp0=$(cp_ticks)
+        sb --set plain --pods "$PODS" phase
+        note_load "round $round phase a end"
+        cp_note a "$cp0"
+        stop_proc kube-scheduler
+        sb --set plain delete
+      fi
+      log "phase b: gpushare-scheduler (plugin, policy $POLICY), the same $PODS pods"
+      start_bench_plugin_scheduler
+      note_load "phase b start"
+      [ "$round" -gt 1 ] || profile b-plugin "https://127.0.0.1:$PLUGIN_SCHEDULER_PORT"
+      cp0=$(cp_ticks)
+      sb --set plugin --scheduler-name gpushare-scheduler --scheduler-pid-file "$PIDS/gpushare-scheduler" --pods "$PODS" phase
+      note_load "phase b end"
+      cp_note b "$cp0"
+      stop_proc gpushare-scheduler
+      sb --set plugin delete
+      if [ "$ROUNDS" -gt 1 ]; then
+        mkdir -p "$OUT/round-$round"
+        cp "$OUT/plain.json" "$OUT/plugin.json" "$OUT/round-$round/"
+      fi
+    done
   else
     log "phase b: kube-scheduler + gpushare extender, the same $PODS pods (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset})"
     echo "extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}" >>"$OUT/load.txt"

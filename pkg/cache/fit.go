@@ -29,6 +29,9 @@ func (c *Cache) fits(n *nodeState, req gpushare.PodRequest, pol policy.Policy) e
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.plain && n.fitsOneContainer(req) {
+		return nil // admits would pass: the usual answer, read from one cache line
+	}
 	if err := n.admits(req); err != nil {
 		return err
 	}
@@ -60,7 +63,7 @@ func (n *nodeState) fitsOneContainer(req gpushare.PodRequest) bool {
 	}
 	c := req.Containers[0]
 	need, want := c.PerCard(), c.Cards
-	if want <= n.nTop {
+	if want <= int(n.nTop) {
 		return n.topFree[want-1] >= need
 	}
 	for i := range n.cards {

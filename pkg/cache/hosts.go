@@ -125,13 +125,43 @@ func (h *hostBook) store(name string, n hostNode) {
 func (h *hostBook) free(name string) (policy.Host, policy.ConstraintSet, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	f := h.freeLocked(name)
+	return f.free, f.unmet, f.known
+}
+
+// hostFree is free's answer for one node.
+type hostFree struct {
+	free  policy.Host
+	unmet policy.ConstraintSet
+	known bool
+}
+
+// hostBlock is how many nodes the rating paths look up per lock of the book (freeEach).
+const hostBlock = 64
+
+// freeEach sets out[i] to free's answer for name(i), for every i of out, under one lock:
+// the rating paths visit thousands of nodes per call, several pieces in parallel, and one
+// lock per node would have them and the informer's updates take turns on it thousands of
+// times a call.
+func (h *hostBook) freeEach(out []hostFree, name func(i int) string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range out {
+		out[i] = h.freeLocked(name(i))
+	}
+}
+
+func (h *hostBook) freeLocked(name string) hostFree {
 	n := h.nodes[name]
 	if !n.known {
-		return policy.Host{}, nil, false
+		return hostFree{}
 	}
 	if h.cons != nil && n.unmetAt < h.cons.count() {
 		n.unmet, n.unmetAt = h.cons.unmet(name, n.labels, n.unmet, n.unmetAt)
 		h.nodes[name] = n
 	}
-	return policy.Host{CPUMilli: n.alloc.CPUMilli - n.used.CPUMilli, MemoryMiB: n.alloc.MemoryMiB - n.used.MemoryMiB}, n.unmet, true
+	return hostFree{
+		free:  policy.Host{CPUMilli: n.alloc.CPUMilli - n.used.CPUMilli, MemoryMiB: n.alloc.MemoryMiB - n.used.MemoryMiB},
+		unmet: n.unmet, known: true,
+	}
 }

@@ -18,24 +18,33 @@ type nodeState struct {
 	// topFree holds the largest free units of the node's cards, descending (nTop of them
 	// valid), next to mu so the filter shortcut reads one cache line per node instead of
 	// chasing the cards slice: with thousands of nodes per call, memory latency dominates.
+	// The struct is 256 bytes, a size class whose objects start on a cache line: mu,
+	// topFree, nTop, plain, known and name fill the first line (all the filter shortcut
+	// reads), cards starts the second (what the rating paths read next).
 	topFree [4]int64
-	nTop    int
+	nTop    int32
+	// plain: the node admits every request (known, with cards, isolation none and a valid
+	// label), so a request topFree holds fits without reading further. Set by recompute,
+	// which every change of those fields ends with.
+	plain bool
+	known bool // a node object matching the selector exists
+	// name is the node's; the rating paths read it here rather than from the node object,
+	// whose memory is seldom in cache.
+	name string
+	// cards is devices plus, for pods holding units on an index the inventory no longer
+	// has, an unhealthy zero-size card (shown over-committed). Used sums pods' usage.
+	cards []policy.Card
 	// lastMiss remembers the last single-container shortfall on this node until the node
 	// changes: pending pods are filtered again and again (retries, replicas of one size),
 	// and building the per-card reason costs more than the fit check itself.
 	lastMiss missMemo
 
-	name  string
-	known bool // a node object matching the selector exists
 	// isolation is the node's isolation mode; isolationErr, when set, says its label is
 	// invalid (the node then takes no GPU pod).
 	isolation    gpushare.Isolation
 	isolationErr error
 	source       gpushare.InventorySource
 	devices      []gpushare.Device // from the inventory, by index
-	// cards is devices plus, for pods holding units on an index the inventory no longer
-	// has, an unhealthy zero-size card (shown over-committed). Used sums pods' usage.
-	cards []policy.Card
 	// pods holds units here: an entry per pod placed on this node, holding the Pod the pod
 	// informer stores (shared, not copied: nobody modifies it), and per reservation Reserve
 	// made (Pod.reserved). The entries' counted usage gives the units per card (see decide).
@@ -97,10 +106,11 @@ func (n *nodeState) recompute() {
 	}
 	sort.Slice(cards, func(i, j int) bool { return cards[i].Index < cards[j].Index })
 	n.cards = cards
+	n.plain = n.known && len(n.devices) > 0 && n.isolationErr == nil && n.isolation != gpushare.IsolationMPS
 	n.topFree, n.nTop = [4]int64{}, 0
 	for _, c := range cards {
 		f := c.Free()
-		if n.nTop < len(n.topFree) {
+		if int(n.nTop) < len(n.topFree) {
 			n.nTop++
 		} else if f <= n.topFree[n.nTop-1] {
 			continue

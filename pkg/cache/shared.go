@@ -154,26 +154,43 @@ func (c *Cache) FitsNode(node *corev1.Node, req gpushare.PodRequest, pol policy.
 }
 
 // ViewNodes is ViewEach for nodes given by their objects (see FitsNode), all looked up
-// under one read lock of the index.
+// under one read lock of the index. A node's name is read from its state, not from the
+// object, whose memory is seldom in cache (see nodeState).
 func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.Node)) {
-	var host policy.Host // one per call: every node.Host points here
+	var (
+		hosts  [hostBlock]hostFree // one block at a time: every node.Host points in here
+		states [hostBlock]*nodeState
+		names  [hostBlock]string
+	)
 	c.byObjMu.RLock()
 	defer c.byObjMu.RUnlock()
-	for i, obj := range nodes {
-		node := policy.Node{Name: obj.Name}
-		if c.hosts != nil {
-			if h, unmet, known := c.hosts.free(obj.Name); known {
-				host, node.Host, node.Unmet = h, &host, unmet
+	for lo := 0; lo < len(nodes); lo += hostBlock {
+		block := nodes[lo:min(lo+hostBlock, len(nodes))]
+		for k, obj := range block {
+			n, ok := c.byObj[obj]
+			if !ok {
+				n = c.node(obj.Name)
+			}
+			states[k] = n
+			if n != nil && n.name != "" { // notGPUNode has none
+				names[k] = n.name
+			} else {
+				names[k] = obj.Name
 			}
 		}
-		n, ok := c.byObj[obj]
-		if !ok {
-			n = c.node(obj.Name)
+		if c.hosts != nil {
+			c.hosts.freeEach(hosts[:len(block)], func(k int) string { return names[k] })
 		}
-		if n != nil {
-			n.visitCards(i, node, visit)
-			continue
+		for k := range block {
+			node := policy.Node{Name: names[k]}
+			if h := &hosts[k]; h.known {
+				node.Host, node.Unmet = &h.free, h.unmet
+			}
+			if n := states[k]; n != nil {
+				n.visitCards(lo+k, node, visit)
+				continue
+			}
+			visit(lo+k, node)
 		}
-		visit(i, node)
 	}
 }

@@ -10,21 +10,25 @@ import "github.com/gpushare/gpushare/pkg/policy"
 // only during visit: visit must only read them, must not keep them, and must not call the
 // cache.
 func (c *Cache) ViewEach(names []string, visit func(i int, node policy.Node)) {
-	var host policy.Host // one per call: every node.Host points here
+	var hosts [hostBlock]hostFree // one block at a time: every node.Host points in here
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	for i, name := range names {
-		node := policy.Node{Name: name}
+	for lo := 0; lo < len(names); lo += hostBlock {
+		block := names[lo:min(lo+hostBlock, len(names))]
 		if c.hosts != nil {
-			if h, unmet, known := c.hosts.free(name); known {
-				host, node.Host, node.Unmet = h, &host, unmet
+			c.hosts.freeEach(hosts[:len(block)], func(k int) string { return block[k] })
+		}
+		for k, name := range block {
+			node := policy.Node{Name: name}
+			if h := &hosts[k]; h.known {
+				node.Host, node.Unmet = &h.free, h.unmet
 			}
+			if n := c.nodes[name]; n != nil {
+				n.visitCards(lo+k, node, visit)
+				continue
+			}
+			visit(lo+k, node)
 		}
-		if n := c.nodes[name]; n != nil {
-			n.visitCards(i, node, visit)
-			continue
-		}
-		visit(i, node)
 	}
 }
 

@@ -53,12 +53,17 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 		return fwk.AsStatus(err)
 	}
 	obj := nodeInfo.Node()
-	node := obj.Name
-	if s.held != "" && node != s.held {
+	// The name is read only when needed: the node object's memory is seldom in cache here,
+	// and this runs for every node of every cycle.
+	if s.held != "" && obj.Name != s.held {
 		return fwk.NewStatus(fwk.Unschedulable, frontend.HeldElsewhere(s.held))
 	}
-	if d := s.dryRun[node]; d != nil {
-		_, err = p.cache.PlaceWith(node, s.req, s.pol, d.delta())
+	var d *nodeDryRun
+	if s.dryRun != nil {
+		d = s.dryRun[obj.Name]
+	}
+	if d != nil {
+		_, err = p.cache.PlaceWith(obj.Name, s.req, s.pol, d.delta())
 	} else {
 		err = p.cache.FitsNode(obj, s.req, s.pol)
 	}

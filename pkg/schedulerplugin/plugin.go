@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,7 @@ type Plugin struct {
 	reasons       frontend.Reasons
 	binder        *frontend.Binder
 	parallelizer  fwk.Parallelizer // nil: PreScore rates the nodes in one goroutine
+	rates         sync.Pool        // of *nodeRates, PreScore's buffers (score.go)
 }
 
 var (

@@ -64,10 +64,13 @@ type reserved struct {
 	placed bool
 }
 
-// Clone implements fwk.StateData. The dry-run maps are copied; the rest is never modified
-// after PreFilter or is only set later in the cycle, on the original.
+// Clone implements fwk.StateData. The dry-run maps are copied; the scores are not shared
+// (NormalizeScore hands them back to the pool, so a clone rates afresh unless PreScore runs
+// on it); the rest is never modified after PreFilter or is only set later in the cycle, on
+// the original.
 func (s *cycleState) Clone() fwk.StateData {
 	out := *s
+	out.scores = nil
 	if s.dryRun != nil {
 		out.dryRun = make(map[string]*nodeDryRun, len(s.dryRun))
 		for node, d := range s.dryRun {

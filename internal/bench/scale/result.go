@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -28,6 +29,9 @@ const (
 	FileMemory         = "memory.json"
 	FileMemoryRestart  = "memory-restart.json"
 	FileReportMarkdown = "report.md"
+	// RoundDirPrefix names the folders of the plugin mode's rounds (round-1, round-2, …),
+	// each holding that round's plain.json and plugin.json.
+	RoundDirPrefix = "round-"
 )
 
 // Targets the scale benchmark is judged against (docs/benchmarks.md).
@@ -82,6 +86,33 @@ type Results struct {
 	Burst         *BurstResult
 	Memory        *MemoryResult
 	MemoryRestart *MemoryResult
+	// Rounds are the plugin mode's alternating a/b rounds, in order (round-N folders);
+	// nil for a single round, whose phases are Plain and Plugin.
+	Rounds []Round
+}
+
+// Round is one a/b pair of the plugin mode: kube-scheduler alone, then gpushare-scheduler,
+// on the same nodes and pods, back to back.
+type Round struct {
+	Plain, Plugin PhaseResult
+}
+
+// Ratio is the round's b/a in pods/s (0 when a measured nothing).
+func (r Round) Ratio() float64 {
+	if r.Plain.PodsPerSecond <= 0 {
+		return 0
+	}
+	return r.Plugin.PodsPerSecond / r.Plain.PodsPerSecond
+}
+
+// median of v (not empty), which it sorts.
+func median(v []float64) float64 {
+	slices.Sort(v)
+	n := len(v)
+	if n%2 == 1 {
+		return v[n/2]
+	}
+	return (v[n/2-1] + v[n/2]) / 2
 }
 
 // LoadResults reads the result files of dir. Errors: unreadable or malformed files.
@@ -110,7 +141,37 @@ func LoadResults(dir string) (Results, error) {
 		load(FileMemory, &mem, func() { r.Memory = &mem }),
 		load(FileMemoryRestart, &memR, func() { r.MemoryRestart = &memR }),
 	)
+	if err != nil {
+		return r, err
+	}
+	r.Rounds, err = loadRounds(dir)
 	return r, err
+}
+
+// loadRounds reads dir's round-N folders, N = 1, 2, … until one is missing; nil for fewer
+// than two. Errors: a round folder without both phases, or malformed files.
+func loadRounds(dir string) ([]Round, error) {
+	var out []Round
+	for n := 1; ; n++ {
+		sub := filepath.Join(dir, fmt.Sprintf("%s%d", RoundDirPrefix, n))
+		if _, err := os.Stat(sub); errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		var rd Round
+		okA, errA := readJSON(filepath.Join(sub, FilePlain), &rd.Plain)
+		okB, errB := readJSON(filepath.Join(sub, FilePlugin), &rd.Plugin)
+		if err := errors.Join(errA, errB); err != nil {
+			return nil, err
+		}
+		if !okA || !okB {
+			return nil, fmt.Errorf("%s lacks %s or %s", sub, FilePlain, FilePlugin)
+		}
+		out = append(out, rd)
+	}
+	if len(out) < 2 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 func met(ok bool) string {
@@ -161,6 +222,22 @@ func (r Results) Markdown() string {
 			a := r.Plain.SchedulerCPUSeconds * 1e3 / float64(r.Plain.Pods)
 			bp := p.SchedulerCPUSeconds * 1e3 / float64(p.Pods)
 			row("CPU per pod: a) scheduler; b) gpushare-scheduler (plugin)", fmt.Sprintf("%.1f ms; %.1f ms (if CPU-bound, b/a = %.2f)", a, bp, a/bp), "", "")
+		}
+		if len(r.Rounds) > 1 {
+			ratios, cpu := make([]float64, len(r.Rounds)), make([]string, len(r.Rounds))
+			for i, rd := range r.Rounds {
+				ratios[i] = rd.Ratio()
+				cpu[i] = fmt.Sprintf("%.1f; %.1f", rd.Plain.SchedulerCPUSeconds*1e3/float64(max(rd.Plain.Pods, 1)),
+					rd.Plugin.SchedulerCPUSeconds*1e3/float64(max(rd.Plugin.Pods, 1)))
+			}
+			byRound := make([]string, len(ratios))
+			for i, v := range ratios {
+				byRound[i] = fmt.Sprintf("%.2f", v)
+			}
+			m, target := median(ratios), r.pluginTarget()
+			row(fmt.Sprintf("b/a (plugin, %s), %d alternating rounds", r.pluginPolicy(), len(r.Rounds)),
+				fmt.Sprintf("%s: **median %.2f**", strings.Join(byRound, ", "), m), fmt.Sprintf("≥ %.1f", target), met(m >= target))
+			row("CPU per pod by round: a; b (ms)", strings.Join(cpu, " · "), "", "")
 		}
 		if c := p.Cards; c != nil {
 			row("b) plugin: cards over capacity / unannotated", fmt.Sprintf("%d / %d", len(c.Over), len(c.Unannotated)), "0 / 0", met(len(c.Over) == 0 && len(c.Unannotated) == 0))

@@ -1,6 +1,9 @@
 package scale
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -150,5 +153,48 @@ func TestResultsLoadPlugin(t *testing.T) {
 	}
 	if r.Plugin == nil || r.Plugin.Pods != 7 || r.Extender != nil {
 		t.Errorf("plugin %+v extender %+v; want the plugin phase only", r.Plugin, r.Extender)
+	}
+}
+
+// TestResultsRounds: the plugin mode's round-N folders are read in order and judged by the
+// median b/a, so one noisy round does not decide the verdict.
+func TestResultsRounds(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, v PhaseResult) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJSON(name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, b := range []float64{45, 40, 50} { // b/a 0.90, 0.80, 1.00: median 0.90
+		round := filepath.Join(dir, fmt.Sprintf("%s%d", RoundDirPrefix, i+1))
+		write(filepath.Join(round, FilePlain), PhaseResult{Name: SetPlain, Pods: 100, PodsPerSecond: 50, SchedulerCPUSeconds: 2.5})
+		write(filepath.Join(round, FilePlugin), PhaseResult{Name: SetPlugin, Pods: 100, PodsPerSecond: b, SchedulerCPUSeconds: 3})
+		write(filepath.Join(dir, FilePlain), PhaseResult{Name: SetPlain, Pods: 100, PodsPerSecond: 50})
+		write(filepath.Join(dir, FilePlugin), PhaseResult{Name: SetPlugin, Pods: 100, PodsPerSecond: b})
+	}
+	r, err := LoadResults(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rounds) != 3 || r.Rounds[1].Ratio() != 0.8 {
+		t.Fatalf("rounds %+v; want three, the second at b/a 0.8", r.Rounds)
+	}
+	md := r.Markdown()
+	for _, want := range []string{"3 alternating rounds | 0.90, 0.80, 1.00: **median 0.90** | ≥ 0.9 | met", "25.0; 30.0 · 25.0; 30.0"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q:\n%s", want, md)
+		}
+	}
+
+	// A round folder without its plugin phase is an error, not a silent single round.
+	if err := os.Remove(filepath.Join(dir, RoundDirPrefix+"2", FilePlugin)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadResults(dir); err == nil {
+		t.Error("LoadResults accepted a round without its plugin phase")
 	}
 }
