@@ -100,7 +100,7 @@ type Cache struct {
 	// byObj maps the informer's node objects to their states, with Config.Shared only;
 	// see indexNode. A map under a lock: sync.Map's trie costs more cache misses per lookup.
 	byObjMu sync.RWMutex
-	byObj   map[*corev1.Node]*nodeState
+	byObj   map[*corev1.Node]indexed
 
 	// hosts, shapes and constraints exist only with Config.TrackWorkload.
 	hosts       *hostBook
@@ -131,7 +131,7 @@ func New(cfg Config) (*Cache, error) {
 		where:    map[types.UID]string{},
 		reserved: map[types.UID]reservation{},
 		nodes:    map[string]*nodeState{},
-		byObj:    map[*corev1.Node]*nodeState{},
+		byObj:    map[*corev1.Node]indexed{},
 		podStore: cfg.Pods.GetStore(),
 	}
 	nodeHandlers := []toolscache.ResourceEventHandler{c.nodeHandler()}

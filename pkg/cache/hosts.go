@@ -20,8 +20,10 @@ type hostBook struct {
 	mu sync.Mutex
 	// nodes holds each node's allocatable and used CPU and memory, and the constraints it
 	// fails, in one entry, so that free, called per node of every prioritize call, reads one
-	// map.
-	nodes map[string]hostNode
+	// map. Entries are changed in place and never reused once deleted, so a Shared cache's
+	// index keeps a reference to each node's entry (hostRef) and the plugin's rating reads
+	// it without the map.
+	nodes map[string]*hostNode
 	pods  map[types.UID]hostPod
 	cons  *constraintBook
 }
@@ -43,7 +45,7 @@ type hostPod struct {
 }
 
 func newHostBook(cons *constraintBook) *hostBook {
-	return &hostBook{nodes: map[string]hostNode{}, pods: map[types.UID]hostPod{}, cons: cons}
+	return &hostBook{nodes: map[string]*hostNode{}, pods: map[types.UID]hostPod{}, cons: cons}
 }
 
 // hostRequest is the pod's effective CPU (millicores) and memory (MiB, rounded up) request.
@@ -56,22 +58,43 @@ func hostRequest(pod *corev1.Pod) policy.Host {
 // its labels (the constraints it fails are worked out again when they changed).
 func (h *hostBook) setNode(name string, alloc policy.Host, labels map[string]string) {
 	h.mu.Lock()
-	n := h.nodes[name]
+	n := h.entry(name)
 	n.alloc, n.known = alloc, true
 	if !maps.Equal(n.labels, labels) {
 		n.labels, n.unmet, n.unmetAt = labels, nil, 0
 	}
-	h.nodes[name] = n
 	h.mu.Unlock()
 }
 
 func (h *hostBook) deleteNode(name string) {
 	h.mu.Lock()
-	n := h.nodes[name]
-	n.alloc, n.known = policy.Host{}, false
-	n.labels, n.unmet, n.unmetAt = nil, nil, 0
-	h.store(name, n)
+	if n := h.nodes[name]; n != nil {
+		n.alloc, n.known = policy.Host{}, false
+		n.labels, n.unmet, n.unmetAt = nil, nil, 0
+		h.dropIfEmpty(name, n)
+	}
 	h.mu.Unlock()
+}
+
+// entry returns name's entry, creating it. Caller holds mu.
+func (h *hostBook) entry(name string) *hostNode {
+	n := h.nodes[name]
+	if n == nil {
+		n = &hostNode{}
+		h.nodes[name] = n
+	}
+	return n
+}
+
+// hostRef is a reference to a node's entry for freeRefs, or nil when the book has none.
+type hostRef = *hostNode
+
+// ref returns name's entry as it is now; nil when there is none (the reader then looks the
+// name up).
+func (h *hostBook) ref(name string) hostRef {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nodes[name]
 }
 
 // setPod accounts a bound, non-terminal pod on its node with its CPU and memory request
@@ -86,10 +109,9 @@ func (h *hostBook) setPod(pod *Pod) {
 	}
 	p := hostPod{node: pod.nodeName, req: pod.host}
 	h.pods[pod.uid] = p
-	n := h.nodes[p.node]
+	n := h.entry(p.node)
 	n.used.CPUMilli += p.req.CPUMilli
 	n.used.MemoryMiB += p.req.MemoryMiB
-	h.nodes[p.node] = n
 }
 
 func (h *hostBook) deletePod(uid types.UID) {
@@ -104,19 +126,17 @@ func (h *hostBook) removeLocked(uid types.UID) {
 		return
 	}
 	delete(h.pods, uid)
-	n := h.nodes[p.node]
+	n := h.entry(p.node)
 	n.used.CPUMilli -= p.req.CPUMilli
 	n.used.MemoryMiB -= p.req.MemoryMiB
-	h.store(p.node, n)
+	h.dropIfEmpty(p.node, n)
 }
 
-// store keeps n under name, or deletes the entry when it holds nothing (deleteNode clears
-// the rest).
-func (h *hostBook) store(name string, n hostNode) {
+// dropIfEmpty deletes name's entry n when it holds nothing (deleteNode clears the rest). A
+// reference to it (ref) then reads an unknown node until the index takes a new one.
+func (h *hostBook) dropIfEmpty(name string, n *hostNode) {
 	if !n.known && n.used == (policy.Host{}) {
 		delete(h.nodes, name)
-	} else {
-		h.nodes[name] = n
 	}
 }
 
@@ -125,7 +145,7 @@ func (h *hostBook) store(name string, n hostNode) {
 func (h *hostBook) free(name string) (policy.Host, policy.ConstraintSet, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	f := h.freeLocked(name)
+	f := h.freeLocked(h.nodes[name], name, nil, 0)
 	return f.free, f.unmet, f.known
 }
 
@@ -139,26 +159,38 @@ type hostFree struct {
 // hostBlock is how many nodes the rating paths look up per lock of the book (freeEach).
 const hostBlock = 64
 
-// freeEach sets out[i] to free's answer for name(i), for every i of out, under one lock:
-// the rating paths visit thousands of nodes per call, several pieces in parallel, and one
-// lock per node would have them and the informer's updates take turns on it thousands of
-// times a call.
-func (h *hostBook) freeEach(out []hostFree, name func(i int) string) {
+// freeEach sets out[i] to free's answer for the node of refs[i], or of name(i) where refs[i]
+// is nil, for every i of out, under one lock: the rating paths visit thousands of nodes per
+// call, several pieces in parallel, and one lock per node would have them and the
+// informer's updates take turns on it thousands of times a call. refs may be nil.
+func (h *hostBook) freeEach(out []hostFree, refs []hostRef, name func(i int) string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range out {
-		out[i] = h.freeLocked(name(i))
+		var n *hostNode
+		if refs != nil {
+			n = refs[i]
+		}
+		nm := ""
+		if n == nil {
+			nm = name(i)
+			n = h.nodes[nm]
+		}
+		out[i] = h.freeLocked(n, nm, name, i)
 	}
 }
 
-func (h *hostBook) freeLocked(name string) hostFree {
-	n := h.nodes[name]
-	if !n.known {
+// freeLocked is free's answer from entry n (nil: none) of the node whose name is nm, or
+// name(i) when nm is empty (read only if its unmet constraints need working out).
+func (h *hostBook) freeLocked(n *hostNode, nm string, name func(i int) string, i int) hostFree {
+	if n == nil || !n.known {
 		return hostFree{}
 	}
 	if h.cons != nil && n.unmetAt < h.cons.count() {
-		n.unmet, n.unmetAt = h.cons.unmet(name, n.labels, n.unmet, n.unmetAt)
-		h.nodes[name] = n
+		if nm == "" {
+			nm = name(i)
+		}
+		n.unmet, n.unmetAt = h.cons.unmet(nm, n.labels, n.unmet, n.unmetAt)
 	}
 	return hostFree{
 		free:  policy.Host{CPUMilli: n.alloc.CPUMilli - n.used.CPUMilli, MemoryMiB: n.alloc.MemoryMiB - n.used.MemoryMiB},

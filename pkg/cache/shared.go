@@ -114,11 +114,14 @@ func (s *slimming) OnDelete(obj any) {
 // of lookups per scheduling cycle would each fetch from memory. A node outside the
 // selector maps to notGPUNode.
 func (c *Cache) indexNode(old, obj any) {
-	st := notGPUNode
+	ix := indexed{st: notGPUNode}
 	n, ok := obj.(*corev1.Node)
 	if ok {
 		if s := c.node(n.Name); s != nil {
-			st = s
+			ix.st = s
+		}
+		if c.hosts != nil {
+			ix.host = c.hosts.ref(n.Name)
 		}
 	}
 	c.byObjMu.Lock()
@@ -127,8 +130,15 @@ func (c *Cache) indexNode(old, obj any) {
 		delete(c.byObj, o)
 	}
 	if ok {
-		c.byObj[n] = st
+		c.byObj[n] = ix
 	}
+}
+
+// indexed is what the index holds for a node object: its state and, with
+// Config.TrackWorkload, its host book entry as of the object's event (nil: none then).
+type indexed struct {
+	st   *nodeState
+	host hostRef
 }
 
 // notGPUNode is the state of every node the cache does not account: never known.
@@ -139,10 +149,10 @@ var notGPUNode = newNodeState("")
 // when the cache has no state of that name.
 func (c *Cache) stateOf(node *corev1.Node) *nodeState {
 	c.byObjMu.RLock()
-	st, ok := c.byObj[node]
+	ix, ok := c.byObj[node]
 	c.byObjMu.RUnlock()
 	if ok {
-		return st
+		return ix.st
 	}
 	return c.node(node.Name)
 }
@@ -159,6 +169,7 @@ func (c *Cache) FitsNode(node *corev1.Node, req gpushare.PodRequest, pol policy.
 func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.Node)) {
 	var (
 		hosts  [hostBlock]hostFree // one block at a time: every node.Host points in here
+		refs   [hostBlock]hostRef
 		states [hostBlock]*nodeState
 		names  [hostBlock]string
 	)
@@ -167,19 +178,19 @@ func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.No
 	for lo := 0; lo < len(nodes); lo += hostBlock {
 		block := nodes[lo:min(lo+hostBlock, len(nodes))]
 		for k, obj := range block {
-			n, ok := c.byObj[obj]
+			ix, ok := c.byObj[obj]
 			if !ok {
-				n = c.node(obj.Name)
+				ix = indexed{st: c.node(obj.Name)}
 			}
-			states[k] = n
-			if n != nil && n.name != "" { // notGPUNode has none
-				names[k] = n.name
+			states[k], refs[k] = ix.st, ix.host
+			if ix.st != nil && ix.st.name != "" { // notGPUNode has none
+				names[k] = ix.st.name
 			} else {
 				names[k] = obj.Name
 			}
 		}
 		if c.hosts != nil {
-			c.hosts.freeEach(hosts[:len(block)], func(k int) string { return names[k] })
+			c.hosts.freeEach(hosts[:len(block)], refs[:len(block)], func(k int) string { return names[k] })
 		}
 		for k := range block {
 			node := policy.Node{Name: names[k]}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
@@ -118,5 +119,69 @@ func TestSharedViewNodesConstraints(t *testing.T) {
 		got := make([]bool, 2)
 		env.Cache.ViewNodes(objs, func(i int, n policy.Node) { got[i] = n.Unmet.Has(1) })
 		return !got[0] && got[1]
+	})
+}
+
+// TestSharedViewNodesHost: on the plugin's path the index keeps each node's host book entry,
+// so ViewNodes reads the free CPU by the node object; the entry follows pods as they come
+// and go, and a node deleted and created again is read from its new entry.
+func TestSharedViewNodesHost(t *testing.T) {
+	withCPU := func(n *corev1.Node, cores int64) *corev1.Node {
+		n.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(cores, resource.DecimalSI)}
+		return n
+	}
+	env := ct.StartWith(t, ct.Options{Shared: true, Track: true}, withCPU(ct.Node("n1", 16), 8))
+	ctx := context.Background()
+	lister := env.Factory.Core().V1().Nodes().Lister()
+	freeCPU := func(obj *corev1.Node) (int64, bool) {
+		var cpu int64
+		var known bool
+		env.Cache.ViewNodes([]*corev1.Node{obj}, func(_ int, n policy.Node) {
+			if n.Host != nil {
+				cpu, known = n.Host.CPUMilli, true
+			}
+		})
+		return cpu, known
+	}
+	obj, err := lister.Get("n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "n1's 8 cores free", func() bool { cpu, ok := freeCPU(obj); return ok && cpu == 8000 })
+
+	p := ct.Placed(ct.Pod("p", 4), "n1", gpushare.CardUnits{0: 4})
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	if _, err := env.Client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "a pod of 3 cores counted on the same object", func() bool { cpu, ok := freeCPU(obj); return ok && cpu == 5000 })
+
+	// Deleted (the pod still holds CPU there, so the book keeps the entry) and created again.
+	if err := env.Client.CoreV1().Nodes().Delete(ctx, "n1", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "the deleted node's old object reads no host", func() bool { _, ok := freeCPU(obj); return !ok })
+	if _, err := env.Client.CoreV1().Nodes().Create(ctx, withCPU(ct.Node("n1", 16), 16), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "the new object reads 16 cores less the pod's 3", func() bool {
+		obj, err := lister.Get("n1")
+		if err != nil {
+			return false
+		}
+		cpu, ok := freeCPU(obj)
+		return ok && cpu == 13000
+	})
+	// The pod leaves: the entry follows.
+	if err := env.Client.CoreV1().Pods("default").Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "all 16 cores free", func() bool {
+		obj, err := lister.Get("n1")
+		if err != nil {
+			return false
+		}
+		cpu, ok := freeCPU(obj)
+		return ok && cpu == 16000
 	})
 }

@@ -16,7 +16,7 @@ func (c *Cache) ViewEach(names []string, visit func(i int, node policy.Node)) {
 	for lo := 0; lo < len(names); lo += hostBlock {
 		block := names[lo:min(lo+hostBlock, len(names))]
 		if c.hosts != nil {
-			c.hosts.freeEach(hosts[:len(block)], func(k int) string { return block[k] })
+			c.hosts.freeEach(hosts[:len(block)], nil, func(k int) string { return block[k] })
 		}
 		for k, name := range block {
 			node := policy.Node{Name: name}
