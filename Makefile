@@ -102,7 +102,7 @@ clean:
 	rm -rf $(BIN) dist
 
 .PHONY: bench-scale
-bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory; MODE=plugin: vs gpushare-scheduler [POLICY=binpack]
+bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory; MODE=plugin: vs gpushare-scheduler in ROUNDS=5 alternating rounds [POLICY=binpack]
 	MODE=$(MODE) N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench/scale.sh
 
 .PHONY: bench-replay

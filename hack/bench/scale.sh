@@ -33,10 +33,10 @@
 # extender (run with --profiling) in phase b, PROFILE seconds from each phase's start, into
 # $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE); with
 # MODE=plugin gpushare-scheduler's in phase b, $OUT/profile-b-plugin.pprof.
-# ROUNDS (1; MODE=plugin only): phases a and b alternate ROUNDS times on the same nodes, each
-# round's results in $OUT/round-N, and the report judges the median b/a: on a shared machine
-# one a/b pair can drift by ±10 % with the host's load, and alternating cancels slow drifts
-# (profiles, when asked, are taken in the first round).
+# ROUNDS (MODE=plugin: 5; extender: 1, the only value it takes): phases a and b alternate
+# ROUNDS times on the same nodes, each round's results in $OUT/round-N, and the report judges
+# the median b/a: on a shared machine one a/b pair moves by ±10 % with the host's load, and
+# alternating cancels slow drifts (profiles, when asked, are taken in the first round).
 # The state dir and every port are apart from the demo, e2e and replay clusters:
 # GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
 # extender 32345, gpushare-scheduler 30269.
@@ -55,8 +55,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MODE=${MODE:-extender}
 POLICY=${POLICY:-binpack}
 case $MODE in
-extender) default_phases="ab burst memory" default_out=$REPO/_output/scale-results ;;
-plugin) default_phases="ab" default_out=$REPO/_output/scale-results-plugin ;;
+extender) default_phases="ab burst memory" default_out=$REPO/_output/scale-results default_rounds=1 ;;
+plugin) default_phases="ab" default_out=$REPO/_output/scale-results-plugin default_rounds=5 ;;
 *)
   echo "MODE=$MODE: want extender or plugin" >&2
   exit 2
@@ -79,7 +79,7 @@ MEMORY_SETTLE=${MEMORY_SETTLE:-150s}
 SKIP_MEMORY=${SKIP_MEMORY:-no}
 PROFILE=${PROFILE:-}
 PHASES=${PHASES:-$default_phases}
-ROUNDS=${ROUNDS:-1}
+ROUNDS=${ROUNDS:-$default_rounds}
 case $ROUNDS in
 '' | *[!0-9]* | 0)
   echo "ROUNDS=$ROUNDS: want a positive number" >&2
@@ -203,31 +203,27 @@ start_apiserver
 note_load "cluster up"
 sb --nodes "$N" setup
 
-if want ab; then
-  log "phase a: kube-scheduler alone, $PODS pods on $N nodes"
+# phase_a ROUND: kube-scheduler alone schedules the pod set "plain", which is then deleted
+# (profiled, when asked, in the first round only).
+phase_a() {
+  log "phase a (round $1 of $ROUNDS): kube-scheduler alone, $PODS pods on $N nodes"
   start_bench_scheduler scale-plain.yaml
-  note_load "phase a start"
-  profile a-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
+  note_load "round $1 phase a start"
+  [ "$1" -gt 1 ] || profile a-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
+  local cp0
   cp0=$(cp_ticks)
   sb --set plain --pods "$PODS" phase
-  note_load "phase a end"
+  note_load "round $1 phase a end"
   cp_note a "$cp0"
   stop_proc kube-scheduler
   sb --set plain delete
+}
 
+if want ab; then
+  phase_a 1
   if [ "$MODE" = plugin ]; then
     for round in $(seq 1 "$ROUNDS"); do
-      if [ "$round" -gt 1 ]; then
-        log "round $round of $ROUNDS, phase a: kube-scheduler alone"
-        start_bench_scheduler scale-plain.yaml
-        note_load "round $round phase a start"
-        cp0=$(cp_ticks)
-        sb --set plain --pods "$PODS" phase
-        note_load "round $round phase a end"
-        cp_note a "$cp0"
-        stop_proc kube-scheduler
-        sb --set plain delete
-      fi
+      [ "$round" -eq 1 ] || phase_a "$round"
       log "phase b: gpushare-scheduler (plugin, policy $POLICY), the same $PODS pods"
       start_bench_plugin_scheduler
       note_load "phase b start"

@@ -143,6 +143,17 @@ func TestSharedViewNodesHost(t *testing.T) {
 		})
 		return cpu, known
 	}
+	// current is n1's free CPU read through the informer's object of the moment.
+	current := func(want int64) func() bool {
+		return func() bool {
+			obj, err := lister.Get("n1")
+			if err != nil {
+				return false
+			}
+			cpu, ok := freeCPU(obj)
+			return ok && cpu == want
+		}
+	}
 	obj, err := lister.Get("n1")
 	if err != nil {
 		t.Fatal(err)
@@ -164,24 +175,10 @@ func TestSharedViewNodesHost(t *testing.T) {
 	if _, err := env.Client.CoreV1().Nodes().Create(ctx, withCPU(ct.Node("n1", 16), 16), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ct.Eventually(t, "the new object reads 16 cores less the pod's 3", func() bool {
-		obj, err := lister.Get("n1")
-		if err != nil {
-			return false
-		}
-		cpu, ok := freeCPU(obj)
-		return ok && cpu == 13000
-	})
+	ct.Eventually(t, "the new object reads 16 cores less the pod's 3", current(13000))
 	// The pod leaves: the entry follows.
 	if err := env.Client.CoreV1().Pods("default").Delete(ctx, "p", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ct.Eventually(t, "all 16 cores free", func() bool {
-		obj, err := lister.Get("n1")
-		if err != nil {
-			return false
-		}
-		cpu, ok := freeCPU(obj)
-		return ok && cpu == 16000
-	})
+	ct.Eventually(t, "all 16 cores free", current(16000))
 }
