@@ -86,7 +86,7 @@ func (h *hostBook) entry(name string) *hostNode {
 	return n
 }
 
-// hostRef is a reference to a node's entry for freeRefs, or nil when the book has none.
+// hostRef is a reference to a node's entry for freeEach, or nil when the book has none.
 type hostRef = *hostNode
 
 // ref returns name's entry as it is now; nil when there is none (the reader then looks the

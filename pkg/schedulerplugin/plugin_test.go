@@ -174,7 +174,7 @@ func TestScoreRanksAsPrioritize(t *testing.T) {
 			if s := f.pl.PreScore(ctx, st, pod, infos); !s.IsSuccess() {
 				t.Fatal(s)
 			}
-			scoreList := func(order []string) fwk.NodeScoreList {
+			scoreList := func(st fwk.CycleState, order []string) fwk.NodeScoreList {
 				var scores fwk.NodeScoreList
 				for _, n := range order {
 					s, status := f.pl.Score(ctx, st, pod, nodeInfo(n))
@@ -197,16 +197,30 @@ func TestScoreRanksAsPrioritize(t *testing.T) {
 				f.pl.cache.ViewEach(order, func(i int, node policy.Node) { rates[i], fits[i] = sc.Rate(node) })
 				return policy.Rank(rates, fits)
 			}
-			reversed := slices.Clone(names)
-			slices.Reverse(reversed)
-			for _, order := range [][]string{names, reversed} {
-				got, w := scoreList(order), want(order)
+			check := func(st fwk.CycleState, order []string) {
+				t.Helper()
+				got, w := scoreList(st, order), want(order)
 				for i := range order {
 					if got[i].Score != w[i]*10 || got[i].Score < fwk.MinNodeScore || got[i].Score > fwk.MaxNodeScore {
 						t.Fatalf("node %s scores %d, want the extender's %d ×10", order[i], got[i].Score, w[i])
 					}
 				}
 			}
+			reversed := slices.Clone(names)
+			slices.Reverse(reversed)
+			// PreScore's rates, then (handed back to the pool) rated afresh in another order
+			// and in the first order again.
+			for _, order := range [][]string{names, reversed, names} {
+				check(st, order)
+			}
+			// A clone does not share PreScore's rates: it rates afresh, and the original
+			// still ranks from its own.
+			if s := f.pl.PreScore(ctx, st, pod, infos); !s.IsSuccess() {
+				t.Fatal(s)
+			}
+			clone := st.Clone()
+			check(clone, names)
+			check(st, names)
 		})
 	}
 }

@@ -43,8 +43,8 @@ func (r *nodeRates) release(pool *sync.Pool) {
 // PreScore rates the placement the policy would choose on each node (policy.Scorer.Rate,
 // as the extender's prioritize does), in parallel pieces of the node list, each under one
 // read of the ledger: a framework call per node would cost more than the rating itself.
-// Each piece also reads its nodes' objects, whose memory is not in cache after Filter, so
-// that work is parallel too. Score then has nothing left to do, and NormalizeScore ranks
+// Each piece also collects its nodes' objects from the framework's NodeInfos, so that work
+// is parallel too; names come from the ledger, not from the objects (cache.ViewNodes). Score then has nothing left to do, and NormalizeScore ranks
 // the rates. A pod without gpu-mem is rated only under a workload-aware policy (fgd);
 // otherwise scoring is skipped.
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
