@@ -59,9 +59,7 @@ func CasePluginReferenceScenario(t *testing.T, e *Env) {
 // referenceScenario runs the reference scenario with the pods' schedulerName sched ("": the
 // default scheduler).
 func referenceScenario(t *testing.T, e *Env, sched string) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
+	requireRealNode(t, e)
 	ns := newNamespace(t, e)
 	ctx := testContext(t, 5*time.Minute)
 	notebooks := applyDeployments(t, e, ns, filepath.Join(e.Repo(), "deploy", "examples", "tf-notebook.yaml"), sched)
@@ -161,11 +159,8 @@ func referenceScenario(t *testing.T, e *Env, sched string) {
 // go to different cards, and each container's NVIDIA_VISIBLE_DEVICES must name the UUID of the
 // card its annotation points to (the old plugin could hand out the wrong card).
 func CaseRealNodeTwoCards(t *testing.T, e *Env) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "extender")
-	requireBinary(t, e, "share-plugin")
+	requireRealNode(t, e)
+	requireBinary(t, e, "extender", "share-plugin")
 	ctx := testContext(t, 5*time.Minute)
 	inv := restartSharePlugin(ctx, t, e, "t4:2")
 	ns := newNamespace(t, e)
@@ -202,11 +197,8 @@ func CaseRealNodeTwoCards(t *testing.T, e *Env) {
 // CaseKubeletRestart: kubelet restarts wipe its device-plugin folder; share-plugin must
 // register again so the node keeps advertising 14 units and new pods still get their card.
 func CaseKubeletRestart(t *testing.T, e *Env) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "extender")
-	requireBinary(t, e, "share-plugin")
+	requireRealNode(t, e)
+	requireBinary(t, e, "extender", "share-plugin")
 	ctx := testContext(t, 5*time.Minute)
 	ns := newNamespace(t, e)
 	createPod(t, e, gpuPod(ns, "before", e.RealNode, ctr{units: 4}))

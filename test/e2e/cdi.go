@@ -22,11 +22,8 @@ import (
 // exactly the cards its allocation annotation names (the mounted card files), and no
 // NVIDIA_VISIBLE_DEVICES comes from the plugin.
 func CaseCDIHandover(t *testing.T, e *Env) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "extender")
-	requireBinary(t, e, "share-plugin")
+	requireRealNode(t, e)
+	requireBinary(t, e, "extender", "share-plugin")
 	ctx := testContext(t, 5*time.Minute)
 	inv := restartSharePlugin(ctx, t, e, "t4:2", "GPUSHARE_DEVICE_LIST_STRATEGY=cdi-cri")
 	ns := newNamespace(t, e)

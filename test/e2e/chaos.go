@@ -39,8 +39,7 @@ var a100x80 = card{model: "NVIDIA A100-SXM4-80GB", mib: 81920}
 // 300 pods are created while the extender is killed with SIGKILL ten times. Whatever the
 // scheduler saw, no card may end above its size.
 func CaseChaosExtenderKills(t *testing.T, e *Env) {
-	requireBinary(t, e, "extender")
-	requireBinary(t, e, "kubectl-inspect-gpushare")
+	requireBinary(t, e, "extender", "kubectl-inspect-gpushare")
 	ns := newNamespace(t, e)
 	ctx := testContext(t, 12*time.Minute)
 	fast := fastClient(t, e)
@@ -126,8 +125,7 @@ func CaseChaosExtenderKills(t *testing.T, e *Env) {
 // while the first Binding is still on its way. Rivals created meanwhile must not get the card
 // the first Binding lands on.
 func CaseChaosDelayedBinding(t *testing.T, e *Env) {
-	requireBinary(t, e, "extender")
-	requireBinary(t, e, "kubectl-inspect-gpushare")
+	requireBinary(t, e, "extender", "kubectl-inspect-gpushare")
 	ctx := testContext(t, 5*time.Minute)
 	proxy := startBindingDelayProxy(t, e, 15*time.Second)
 	if err := e.RestartComponent(ctx, "extender", "GPUSHARE_EXTENDER_KUBECONFIG="+proxy.kubeconfig); err != nil {
@@ -248,11 +246,8 @@ func CaseChaosSameSizePods(t *testing.T, e *Env) {
 // without a real node, and returns the case's context and namespace.
 func twoCardRealNode(t *testing.T, e *Env, d time.Duration) (context.Context, string) {
 	t.Helper()
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "share-plugin")
-	requireBinary(t, e, "kubectl-inspect-gpushare")
+	requireRealNode(t, e)
+	requireBinary(t, e, "share-plugin", "kubectl-inspect-gpushare")
 	ctx := testContext(t, d)
 	_ = restartSharePlugin(ctx, t, e, "t4:2")
 	return ctx, newNamespace(t, e)

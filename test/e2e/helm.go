@@ -210,12 +210,8 @@ func decodeManifest(t *testing.T, manifest string) []*unstructured.Unstructured 
 // (share-plugin, and gpushare-scheduler in topology scheduler) are stopped meanwhile and
 // started again afterwards, with kube-scheduler's own configuration and deploy/admission.
 func CaseHelmInstall(t *testing.T, e *Env, topology string) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	for _, b := range []string{"extender", "gpushare-scheduler", "share-plugin"} {
-		requireBinary(t, e, b)
-	}
+	requireRealNode(t, e)
+	requireBinary(t, e, "extender", "gpushare-scheduler", "share-plugin")
 	ctx := testContext(t, 10*time.Minute)
 	if _, err := e.cfg.script(ctx, "build-component-images.sh"); err != nil {
 		t.Fatalf("make image: %v", err)

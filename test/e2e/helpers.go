@@ -357,9 +357,19 @@ func parseInspect(b []byte) (inspectNode, error) {
 
 // requireBinary skips the test when one of our binaries is not built yet (components are
 // written in parallel); it never fakes a pass.
-func requireBinary(t *testing.T, e *Env, name string) {
+func requireBinary(t *testing.T, e *Env, names ...string) {
 	t.Helper()
-	if _, err := os.Stat(e.Bin(name)); err != nil {
-		t.Skipf("bin/%s is not built (make build): %v", name, err)
+	for _, name := range names {
+		if _, err := os.Stat(e.Bin(name)); err != nil {
+			t.Skipf("bin/%s is not built (make build): %v", name, err)
+		}
+	}
+}
+
+// requireRealNode skips the case when the cluster has no real kubelet node (kwok only).
+func requireRealNode(t *testing.T, e *Env) {
+	t.Helper()
+	if e.RealNode == "" {
+		t.Skip("no real node: " + e.NoRealNodeWhy)
 	}
 }

@@ -23,12 +23,8 @@ import (
 // by the scheduler side with the isolation reason; inspect shows the mode. No MPS daemon runs
 // here (no GPU): this checks the label's path through the extender and share-plugin.
 func CaseMPSIsolation(t *testing.T, e *Env) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "extender")
-	requireBinary(t, e, "share-plugin")
-	requireBinary(t, e, "kubectl-inspect-gpushare")
+	requireRealNode(t, e)
+	requireBinary(t, e, "extender", "share-plugin", "kubectl-inspect-gpushare")
 	ctx := testContext(t, 5*time.Minute)
 	root := filepath.Join(e.cfg.state, "mps")
 	t.Cleanup(func() { _ = os.RemoveAll(root) })

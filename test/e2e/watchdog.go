@@ -27,12 +27,8 @@ import (
 // layout), and after the grace emit the GPUMemoryOverGrant event, annotate the pod, export
 // used vs granted, and publish the use that `kubectl inspect gpushare -d` shows.
 func CaseUsageWatchdog(t *testing.T, e *Env) {
-	if e.RealNode == "" {
-		t.Skip("no real node: " + e.NoRealNodeWhy)
-	}
-	requireBinary(t, e, "extender")
-	requireBinary(t, e, "share-plugin")
-	requireBinary(t, e, "kubectl-inspect-gpushare")
+	requireRealNode(t, e)
+	requireBinary(t, e, "extender", "share-plugin", "kubectl-inspect-gpushare")
 	ctx := testContext(t, 5*time.Minute)
 	procFile := filepath.Join(e.cfg.state, "gpu-processes.yaml")
 	t.Cleanup(func() { _ = os.Remove(procFile) })
