@@ -102,6 +102,10 @@ type Cache struct {
 	byObjMu sync.RWMutex
 	byObj   map[*corev1.Node]indexed
 
+	// units is the card units of the known nodes' healthy cards, kept by the node handlers
+	// (Capacity).
+	units atomic.Int64
+
 	// hosts, shapes and constraints exist only with Config.TrackWorkload.
 	hosts       *hostBook
 	shapes      *shapeBook

@@ -26,6 +26,8 @@ type hostBook struct {
 	nodes map[string]*hostNode
 	pods  map[types.UID]hostPod
 	cons  *constraintBook
+	// alloc is the allocatable of the known nodes in all (Cache.Capacity).
+	alloc policy.Host
 }
 
 // hostNode is one node's book: known once its allocatable was set; an entry that is not
@@ -59,6 +61,12 @@ func hostRequest(pod *corev1.Pod) policy.Host {
 func (h *hostBook) setNode(name string, alloc policy.Host, labels map[string]string) {
 	h.mu.Lock()
 	n := h.entry(name)
+	if n.known {
+		h.alloc.CPUMilli -= n.alloc.CPUMilli
+		h.alloc.MemoryMiB -= n.alloc.MemoryMiB
+	}
+	h.alloc.CPUMilli += alloc.CPUMilli
+	h.alloc.MemoryMiB += alloc.MemoryMiB
 	n.alloc, n.known = alloc, true
 	if !maps.Equal(n.labels, labels) {
 		n.labels, n.unmet, n.unmetAt = labels, nil, 0
@@ -69,11 +77,22 @@ func (h *hostBook) setNode(name string, alloc policy.Host, labels map[string]str
 func (h *hostBook) deleteNode(name string) {
 	h.mu.Lock()
 	if n := h.nodes[name]; n != nil {
+		if n.known {
+			h.alloc.CPUMilli -= n.alloc.CPUMilli
+			h.alloc.MemoryMiB -= n.alloc.MemoryMiB
+		}
 		n.alloc, n.known = policy.Host{}, false
 		n.labels, n.unmet, n.unmetAt = nil, nil, 0
 		h.dropIfEmpty(name, n)
 	}
 	h.mu.Unlock()
+}
+
+// capacity is the allocatable CPU and memory of the known nodes in all.
+func (h *hostBook) capacity() policy.Host {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.alloc
 }
 
 // entry returns name's entry, creating it. Caller holds mu.

@@ -81,6 +81,17 @@ func (n *nodeState) setInventory(inv gpushare.Inventory, src gpushare.InventoryS
 	n.recompute()
 }
 
+// healthyUnits is the units of the node's healthy cards. Caller holds n.mu.
+func (n *nodeState) healthyUnits() int64 {
+	var u int64
+	for _, d := range n.devices {
+		if d.Healthy {
+			u += d.Units
+		}
+	}
+	return u
+}
+
 // recompute decides what each pod counts (decide), then rebuilds cards and their Used from
 // devices and pods. Caller holds n.mu.
 func (n *nodeState) recompute() {

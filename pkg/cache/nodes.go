@@ -33,7 +33,9 @@ func (c *Cache) onNode(obj any) {
 	n.mu.Lock()
 	n.known = true
 	n.isolation, n.isolationErr = node.iso, node.isoErr
+	before := n.healthyUnits()
 	n.setInventory(inv, src)
+	c.units.Add(n.healthyUnits() - before)
 	over := overcommitted(n)
 	notices := n.takeNotices()
 	n.mu.Unlock()
@@ -69,7 +71,9 @@ func (c *Cache) onNodeDelete(obj any) {
 		n.mu.Lock()
 		n.known = false
 		n.isolation, n.isolationErr = "", nil
+		before := n.healthyUnits()
 		n.setInventory(emptyInventory, "")
+		c.units.Add(n.healthyUnits() - before)
 		notices := n.takeNotices()
 		n.mu.Unlock()
 		c.send(notices)

@@ -62,14 +62,17 @@ func (c *Cache) onHostPodDelete(obj any) {
 // ForPod returns pol ready for one decision: a WorkloadAware policy gets the workload learned
 // so far (empty when Config.TrackWorkload is off), its constrained shapes weighed by how
 // scarce the free cards they can reach are (policy.Workload.ByScarcity: a pass over every
-// node, only while some shape is constrained); other policies are returned as they are.
+// node, only while some shape is constrained), and the known nodes' Capacity;
+// other policies are returned as they are.
 func (c *Cache) ForPod(pol policy.Policy) policy.Policy {
 	wa, ok := pol.(policy.WorkloadAware)
 	if !ok {
 		return pol
 	}
 	var w policy.Workload
+	var capacity policy.Capacity
 	if c.shapes != nil {
+		capacity = c.Capacity()
 		w = c.shapes.workload()
 		var top policy.Constraint
 		for _, s := range w {
@@ -79,7 +82,18 @@ func (c *Cache) ForPod(pol policy.Policy) policy.Policy {
 			w = w.ByScarcity(c.reach(int(top) + 1))
 		}
 	}
-	return wa.WithWorkload(w)
+	return wa.WithWorkload(w, capacity)
+}
+
+// Capacity is what the known nodes offer in all: the units of their healthy cards and, with
+// Config.TrackWorkload, their allocatable CPU (millicores) and memory (MiB). Kept by the node
+// handlers; O(1).
+func (c *Cache) Capacity() policy.Capacity {
+	out := policy.Capacity{Units: c.units.Load()}
+	if c.hosts != nil {
+		out.Host = c.hosts.capacity()
+	}
+	return out
 }
 
 // reach is policy.ReachOf over every node the cache knows, for constraints 0..n-1.

@@ -133,7 +133,7 @@ func TestForPodLearnsTheWorkload(t *testing.T) {
 	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 4, Cards: 1}}}
 	ct.Eventually(t, "workload learned", func() bool {
 		got, err1 := e.Cache.ForPod(fgd(t)).Place(node, req)
-		exp, err2 := fgd(t).(policy.WorkloadAware).WithWorkload(want).Place(node, req)
+		exp, err2 := fgd(t).(policy.WorkloadAware).WithWorkload(want, policy.Capacity{}).Place(node, req)
 		return err1 == nil && err2 == nil && cmp.Equal(exp.Usage, got.Usage) && got.Usage[1] == 4
 	})
 	if bp := binpack(t); e.Cache.ForPod(bp) != bp {
@@ -180,7 +180,31 @@ func TestForPodNodeConstraints(t *testing.T) {
 		return out
 	}
 	ct.Eventually(t, "workload learned with its constraint and scarcity", func() bool {
-		got, exp := rates(e.Cache.ForPod(fgd(t))), rates(fgd(t).(policy.WorkloadAware).WithWorkload(want))
+		got, exp := rates(e.Cache.ForPod(fgd(t))), rates(fgd(t).(policy.WorkloadAware).WithWorkload(want, e.Cache.Capacity()))
 		return cmp.Equal(exp, got) && got[1] > got[0]
 	})
+}
+
+func TestCapacityFollowsNodes(t *testing.T) {
+	a := withHost(ct.Node("a", 16, 16), 16, 64)
+	b := withHost(ct.Node("b", 8), 8, 32)
+	e := ct.StartTracking(t, a, b)
+	want := func(units, cores, gib int64) policy.Capacity {
+		return policy.Capacity{Units: units, Host: policy.Host{CPUMilli: cores * 1000, MemoryMiB: gib << 10}}
+	}
+	ct.Eventually(t, "both nodes counted", func() bool { return e.Cache.Capacity() == want(40, 24, 96) })
+
+	// a grows to 32 cores and loses a card to a health check; b leaves.
+	grown := withHost(ct.NodeWith("a",
+		gpushare.Device{Index: 0, UUID: "GPU-a-0", Model: "Tesla T4", Units: 16, Healthy: true},
+		gpushare.Device{Index: 1, UUID: "GPU-a-1", Model: "Tesla T4", Units: 16, Healthy: false}), 32, 64)
+	ctx := context.Background()
+	if _, err := e.Client.CoreV1().Nodes().Update(ctx, grown, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "a's new allocatable and healthy cards", func() bool { return e.Cache.Capacity() == want(24, 40, 96) })
+	if err := e.Client.CoreV1().Nodes().Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ct.Eventually(t, "b gone", func() bool { return e.Cache.Capacity() == want(16, 32, 64) })
 }

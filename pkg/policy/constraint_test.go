@@ -59,7 +59,7 @@ func TestFGDUnmetConstraint(t *testing.T) {
 	// constraint 1, b can use nothing: F before = 0.5 × 1700 and after 0.5 × 1400, so
 	// ΔF = -150: the pod lowers F there by b's share of what it takes.
 	w := Workload{{Cards: 1, PerCard: 600, Weight: 0.5}, {Cards: 1, PerCard: 600, Constraint: 1, Weight: 0.5}}
-	f := newFGD(w)
+	f := newFGD(w, Capacity{})
 	cs := []Card{{Index: 0, Total: 1000, Healthy: true}, {Index: 1, Total: 1000, Used: 300, Healthy: true}}
 	rq := req(app(0, 300, 1))
 	for _, tc := range []struct {
@@ -94,7 +94,7 @@ func TestScorerMemoTellsUnmetApart(t *testing.T) {
 	// Two nodes alike in cards and host but not in the constraints they fail: the memo must
 	// not give the second the first one's rate.
 	w := Workload{{Cards: 1, PerCard: 600, Weight: 0.5}, {Cards: 1, PerCard: 600, Constraint: 1, Weight: 0.5}}
-	f := newFGD(w)
+	f := newFGD(w, Capacity{})
 	rq := req(app(0, 300, 1))
 	cs := []Card{{Index: 0, Total: 1000, Healthy: true}, {Index: 1, Total: 1000, Used: 300, Healthy: true}}
 	sc := NewScorer(f, rq, Host{})

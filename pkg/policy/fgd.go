@@ -20,13 +20,16 @@ import (
 //
 // The host cap is ours, not the paper's: the paper only asks whether one more pod of shape s
 // fits the node's free CPU and memory. A node whose CPU is running out strands its free cards
-// too, only later, so the units s could use beyond n × s.Cards × s.PerCard, where n is how
-// many pods of s the free CPU and memory still hold, also count as unusable, at half weight
-// (hostCapWeight): pods of other shapes, with less CPU per card, may still use them. Rating
-// every shape seen (no 95 % cut) with the half-weight host cap, fgd leaves less GPU
-// unallocated at 100 % arrival than with the full cap on 11 of the 13 openb families (offline,
-// seeds 42–51) and than without a cap on the four compared (seeds 42–44)
-// (docs/benchmarks-replay.md).
+// too, only later, so the units s could use beyond what the free CPU and memory feed also
+// count as unusable, at half weight (hostCapWeight). What they feed depends on how scarce
+// CPU and memory are cluster-wide (Workload.pressure against the Capacity the policy was
+// given): where they are plentiful, at the workload's average CPU and memory per card unit
+// (the cards a high-CPU pod cannot feed, other pods will); where they run out with the cards,
+// n × s.Cards × s.PerCard, n being how many pods of s the free CPU and memory still hold
+// (ownShare blends the two). Offline (openb, seeds 42–51), the average alone leaves less GPU
+// unallocated than each shape's own requests on every published family but the CPU-heavy
+// ones, where it strands whole cards under spent CPU (cpu235: 5.26 % against 4.68 %); the
+// blend keeps both (docs/benchmarks-replay.md).
 //
 // Node constraints, as in the FGD simulator: a shape carries its pod's node constraint
 // (Shape.Constraint; the simulator keys typical pods by their GPU model list), and a node
@@ -55,6 +58,10 @@ type fgd struct {
 	groups  []cardShape
 	groupOf []int
 	info    []shapeInfo // info[i]: what caps reads of w[i], precomputed
+	// own is how much each shape's own requests count in its host cap against the
+	// workload's average, perCPU and perMem (ownShare; 1: only its own).
+	own            float64
+	perCPU, perMem float64
 }
 
 // shapeInfo is one shape as caps and feeds read it, in one small record.
@@ -79,9 +86,11 @@ type cardShape struct {
 	invPerPod float64
 }
 
-// newFGD indexes w's card shapes.
-func newFGD(w Workload) fgd {
+// newFGD indexes w's card shapes and weighs its host cap for capacity c (zero: not known).
+func newFGD(w Workload, c Capacity) fgd {
 	f := fgd{w: w, groupOf: make([]int, len(w)), info: make([]shapeInfo, len(w))}
+	f.own = ownShare(w.pressure(c))
+	f.perCPU, f.perMem = w.perUnit()
 	for i, s := range w {
 		g := slices.IndexFunc(f.groups, func(c cardShape) bool { return c.cards == s.Cards && c.perCard == s.PerCard })
 		if g < 0 {
@@ -114,14 +123,15 @@ var (
 )
 
 // WorkloadAware policies take the current workload before each decision: WithWorkload
-// returns the policy rating against w (nil: not known yet).
+// returns the policy rating against w (nil: not known yet) on nodes offering c in all (the
+// zero Capacity: not known).
 type WorkloadAware interface {
-	WithWorkload(w Workload) Policy
+	WithWorkload(w Workload, c Capacity) Policy
 }
 
 func (fgd) Name() string { return "fgd" }
 
-func (f fgd) WithWorkload(w Workload) Policy { return newFGD(w) }
+func (f fgd) WithWorkload(w Workload, c Capacity) Policy { return newFGD(w, c) }
 
 // tieWeight scales a tie-breaker in 0..1 below any ΔF worth distinguishing.
 const tieWeight = 1e-3
@@ -209,6 +219,7 @@ func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
 		}
 	}
 	need := f.podsToUse(bound, s)
+	avg := f.averageFeeds(*host)
 	c := &s.caps[s.nextCaps]
 	s.nextCaps = (s.nextCaps + 1) % len(s.caps)
 	c.valid, c.host, c.w = true, *host, &f.w[0]
@@ -225,10 +236,45 @@ func (f fgd) caps(host *Host, bound []int64, s *scratch) []int64 {
 		case k < 0 || k > 0 && hostHolds(*host, si.req, k):
 			c.caps[i] = noCap
 		default:
-			c.caps[i] = f.feeds(i, *host)
+			c.caps[i] = f.feed(i, *host, avg)
 		}
 	}
 	return c.caps
+}
+
+// averageFeeds is how many card units a host with `host` free feeds at the workload's
+// average CPU and memory per unit (perCPU, perMem); +Inf where the workload asks for
+// neither, or where only each shape's own requests count (own 1).
+func (f fgd) averageFeeds(host Host) float64 {
+	fe := math.Inf(1)
+	if f.own >= 1 {
+		return fe
+	}
+	if f.perCPU > 0 {
+		fe = float64(host.CPUMilli) / f.perCPU
+	}
+	if f.perMem > 0 {
+		fe = math.Min(fe, float64(host.MemoryMiB)/f.perMem)
+	}
+	return fe
+}
+
+// feed is the host cap of w[i] on a host with `host` free that holds one of its pods: its
+// own feeds where own is 1, else avg (averageFeeds) blended with them by own; noCap where
+// that reaches hostFeeds' "unlimited".
+func (f fgd) feed(i int, host Host, avg float64) int64 {
+	if f.own >= 1 {
+		return f.feeds(i, host)
+	}
+	const unlimited = 1 << 40
+	fe := avg
+	if fe < unlimited && f.own > 0 {
+		fe = f.own*float64(f.feeds(i, host)) + (1-f.own)*fe
+	}
+	if fe > unlimited {
+		return noCap
+	}
+	return int64(fe)
 }
 
 // hostCapWeight weighs the units the host cap strands against those the cards strand. Full

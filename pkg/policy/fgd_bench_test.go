@@ -23,7 +23,7 @@ func BenchmarkFGDRate(b *testing.B) {
 		}
 		nodes[i] = n
 	}
-	pol := newFGD(w)
+	pol := newFGD(w, Capacity{})
 	for _, tc := range []struct {
 		name string
 		s    Shape

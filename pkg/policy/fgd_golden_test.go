@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -33,7 +34,7 @@ const (
 
 func TestFGDGoldenDigest(t *testing.T) {
 	var out bytes.Buffer
-	shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, false)
+	shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, goldenOptions{})
 	if shapes != 151 {
 		t.Fatalf("workload has %d shapes, want 151", shapes)
 	}
@@ -54,7 +55,7 @@ const fgdConstrainedDigest = "87bd791df8b9b3b630d6c8dbf480a7433a5997cea8e8bf9197
 
 func TestFGDConstrainedGoldenDigest(t *testing.T) {
 	var out bytes.Buffer
-	if shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, true); shapes != 151 {
+	if shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, goldenOptions{constrained: true}); shapes != 151 {
 		t.Fatalf("workload has %d shapes, want 151", shapes)
 	}
 	got, choices := digests(out.Bytes())
@@ -66,6 +67,43 @@ func TestFGDConstrainedGoldenDigest(t *testing.T) {
 	}
 	if got != fgdConstrainedDigest {
 		t.Errorf("digest of fgd's rates and choices with constraints = %s, want %s", got, fgdConstrainedDigest)
+	}
+}
+
+// fgdCapacityDigest and fgdCapacityChoicesDigest are the digests of replayFGD(fgdGoldenSeed)
+// where fgd is given the cluster's capacity with its CPU and memory scaled by 1.6: the host
+// pressure of the learned workload starts below fgd's ramp and ends at its top, so the host
+// cap uses the workload's average requests, a blend, and each shape's own in turn.
+const (
+	fgdCapacityDigest        = "8599e06921ff1c66456c9f60268ec504a560016f47eaa078e63e615f074c44e8"
+	fgdCapacityChoicesDigest = "57826801efd11e30ee3fe57f87145f82b1a69bc0924d155a0bd7279cbe720d4c"
+)
+
+func TestFGDCapacityGoldenDigest(t *testing.T) {
+	var out bytes.Buffer
+	if shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, goldenOptions{hostScale: 1.6}); shapes != 151 {
+		t.Fatalf("workload has %d shapes, want 151", shapes)
+	}
+	var below, blend, top bool
+	for _, line := range strings.Split(out.String(), "\n") {
+		var step int
+		var own float64
+		if n, _ := fmt.Sscanf(line, "s%d own %g", &step, &own); n == 2 {
+			below, blend, top = below || own == 0, blend || own > 0 && own < 1, top || own == 1
+		}
+	}
+	if !below || !blend || !top {
+		t.Errorf("own share: at 0 %v, between %v, at 1 %v; want the pressure to cross the whole ramp", below, blend, top)
+	}
+	all, choices := digests(out.Bytes())
+	if choices == fgdGoldenChoicesDigest {
+		t.Fatal("the capacity changed no decision")
+	}
+	if choices != fgdCapacityChoicesDigest {
+		t.Errorf("digest of fgd's choices with a capacity = %s, want %s", choices, fgdCapacityChoicesDigest)
+	}
+	if all != fgdCapacityDigest {
+		t.Errorf("digest of fgd's rates and choices with a capacity = %s, want %s", all, fgdCapacityDigest)
 	}
 }
 
@@ -153,6 +191,16 @@ func goldenCluster(r *rand.Rand, n int) []Node {
 	return nodes
 }
 
+// goldenOptions are replayFGD's variants. constrained adds node constraints
+// (goldenConstraints): the workload is weighed by scarcity and a pod is placed only where its
+// constraint is met. hostScale, where not 0, gives fgd the cluster's capacity (Capacity) with
+// its CPU and memory scaled by it, so that the host pressure crosses fgd's ramp as the
+// workload is learned; 0 gives none (each shape's own requests).
+type goldenOptions struct {
+	constrained bool
+	hostScale   float64
+}
+
 // goldenPlaced is a pod placed by replayFGD: where, what it holds per card position, its host.
 type goldenPlaced struct {
 	node  int
@@ -164,11 +212,10 @@ type goldenPlaced struct {
 // by pod (ShapeCounter, as the extender and the offline replay do), and writes to w every
 // Scorer rate (with its fit), Place's choice and Rate on a fifth of the nodes, the node
 // chosen (best rate, first on ties, where the host has room) and its allocation. About one
-// step in six also removes an earlier pod, so nodes drain as well as fill. constrained adds
-// node constraints (goldenConstraints): the workload is weighed by scarcity and a pod is
-// placed only where its constraint is met. It returns the number of shapes of the last
-// workload.
-func replayFGD(w io.Writer, seed int64, n, steps int, constrained bool) int {
+// step in six also removes an earlier pod, so nodes drain as well as fill. It returns the
+// number of shapes of the last workload.
+func replayFGD(w io.Writer, seed int64, n, steps int, o goldenOptions) int {
+	constrained := o.constrained
 	r := rand.New(rand.NewSource(seed))
 	shapes, pop := goldenShapes(r, 151)
 	var total int
@@ -188,7 +235,21 @@ func replayFGD(w io.Writer, seed int64, n, steps int, constrained bool) int {
 	for i, s := range shapes {
 		counter.Add(shapeRequest(s), s.Host, cons[i])
 	}
-	pol := WorkloadAware(newFGD(nil))
+	var capacity Capacity
+	if o.hostScale != 0 {
+		for _, node := range nodes {
+			for _, c := range node.Cards {
+				if c.Healthy {
+					capacity.Units += c.Total
+				}
+			}
+			if node.Host != nil {
+				capacity.Host.CPUMilli += int64(float64(node.Host.CPUMilli) * o.hostScale)
+				capacity.Host.MemoryMiB += int64(float64(node.Host.MemoryMiB) * o.hostScale)
+			}
+		}
+	}
+	pol := WorkloadAware(newFGD(nil, Capacity{}))
 	var placed []goldenPlaced
 	var shapeCount int
 	rates := make([]float64, n)
@@ -231,7 +292,10 @@ func replayFGD(w io.Writer, seed int64, n, steps int, constrained bool) int {
 		if constrained {
 			wl = wl.ByScarcity(ReachOf(nodes, 4))
 		}
-		p := pol.WithWorkload(wl)
+		p := pol.WithWorkload(wl, capacity)
+		if step%50 == 0 && o.hostScale != 0 {
+			fmt.Fprintf(w, "s%d own %.4f\n", step, p.(fgd).own)
+		}
 		sc := NewScorer(p, req, host)
 		best := -1
 		for ni, node := range nodes {

@@ -47,7 +47,7 @@ func TestFGDCardChoice(t *testing.T) {
 	// card0.
 	w := Workload{{Cards: 1, PerCard: 600, Weight: 1}}
 	node := Node{Cards: []Card{{Index: 0, Total: 1000, Used: 300, Healthy: true}, {Index: 1, Total: 1000, Healthy: true}}}
-	p, err := newFGD(w).Place(node, req(app(0, 300, 1)))
+	p, err := newFGD(w, Capacity{}).Place(node, req(app(0, 300, 1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestFGDRateHostAware(t *testing.T) {
 	// node a has 10 cores free, node b 40. A pod without gpu-mem asking 4 cores on node a
 	// leaves 6 < 8 cores: a's free card is stranded (ΔF = +1000); on b nothing changes.
 	w := Workload{{Cards: 1, PerCard: 1000, Host: Host{CPUMilli: 8000}, Weight: 1}}
-	pol := newFGD(w)
+	pol := newFGD(w, Capacity{})
 	card := []Card{{Index: 0, Total: 1000, Healthy: true}}
 	a := Node{Name: "a", Cards: card, Host: &Host{CPUMilli: 10000, MemoryMiB: 1 << 20}}
 	b := Node{Name: "b", Cards: card, Host: &Host{CPUMilli: 40000, MemoryMiB: 1 << 20}}
@@ -87,7 +87,7 @@ func TestFGDPodsWithoutGPUPreferSpentNodes(t *testing.T) {
 	// No typical shape is affected by CPU here (ample cores), so ΔF = 0 everywhere and the
 	// tie-breaker sends the pod to the node whose cards are most used.
 	w := Workload{{Cards: 1, PerCard: 500, Weight: 1}}
-	pol := newFGD(w)
+	pol := newFGD(w, Capacity{})
 	host := &Host{CPUMilli: 64000, MemoryMiB: 1 << 20}
 	full := Node{Cards: []Card{{Index: 0, Total: 1000, Used: 1000, Healthy: true}}, Host: host}
 	empty := Node{Cards: []Card{{Index: 0, Total: 1000, Healthy: true}}, Host: host}
@@ -139,7 +139,7 @@ func TestFitAgreesWithEveryPolicy(t *testing.T) {
 	for _, name := range Names() {
 		pol, _ := New(name)
 		if wa, ok := pol.(WorkloadAware); ok {
-			pol = wa.WithWorkload(w)
+			pol = wa.WithWorkload(w, Capacity{})
 		}
 		for i, r := range reqs {
 			_, perr := pol.Place(node, r)
@@ -154,7 +154,7 @@ func TestFitAgreesWithEveryPolicy(t *testing.T) {
 func TestFGDHostCap(t *testing.T) {
 	// One typical shape: a whole card and 10 cores. Four free cards.
 	w := Workload{{Cards: 1, PerCard: 1000, Host: Host{CPUMilli: 10000}, Weight: 1}}
-	f := newFGD(w)
+	f := newFGD(w, Capacity{})
 	free := []int64{1000, 1000, 1000, 1000}
 	for _, tc := range []struct {
 		name string
@@ -210,7 +210,7 @@ func TestFGDHostCap(t *testing.T) {
 // feedsAtLeast is caps' division-free test that the host cap cannot bind for sh: podsFor
 // pods of the shape use most units, and the host holds them.
 func feedsAtLeast(sh Shape, host Host, most int64) bool {
-	g := newFGD(Workload{sh}).groups[0]
+	g := newFGD(Workload{sh}, Capacity{}).groups[0]
 	k := podsFor(most, g.perPod, g.invPerPod)
 	return k > 0 && hostHolds(host, sh.Host, k)
 }
@@ -279,7 +279,7 @@ func TestFGDFeedsMatchesHostFeeds(t *testing.T) {
 		if d := pick(); host.MemoryMiB <= math.MaxInt64-d {
 			host.MemoryMiB += d
 		}
-		f := newFGD(Workload{sh})
+		f := newFGD(Workload{sh}, Capacity{})
 		if got, want := f.feeds(0, host), hostFeeds(host, sh); got != want {
 			t.Fatalf("shape %+v host %+v: feeds %d, hostFeeds %d", sh, host, got, want)
 		}

@@ -75,7 +75,7 @@ func TestScorerMemoMatchesFreshRates(t *testing.T) {
 		for len(w) == 0 {
 			w = randomWorkload(r)
 		}
-		pol := newFGD(w)
+		pol := newFGD(w, Capacity{})
 		rq, host := randomRequest(r), randomHost(r)
 		sc := NewScorer(pol, rq, host)
 		if sc.memo == nil {

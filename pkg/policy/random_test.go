@@ -134,7 +134,7 @@ func policiesFor(g group) ([]string, []Policy) {
 		}
 		names, pols = append(names, name), append(pols, pol)
 		if wa, ok := pol.(WorkloadAware); ok {
-			names, pols = append(names, name+"+w"), append(pols, wa.WithWorkload(g.w))
+			names, pols = append(names, name+"+w"), append(pols, wa.WithWorkload(g.w, Capacity{}))
 		}
 	}
 	return names, pols

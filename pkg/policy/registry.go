@@ -11,7 +11,7 @@ var constructors = map[string]func() Policy{
 	"binpack": func() Policy { return binpack{} },
 	"spread":  func() Policy { return spread{} },
 	"bestfit": func() Policy { return bestfit{} },
-	"fgd":     func() Policy { return newFGD(nil) },
+	"fgd":     func() Policy { return newFGD(nil, Capacity{}) },
 }
 
 // Default is the policy used when none is configured.

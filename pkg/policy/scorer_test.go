@@ -62,7 +62,7 @@ func TestScorerMatchesPlaceAndRate(t *testing.T) {
 			pol, _ := New(name)
 			pols := []Policy{pol}
 			if wa, ok := pol.(WorkloadAware); ok {
-				pols = append(pols, wa.WithWorkload(w))
+				pols = append(pols, wa.WithWorkload(w, Capacity{}))
 			}
 			for _, pol := range pols {
 				t.Run(tc.name+"/"+name, func(t *testing.T) {
@@ -183,7 +183,7 @@ func TestScorerAllocatesNothing(t *testing.T) {
 	for _, name := range Names() {
 		pol, _ := New(name)
 		if wa, ok := pol.(WorkloadAware); ok {
-			pol = wa.WithWorkload(w)
+			pol = wa.WithWorkload(w, Capacity{})
 		}
 		for rname, r := range reqs {
 			sc := NewScorer(pol, r, Host{CPUMilli: 1000})

@@ -70,7 +70,8 @@ const (
 // and pod slots, where Place succeeds; the pod goes to the best candidate (see TiesFirst,
 // TiesRandom) and fails when there is none. Nodes carry their free cpu and memory
 // (policy.Node.Host) and placements the pod's request. A policy.WorkloadAware policy gets,
-// before each pod, the typical shapes of the pods seen so far, this one included.
+// before each pod, the typical shapes of the pods seen so far, this one included, and the
+// nodes' capacity in all.
 // progress (may be nil) gets a bar. Errors: an unknown tie mode, ctx cancelled.
 func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pods []PodSpec, rec *recorder, progress io.Writer) (time.Duration, error) {
 	switch cfg.CPUPods {
@@ -93,12 +94,16 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 		return 0, fmt.Errorf("offline ties %q: want %q, %q or %q", cfg.Ties, TiesFirst, TiesRandom, TiesRandomScore)
 	}
 	state := make([]*offlineNode, 0, len(nodes))
+	var capacity policy.Capacity
 	for _, n := range nodes {
 		on := &offlineNode{spec: n, policy: policy.Node{Name: n.Name, Host: &policy.Host{CPUMilli: n.MilliCPU, MemoryMiB: n.MemoryMiB}}}
 		per := cfg.Units.CardUnits(n.Model)
 		for i := 0; i < n.GPUs; i++ {
 			on.policy.Cards = append(on.policy.Cards, policy.Card{Index: i, Total: per, Healthy: true})
 		}
+		capacity.Units += int64(n.GPUs) * per
+		capacity.Host.CPUMilli += n.MilliCPU
+		capacity.Host.MemoryMiB += n.MemoryMiB
 		state = append(state, on)
 	}
 	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed)), view: make([]policy.Node, len(state))}
@@ -121,7 +126,7 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 			if len(cons.specs) > 0 {
 				w = w.ByScarcity(policy.ReachOf(o.nodes(), len(cons.specs)+1))
 			}
-			pol = wa.WithWorkload(w)
+			pol = wa.WithWorkload(w, capacity)
 		}
 		bar.Update(rec.Record(pod, o.place(pol, pod)), rec)
 	}
