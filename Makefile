@@ -110,8 +110,9 @@ bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [MODE=extend
 	MODE=$(MODE) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
 .PHONY: bench-families
-bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd]: families-<policy>.md and .svg beside FGD's published figures in _output/replay-matrix-offline
-	OFFLINE=yes POLICIES=$(or $(POLICY),fgd) TRACES=families SEEDS=42-51 hack/bench/replay-matrix.sh
+bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd ROOT]: families-<policy>.md and .svg beside FGD's published figures in _output/replay-families-<commit>
+	OFFLINE=yes POLICIES=$(or $(POLICY),fgd) TRACES=families SEEDS=42-51 \
+		ROOT=$(or $(ROOT),$(CURDIR)/_output/replay-families-$(shell git rev-parse --short HEAD)) hack/bench/replay-matrix.sh
 
 .PHONY: bench-replay-matrix
 bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix

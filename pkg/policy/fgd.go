@@ -26,10 +26,11 @@ import (
 // given): where they are plentiful, at the workload's average CPU and memory per card unit
 // (the cards a high-CPU pod cannot feed, other pods will); where they run out with the cards,
 // n × s.Cards × s.PerCard, n being how many pods of s the free CPU and memory still hold
-// (ownShare blends the two). Offline (openb, seeds 42–51), the average alone leaves less GPU
-// unallocated than each shape's own requests on every published family but the CPU-heavy
-// ones, where it strands whole cards under spent CPU (cpu235: 5.26 % against 4.68 %); the
-// blend keeps both (docs/benchmarks-replay.md).
+// (ownShare blends the two). A shape whose own pods the host feeds on every card they could
+// use is never capped. Offline (openb, seeds 42–44), the average alone leaves less GPU
+// unallocated than each shape's own requests on 12 of the 13 published families, but more
+// on the CPU-bound ones, where it strands whole cards under spent CPU (cpu235: 5.26 %
+// against 4.68 %); the blend keeps the best of both (docs/benchmarks-replay.md).
 //
 // Node constraints, as in the FGD simulator: a shape carries its pod's node constraint
 // (Shape.Constraint; the simulator keys typical pods by their GPU model list), and a node
@@ -280,9 +281,9 @@ func (f fgd) feed(i int, host Host, avg float64) int64 {
 // hostCapWeight weighs the units the host cap strands against those the cards strand. Full
 // weight steers pods away from nodes whose CPU runs low so hard that the whole-card pods of
 // the multi-GPU families lose the empty nodes they need; none lets CPU run out under free
-// cards. Offline, 0.5 leaves less GPU unallocated than full weight on 11 of the 13 openb
-// families FGD publishes and on the seven it does not, and than none on the four families
-// compared (docs/benchmarks-replay.md).
+// cards. Offline, with each shape fed at its own requests, 0.5 left less GPU unallocated than
+// full weight on 11 of the 13 openb families FGD publishes and on the seven it does not,
+// and than none on the four families compared (docs/benchmarks-replay.md).
 const hostCapWeight = 0.5
 
 // noCap stands for a host cap above every usable amount frag compares it with.

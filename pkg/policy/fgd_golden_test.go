@@ -32,43 +32,11 @@ const (
 	fgdConstrainedChoicesDigest = "687f15c547ab20d62db4d26a3601bd2f90134565456b43a3507beb022b62ca2f"
 )
 
-func TestFGDGoldenDigest(t *testing.T) {
-	var out bytes.Buffer
-	shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, goldenOptions{})
-	if shapes != 151 {
-		t.Fatalf("workload has %d shapes, want 151", shapes)
-	}
-	all, choices := digests(out.Bytes())
-	if choices != fgdGoldenChoicesDigest {
-		t.Errorf("digest of fgd's choices = %s, want %s", choices, fgdGoldenChoicesDigest)
-	}
-	if all != fgdGoldenDigest {
-		t.Errorf("digest of fgd's rates and choices = %s, want %s", all, fgdGoldenDigest)
-	}
-}
-
 // fgdConstrainedDigest is the SHA-256 of replayFGD(fgdGoldenSeed) with node constraints:
 // the same pods, nodes of three kinds, a third of the shapes constrained to some kinds, the
 // workload weighed by scarcity (Workload.ByScarcity over ReachOf) and constrained pods placed
 // only where their constraint is met. The unconstrained digest above does not move with it.
 const fgdConstrainedDigest = "87bd791df8b9b3b630d6c8dbf480a7433a5997cea8e8bf919731f263f9bbf42f"
-
-func TestFGDConstrainedGoldenDigest(t *testing.T) {
-	var out bytes.Buffer
-	if shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, goldenOptions{constrained: true}); shapes != 151 {
-		t.Fatalf("workload has %d shapes, want 151", shapes)
-	}
-	got, choices := digests(out.Bytes())
-	if got == fgdGoldenDigest {
-		t.Fatal("constraints changed nothing")
-	}
-	if choices != fgdConstrainedChoicesDigest {
-		t.Errorf("digest of fgd's choices with constraints = %s, want %s", choices, fgdConstrainedChoicesDigest)
-	}
-	if got != fgdConstrainedDigest {
-		t.Errorf("digest of fgd's rates and choices with constraints = %s, want %s", got, fgdConstrainedDigest)
-	}
-}
 
 // fgdCapacityDigest and fgdCapacityChoicesDigest are the digests of replayFGD(fgdGoldenSeed)
 // where fgd is given the cluster's capacity with its CPU and memory scaled by 1.6: the host
@@ -79,13 +47,47 @@ const (
 	fgdCapacityChoicesDigest = "57826801efd11e30ee3fe57f87145f82b1a69bc0924d155a0bd7279cbe720d4c"
 )
 
-func TestFGDCapacityGoldenDigest(t *testing.T) {
-	var out bytes.Buffer
-	if shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, goldenOptions{hostScale: 1.6}); shapes != 151 {
-		t.Fatalf("workload has %d shapes, want 151", shapes)
+// TestFGDGoldenDigests replays the golden workload plain, with node constraints and with a
+// capacity, and compares each stream's digests; each variant must change some decision of
+// the plain one.
+func TestFGDGoldenDigests(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		opts         goldenOptions
+		all, choices string
+	}{
+		{"plain", goldenOptions{}, fgdGoldenDigest, fgdGoldenChoicesDigest},
+		{"constraints", goldenOptions{constrained: true}, fgdConstrainedDigest, fgdConstrainedChoicesDigest},
+		{"capacity", goldenOptions{hostScale: 1.6}, fgdCapacityDigest, fgdCapacityChoicesDigest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if shapes := replayFGD(&out, fgdGoldenSeed, 100, 900, tc.opts); shapes != 151 {
+				t.Fatalf("workload has %d shapes, want 151", shapes)
+			}
+			if tc.opts.hostScale != 0 {
+				checkOwnRamp(t, out.String())
+			}
+			all, choices := digests(out.Bytes())
+			if tc.opts != (goldenOptions{}) && choices == fgdGoldenChoicesDigest {
+				t.Fatal("the variant changed no decision")
+			}
+			if choices != tc.choices {
+				t.Errorf("digest of fgd's choices = %s, want %s", choices, tc.choices)
+			}
+			if all != tc.all {
+				t.Errorf("digest of fgd's rates and choices = %s, want %s", all, tc.all)
+			}
+		})
 	}
+}
+
+// checkOwnRamp fails unless the stream's "own" lines show fgd's own share at 0, between 0
+// and 1, and at 1: the host pressure crossed the whole ramp.
+func checkOwnRamp(t *testing.T, stream string) {
+	t.Helper()
 	var below, blend, top bool
-	for _, line := range strings.Split(out.String(), "\n") {
+	for _, line := range strings.Split(stream, "\n") {
 		var step int
 		var own float64
 		if n, _ := fmt.Sscanf(line, "s%d own %g", &step, &own); n == 2 {
@@ -94,16 +96,6 @@ func TestFGDCapacityGoldenDigest(t *testing.T) {
 	}
 	if !below || !blend || !top {
 		t.Errorf("own share: at 0 %v, between %v, at 1 %v; want the pressure to cross the whole ramp", below, blend, top)
-	}
-	all, choices := digests(out.Bytes())
-	if choices == fgdGoldenChoicesDigest {
-		t.Fatal("the capacity changed no decision")
-	}
-	if choices != fgdCapacityChoicesDigest {
-		t.Errorf("digest of fgd's choices with a capacity = %s, want %s", choices, fgdCapacityChoicesDigest)
-	}
-	if all != fgdCapacityDigest {
-		t.Errorf("digest of fgd's rates and choices with a capacity = %s, want %s", all, fgdCapacityDigest)
 	}
 }
 
