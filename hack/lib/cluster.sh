@@ -22,6 +22,9 @@ KWOK_PORT=${GPUSHARE_KWOK_PORT:-10247}
 # CLUSTER_MODE=both the two run side by side.
 PLUGIN_SCHEDULER_PORT=${GPUSHARE_PLUGIN_SCHEDULER_PORT:-10269}
 SHARE_PLUGIN_METRICS_PORT=${GPUSHARE_SHARE_PLUGIN_METRICS_PORT:-9401}
+# The local cluster runs binpack, not the product's default fgd: the e2e cases check card
+# choices that binpack makes the same way whatever pods came before
+# (GPUSHARE_EXTENDER_POLICY=fgd make demo shows fgd).
 EXTENDER_POLICY=${GPUSHARE_EXTENDER_POLICY:-binpack}
 # The GPUShare plugin's policy in gpushare-scheduler (its args' policy:); the extender's by default.
 PLUGIN_POLICY=${GPUSHARE_PLUGIN_POLICY:-$EXTENDER_POLICY}

@@ -14,8 +14,10 @@ var constructors = map[string]func() Policy{
 	"fgd":     func() Policy { return newFGD(nil, Capacity{}) },
 }
 
-// Default is the policy used when none is configured.
-const Default = "binpack"
+// Default is the policy used when none is configured: fgd, which leaves the least GPU
+// unallocated on every openb trace family (docs/benchmarks-replay.md); binpack is the
+// original gpushare's.
+const Default = "fgd"
 
 // Names lists the known policy names, sorted.
 func Names() []string {

@@ -16,13 +16,15 @@ func TestDecodeArgs(t *testing.T) {
 		check   func(*GPUShareArgs) bool
 	}{
 		{name: "none: defaults", obj: nil, check: func(a *GPUShareArgs) bool {
-			return a.Policy == "binpack" && a.NodeSelector == "cgpu=true" && a.MemResource == "aliyun.com/gpu-mem" &&
+			return a.Policy == "fgd" && a.NodeSelector == "cgpu=true" && a.MemResource == "aliyun.com/gpu-mem" &&
 				a.CountResource == "aliyun.com/gpu-count" && a.ReservationTTL.Duration == 2*time.Minute && a.BindTimeout.Duration == 30*time.Second
 		}},
-		{name: "raw, typed", obj: &runtime.Unknown{Raw: []byte(`{"apiVersion":"kubescheduler.config.k8s.io/v1","kind":"GPUShareArgs","policy":"fgd","reservationTTL":"90s"}`)},
-			check: func(a *GPUShareArgs) bool { return a.Policy == "fgd" && a.ReservationTTL.Duration == 90*time.Second }},
+		{name: "raw, typed", obj: &runtime.Unknown{Raw: []byte(`{"apiVersion":"kubescheduler.config.k8s.io/v1","kind":"GPUShareArgs","policy":"binpack","reservationTTL":"90s"}`)},
+			check: func(a *GPUShareArgs) bool {
+				return a.Policy == "binpack" && a.ReservationTTL.Duration == 90*time.Second
+			}},
 		{name: "raw, untyped", obj: &runtime.Unknown{Raw: []byte(`{"nodeSelector":"gpu in (a,b)"}`)},
-			check: func(a *GPUShareArgs) bool { return a.NodeSelector == "gpu in (a,b)" && a.Policy == "binpack" }},
+			check: func(a *GPUShareArgs) bool { return a.NodeSelector == "gpu in (a,b)" && a.Policy == "fgd" }},
 		{name: "built", obj: &GPUShareArgs{Policy: "spread"}, check: func(a *GPUShareArgs) bool { return a.Policy == "spread" }},
 		{name: "unknown field", obj: &runtime.Unknown{Raw: []byte(`{"polcy":"fgd"}`)}, wantErr: `unknown field "polcy"`},
 		{name: "unknown policy", obj: &GPUShareArgs{Policy: "tetris"}, wantErr: `pluginConfig[GPUShare].args.policy: Unsupported value: "tetris"`},
@@ -33,7 +35,7 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "wrong kind", obj: &runtime.Unknown{Raw: []byte(`{"kind":"NodeResourcesFitArgs"}`)}, wantErr: `args.kind: Unsupported value: "NodeResourcesFitArgs"`},
 		{name: "wrong version", obj: &runtime.Unknown{Raw: []byte(`{"apiVersion":"v1"}`)}, wantErr: `args.apiVersion: Unsupported value`},
 		{name: "not json", obj: &runtime.Unknown{Raw: []byte(`{`)}, wantErr: "decoding GPUShareArgs"},
-		{name: "other type", obj: &runtime.Unknown{}, check: func(a *GPUShareArgs) bool { return a.Policy == "binpack" }},
+		{name: "other type", obj: &runtime.Unknown{}, check: func(a *GPUShareArgs) bool { return a.Policy == "fgd" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

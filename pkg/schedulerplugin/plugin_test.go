@@ -226,7 +226,7 @@ func TestScoreRanksAsPrioritize(t *testing.T) {
 }
 
 func TestPodsWithoutGPUMem(t *testing.T) {
-	f := start(t, nil, ct.Node("n1", 16))
+	f := start(t, &GPUShareArgs{Policy: "binpack"}, ct.Node("n1", 16))
 	pod := ct.Pod("cpu", 0)
 	ctx := context.Background()
 	st, _, status := f.prefilter(t, pod)

@@ -30,7 +30,7 @@ func TestSignPod(t *testing.T) {
 	invalid := ct.Pod("bad", 0)
 	ct.SetGPU(&invalid.Spec.Containers[0], 10, 3)
 
-	f := start(t, nil, ct.Node("n1", 16))
+	f := start(t, &GPUShareArgs{Policy: "binpack"}, ct.Node("n1", 16))
 	a1, _ := sign(t, f.pl, ct.Pod("a1", 4))
 	a2, _ := sign(t, f.pl, ct.Pod("a2", 4))
 	b, _ := sign(t, f.pl, twoCards)
