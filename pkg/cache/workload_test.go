@@ -208,3 +208,35 @@ func TestCapacityFollowsNodes(t *testing.T) {
 	}
 	ct.Eventually(t, "b gone", func() bool { return e.Cache.Capacity() == want(16, 32, 64) })
 }
+
+// TestForPodGivesCapacity: ForPod hands fgd the known nodes' capacity, on which its host
+// cap depends: rates on a node with little free CPU are those of a policy built with the
+// cache's Capacity, and differ from those of one built without.
+func TestForPodGivesCapacity(t *testing.T) {
+	// Learned: three pods of 4 units and 1 core, one of 8 units and 2 cores (250 millicores a
+	// unit). n1: 32 units, 16 cores: host pressure 0.5, so fgd feeds every shape at the
+	// average; without a capacity, at each shape's own requests.
+	e := ct.StartTracking(t, withHost(ct.Node("n1", 16, 16), 16, 64),
+		requesting(ct.Pod("a", 4), 1000, 512), requesting(ct.Pod("b", 4), 1000, 512),
+		requesting(ct.Pod("c", 4), 1000, 512), requesting(ct.Pod("d", 8), 2000, 512))
+	want := policy.Workload{
+		{Cards: 1, PerCard: 4, Host: policy.Host{CPUMilli: 1000, MemoryMiB: 512}, Weight: 0.75},
+		{Cards: 1, PerCard: 8, Host: policy.Host{CPUMilli: 2000, MemoryMiB: 512}, Weight: 0.25},
+	}
+	// 3 free cores under two empty cards: the average feeds 12 units, the 8-unit shape's own
+	// pods 8.
+	node := policy.Node{Cards: []policy.Card{{Index: 0, Total: 16, Healthy: true}, {Index: 1, Total: 16, Healthy: true}},
+		Host: &policy.Host{CPUMilli: 3000, MemoryMiB: 1 << 20}}
+	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 4, Cards: 1}}}
+	rate := func(pol policy.Policy) float64 {
+		r, _ := policy.NewScorer(pol, req, policy.Host{CPUMilli: 1000, MemoryMiB: 512}).Rate(node)
+		return r
+	}
+	wa := fgd(t).(policy.WorkloadAware)
+	ct.Eventually(t, "workload and capacity learned", func() bool {
+		return e.Cache.Capacity().Units == 32 && rate(e.Cache.ForPod(fgd(t))) == rate(wa.WithWorkload(want, e.Cache.Capacity()))
+	})
+	if rate(wa.WithWorkload(want, e.Cache.Capacity())) == rate(wa.WithWorkload(want, policy.Capacity{})) {
+		t.Fatal("the capacity changes no rate here: the test shows nothing")
+	}
+}
