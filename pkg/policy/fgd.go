@@ -22,7 +22,7 @@ import (
 // fits the node's free CPU and memory. A node whose CPU is running out strands its free cards
 // too, only later, so the units s could use beyond what the free CPU and memory feed also
 // count as unusable, at half weight (hostCapWeight). What they feed depends on how scarce
-// CPU and memory are cluster-wide (Workload.pressure against the Capacity the policy was
+// CPU and memory are cluster-wide (demand.pressure against the Capacity the policy was
 // given): where they are plentiful, at the workload's average CPU and memory per card unit
 // (the cards a high-CPU pod cannot feed, other pods will); where they run out with the cards,
 // n × s.Cards × s.PerCard, n being how many pods of s the free CPU and memory still hold
@@ -90,8 +90,9 @@ type cardShape struct {
 // newFGD indexes w's card shapes and weighs its host cap for capacity c (zero: not known).
 func newFGD(w Workload, c Capacity) fgd {
 	f := fgd{w: w, groupOf: make([]int, len(w)), info: make([]shapeInfo, len(w))}
-	f.own = ownShare(w.pressure(c))
-	f.perCPU, f.perMem = w.perUnit()
+	d := w.demand()
+	f.own = ownShare(d.pressure(c))
+	f.perCPU, f.perMem = d.perUnit()
 	for i, s := range w {
 		g := slices.IndexFunc(f.groups, func(c cardShape) bool { return c.cards == s.Cards && c.perCard == s.PerCard })
 		if g < 0 {
@@ -262,17 +263,16 @@ func (f fgd) averageFeeds(host Host) float64 {
 
 // feed is the host cap of w[i] on a host with `host` free that holds one of its pods: its
 // own feeds where own is 1, else avg (averageFeeds) blended with them by own; noCap where
-// that reaches hostFeeds' "unlimited".
+// that exceeds unlimited.
 func (f fgd) feed(i int, host Host, avg float64) int64 {
 	if f.own >= 1 {
 		return f.feeds(i, host)
 	}
-	const unlimited = 1 << 40
 	fe := avg
-	if fe < unlimited && f.own > 0 {
+	if fe < float64(unlimited) && f.own > 0 {
 		fe = f.own*float64(f.feeds(i, host)) + (1-f.own)*fe
 	}
-	if fe > unlimited {
+	if fe > float64(unlimited) {
 		return noCap
 	}
 	return int64(fe)
@@ -285,6 +285,10 @@ func (f fgd) feed(i int, host Host, avg float64) int64 {
 // full weight on 11 of the 13 openb families FGD publishes and on the seven it does not,
 // and than none on the four families compared (docs/benchmarks-replay.md).
 const hostCapWeight = 0.5
+
+// unlimited is what hostFeeds answers for a shape its host does not limit (no CPU or memory
+// request): more units than any node has.
+const unlimited = int64(1) << 40
 
 // noCap stands for a host cap above every usable amount frag compares it with.
 const noCap = int64(math.MaxInt64)
@@ -346,7 +350,6 @@ func (f fgd) feeds(i int, host Host) int64 {
 	if si.fastPerPod == 0 || (si.req.CPUMilli > 0 && host.CPUMilli >= big) || (si.req.MemoryMiB > 0 && host.MemoryMiB >= big) {
 		return hostFeeds(host, f.w[i])
 	}
-	const unlimited = int64(1) << 40
 	n := unlimited
 	if si.req.CPUMilli > 0 {
 		n = floorDiv(host.CPUMilli, si.req.CPUMilli, si.invCPU)
@@ -498,7 +501,6 @@ func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
 // the number of such pods its CPU and memory still hold, times s.Cards × s.PerCard. A shape
 // without a CPU or memory request is not limited by it.
 func hostFeeds(host Host, s Shape) int64 {
-	const unlimited = int64(1) << 40
 	n := unlimited
 	if s.Host.CPUMilli > 0 {
 		n = host.CPUMilli / s.Host.CPUMilli

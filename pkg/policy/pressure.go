@@ -9,7 +9,7 @@ type Capacity struct {
 }
 
 // The host pressure at which fgd's host cap moves from the typical pod's requests to each
-// shape's own (fgd.ownShare): at or below pressureLow every shape is fed at the workload's
+// shape's own (ownShare): at or below pressureLow every shape is fed at the workload's
 // average CPU and memory per card unit, at or above pressureHigh at its own, in proportion
 // between. Offline (openb, seeds 42–44), ramps starting anywhere in 0.8–0.9 and ending in
 // 0.95–1.1 leave the same GPU share unallocated within the spread between seeds; the
@@ -20,27 +20,42 @@ const (
 	pressureHigh = 1.0
 )
 
-// pressure is the share of c's CPU or memory, the larger, that w asks for by the time its
-// pods fill every card unit of c: w's CPU (memory) request per card unit requested, all
-// shapes by weight (pods without gpu-mem included), times c.Units, over c's CPU (memory).
-// ok is false where that is not known: c or w without card units, or c without CPU and
-// memory.
-func (w Workload) pressure(c Capacity) (p float64, ok bool) {
-	var cpu, mem, units float64
+// demand is a workload's requests, by weight: card units, and CPU (millicores) and memory
+// (MiB) of its gpu-mem shapes and of all its shapes (pods without gpu-mem included).
+type demand struct {
+	units, gpuCPU, gpuMem, cpu, mem float64
+}
+
+func (w Workload) demand() demand {
+	var d demand
 	for _, s := range w {
-		cpu += s.Weight * float64(s.Host.CPUMilli)
-		mem += s.Weight * float64(s.Host.MemoryMiB)
-		units += s.Weight * float64(s.Cards) * float64(s.PerCard)
+		cpu, mem := s.Weight*float64(s.Host.CPUMilli), s.Weight*float64(s.Host.MemoryMiB)
+		d.cpu += cpu
+		d.mem += mem
+		if s.Cards > 0 {
+			d.gpuCPU += cpu
+			d.gpuMem += mem
+			d.units += s.Weight * float64(s.Cards) * float64(s.PerCard)
+		}
 	}
-	if units <= 0 || c.Units <= 0 || (c.Host.CPUMilli <= 0 && c.Host.MemoryMiB <= 0) {
+	return d
+}
+
+// pressure is the share of c's CPU or memory, the larger, that the workload d asks for by
+// the time its pods fill every card unit of c: its CPU (memory) request per card unit
+// requested, all shapes (pods without gpu-mem included), times c.Units, over c's CPU
+// (memory). ok is false where that is not known: c or d without card units, or c without
+// CPU and memory.
+func (d demand) pressure(c Capacity) (p float64, ok bool) {
+	if d.units <= 0 || c.Units <= 0 || (c.Host.CPUMilli <= 0 && c.Host.MemoryMiB <= 0) {
 		return 0, false
 	}
-	perUnit := float64(c.Units) / units
+	perUnit := float64(c.Units) / d.units
 	if c.Host.CPUMilli > 0 {
-		p = cpu * perUnit / float64(c.Host.CPUMilli)
+		p = d.cpu * perUnit / float64(c.Host.CPUMilli)
 	}
 	if c.Host.MemoryMiB > 0 {
-		p = max(p, mem*perUnit/float64(c.Host.MemoryMiB))
+		p = max(p, d.mem*perUnit/float64(c.Host.MemoryMiB))
 	}
 	return p, true
 }
@@ -55,20 +70,11 @@ func ownShare(p float64, ok bool) float64 {
 	return min(max((p-pressureLow)/(pressureHigh-pressureLow), 0), 1)
 }
 
-// perUnit is the workload's average CPU (millicores) and memory (MiB) request per card
-// unit over its gpu-mem shapes, by weight; zero where it has none or they request nothing.
-func (w Workload) perUnit() (cpu, mem float64) {
-	var units float64
-	for _, s := range w {
-		if s.Cards == 0 {
-			continue
-		}
-		cpu += s.Weight * float64(s.Host.CPUMilli)
-		mem += s.Weight * float64(s.Host.MemoryMiB)
-		units += s.Weight * float64(s.Cards) * float64(s.PerCard)
-	}
-	if units <= 0 {
+// perUnit is the workload's average CPU (millicores) and memory (MiB) request per card unit
+// over its gpu-mem shapes; zero where it has none.
+func (d demand) perUnit() (cpu, mem float64) {
+	if d.units <= 0 {
 		return 0, 0
 	}
-	return cpu / units, mem / units
+	return d.gpuCPU / d.units, d.gpuMem / d.units
 }

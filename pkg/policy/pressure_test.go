@@ -32,7 +32,7 @@ func TestWorkloadPressure(t *testing.T) {
 		{"no workload", nil, Capacity{Units: 1000, Host: Host{CPUMilli: 1000}}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := tc.w.pressure(tc.c)
+			got, ok := tc.w.demand().pressure(tc.c)
 			if ok != tc.wantOK || math.Abs(got-tc.want) > 1e-12 {
 				t.Errorf("pressure = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
 			}
