@@ -55,11 +55,14 @@ unit:
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
-lint: ## go vet + gofmt check
+lint: ## go vet + gofmt check + no committed binaries
 	$(GO) vet ./...
 	@# CGO_ENABLED=0 as make build builds it: vet then reuses the same compiled dependencies.
 	cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@# A build output committed by mistake is downloaded by every clone: no tracked file is an ELF binary.
+	@bad=$$(git ls-files -z | while IFS= read -r -d '' f; do [ -f "$$f" ] && [ "$$(head -c4 "$$f" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ] && echo "$$f"; done; true); \
+	  if [ -n "$$bad" ]; then echo "binaries tracked by git (git rm --cached them and ignore their path):"; echo "$$bad"; exit 1; fi
 
 verify: lint
 
