@@ -321,7 +321,7 @@ func (p *Plugin) cardUnits() gpushare.CardUnits {
 
 // containerEnv is what the container sees: its card UUIDs and indexes, its units, the pod's
 // units and the size of its (first) card.
-func containerEnv(m match, cards []Card) map[string]string {
+func containerEnv(m match, cards []gpushare.Device) map[string]string {
 	uuids := make([]string, len(cards))
 	idx := make([]string, len(cards))
 	for i, c := range cards {

@@ -8,22 +8,15 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-// Card is one GPU as the plugin advertises it.
-type Card struct {
-	Index     int    // NVML index, the card index of the pod annotations
-	UUID      string // NVML UUID, what NVIDIA_VISIBLE_DEVICES names
-	Model     string
-	MemoryMiB int64 // total memory in MiB
-	Units     int64 // gpu-mem units: floor(MemoryMiB / unit MiB)
-}
-
-// buildCards converts NVML devices to cards in index order, each card its own size. Errors:
-// no devices, a card too small for one unit, duplicate indexes or UUIDs.
-func buildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]Card, error) {
+// buildCards converts NVML devices to cards in index order, each card its own size in
+// units (floor(MemoryMiB / unit MiB)) and healthy: from then on health tracks the cards,
+// and the inventory and ListAndWatch read it there. Errors: no devices, a card too small
+// for one unit, duplicate indexes or UUIDs.
+func buildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]gpushare.Device, error) {
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("NVML reports no GPU on this node")
 	}
-	cards := make([]Card, 0, len(devs))
+	cards := make([]gpushare.Device, 0, len(devs))
 	idx, uuids := map[int]bool{}, map[string]bool{}
 	for _, d := range devs {
 		switch {
@@ -37,7 +30,7 @@ func buildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]Card, error) {
 		if units < 1 {
 			return nil, fmt.Errorf("card %d (%s, %d MiB) is smaller than one %s unit", d.Index, d.Model, d.MemoryMiB, unit)
 		}
-		cards = append(cards, Card{Index: d.Index, UUID: d.UUID, Model: d.Model, MemoryMiB: d.MemoryMiB, Units: units})
+		cards = append(cards, gpushare.Device{Index: d.Index, UUID: d.UUID, Model: d.Model, MemoryMiB: d.MemoryMiB, Units: units, Healthy: true})
 	}
 	sort.Slice(cards, func(i, j int) bool { return cards[i].Index < cards[j].Index })
 	return cards, nil
@@ -45,13 +38,13 @@ func buildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]Card, error) {
 
 // cardSet indexes cards by NVML index and UUID.
 type cardSet struct {
-	list    []Card
-	byIndex map[int]Card
-	byUUID  map[string]Card
+	list    []gpushare.Device
+	byIndex map[int]gpushare.Device
+	byUUID  map[string]gpushare.Device
 }
 
-func newCardSet(cards []Card) cardSet {
-	s := cardSet{list: cards, byIndex: map[int]Card{}, byUUID: map[string]Card{}}
+func newCardSet(cards []gpushare.Device) cardSet {
+	s := cardSet{list: cards, byIndex: map[int]gpushare.Device{}, byUUID: map[string]gpushare.Device{}}
 	for _, c := range cards {
 		s.byIndex[c.Index] = c
 		s.byUUID[c.UUID] = c
@@ -66,13 +59,11 @@ func (s cardSet) has(i int) bool {
 }
 
 // inventory is the node annotation value for the cards with the given health.
-func inventory(cards []Card, unit gpushare.Unit, healthy func(uuid string) bool) gpushare.Inventory {
+func inventory(cards []gpushare.Device, unit gpushare.Unit, healthy func(uuid string) bool) gpushare.Inventory {
 	inv := gpushare.Inventory{Unit: unit, Devices: make([]gpushare.Device, 0, len(cards))}
 	for _, c := range cards {
-		inv.Devices = append(inv.Devices, gpushare.Device{
-			Index: c.Index, UUID: c.UUID, Model: c.Model, Units: c.Units, MemoryMiB: c.MemoryMiB,
-			Healthy: healthy(c.UUID),
-		})
+		c.Healthy = healthy(c.UUID)
+		inv.Devices = append(inv.Devices, c)
 	}
 	return inv
 }

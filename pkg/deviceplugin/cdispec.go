@@ -36,7 +36,7 @@ type simulatedCard struct {
 // gpushare.SimulatedGPUDir/<UUID>. A real GPU's spec (nvidia-ctk cdi generate) adds device
 // nodes and driver libraries instead; a mount is what a simulated card can show a container.
 // Errors: a kind or UUID that is not a valid CDI name.
-func SimulatedCDISpec(kind, cardDir string, cards []Card) (*cdi.Spec, error) {
+func SimulatedCDISpec(kind, cardDir string, cards []gpushare.Device) (*cdi.Spec, error) {
 	if err := checkCDIKind(kind); err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func SimulatedCDISpec(kind, cardDir string, cards []Card) (*cdi.Spec, error) {
 // (SimulatedCDISpecFile) into dir, the runtime's CDI spec folder, each file replaced
 // atomically so the runtime never reads half a spec. Returns the spec's path. Errors: an
 // invalid kind or UUID, or a file that cannot be written.
-func WriteSimulatedCDISpec(dir, kind string, cards []Card) (string, error) {
+func WriteSimulatedCDISpec(dir, kind string, cards []gpushare.Device) (string, error) {
 	cardDir := filepath.Join(dir, simulatedCardDir)
 	spec, err := SimulatedCDISpec(kind, cardDir, cards)
 	if err != nil {

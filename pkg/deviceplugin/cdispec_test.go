@@ -14,7 +14,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-var simCards = []Card{
+var simCards = []gpushare.Device{
 	{Index: 0, UUID: "GPU-00000000-0000-0000-0000-000000000000", Model: "Tesla T4", MemoryMiB: 15079, Units: 14},
 	{Index: 1, UUID: "GPU-11111111-1111-1111-1111-111111111111", Model: "Tesla T4", MemoryMiB: 15079, Units: 14},
 }
@@ -66,11 +66,11 @@ func TestWriteSimulatedCDISpec(t *testing.T) {
 }
 
 func TestSimulatedCDISpecRejects(t *testing.T) {
-	bad := []Card{{Index: 0, UUID: "GPU-1/../../etc", MemoryMiB: 15079}}
+	bad := []gpushare.Device{{Index: 0, UUID: "GPU-1/../../etc", MemoryMiB: 15079}}
 	for _, tc := range []struct {
 		name  string
 		kind  string
-		cards []Card
+		cards []gpushare.Device
 	}{
 		{"no class", "nvidia.com", simCards},
 		{"empty vendor", "/gpu", simCards},

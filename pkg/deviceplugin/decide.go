@@ -17,8 +17,8 @@ const placementPolicy = "binpack"
 
 // decision is what one container gets and what its pod then holds.
 type decision struct {
-	cards []Card  // the container's cards, index order
-	units []int64 // units on each of cards
+	cards []gpushare.Device // the container's cards, index order
+	units []int64           // units on each of cards
 	// claim is the pod's whole allocation once this container is served.
 	claim gpushare.PodAllocation
 	// placed is true when the plugin chose the pod's cards itself; why says why the pod's

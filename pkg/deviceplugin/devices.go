@@ -16,7 +16,7 @@ const maxMessageBytes = 4 << 20
 
 // deviceList is the ListAndWatch payload: one fake device per unit of every card, Healthy
 // or Unhealthy as the card.
-func deviceList(cards []Card, healthy func(uuid string) bool) []*pluginapi.Device {
+func deviceList(cards []gpushare.Device, healthy func(uuid string) bool) []*pluginapi.Device {
 	var n int64
 	for _, c := range cards {
 		n += c.Units
@@ -36,13 +36,13 @@ func deviceList(cards []Card, healthy func(uuid string) bool) []*pluginapi.Devic
 
 // messageBytes is the encoded size of the largest ListAndWatch response for cards (every
 // device Unhealthy, the longer health string).
-func messageBytes(cards []Card) int {
+func messageBytes(cards []gpushare.Device) int {
 	return proto.Size(&pluginapi.ListAndWatchResponse{Devices: deviceList(cards, func(string) bool { return false })})
 }
 
 // checkMessageSize fails when the ListAndWatch response for cards at unit would exceed
 // kubelet's gRPC limit, naming the smallest unit (in whole MiB) that fits.
-func checkMessageSize(cards []Card, unit gpushare.Unit) error {
+func checkMessageSize(cards []gpushare.Device, unit gpushare.Unit) error {
 	size := messageBytes(withUnit(cards, unit))
 	if size <= maxMessageBytes {
 		return nil
@@ -59,8 +59,8 @@ func checkMessageSize(cards []Card, unit gpushare.Unit) error {
 		unit, totalUnits(withUnit(cards, unit)), size, maxMessageBytes, gpushare.Unit{MiB: int64(m)})
 }
 
-func withUnit(cards []Card, unit gpushare.Unit) []Card {
-	out := make([]Card, len(cards))
+func withUnit(cards []gpushare.Device, unit gpushare.Unit) []gpushare.Device {
+	out := make([]gpushare.Device, len(cards))
 	for i, c := range cards {
 		c.Units = unit.UnitsOf(c.MemoryMiB)
 		out[i] = c
@@ -68,7 +68,7 @@ func withUnit(cards []Card, unit gpushare.Unit) []Card {
 	return out
 }
 
-func totalUnits(cards []Card) int64 {
+func totalUnits(cards []gpushare.Device) int64 {
 	var n int64
 	for _, c := range cards {
 		n += c.Units

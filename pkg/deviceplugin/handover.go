@@ -40,7 +40,7 @@ func ParseDeviceListStrategy(s string) (DeviceListStrategy, error) {
 
 // handOver is the container's answer: env (containerEnv's) and, per the strategy, the
 // cards as NVIDIA_VISIBLE_DEVICES or as CDI devices.
-func (p *Plugin) handOver(env map[string]string, cards []Card) *pluginapi.ContainerAllocateResponse {
+func (p *Plugin) handOver(env map[string]string, cards []gpushare.Device) *pluginapi.ContainerAllocateResponse {
 	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
 	if p.cfg.DeviceListStrategy != DeviceListCDICRI {
 		return resp

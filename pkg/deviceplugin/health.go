@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gpushare/gpushare/pkg/gpushare"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
@@ -23,7 +24,7 @@ type health struct {
 	lastFault map[string]time.Time // UUID → time of the latest fault; absent: healthy
 }
 
-func newHealth(clk clock.Clock, quiet time.Duration, cards []Card) *health {
+func newHealth(clk clock.Clock, quiet time.Duration, cards []gpushare.Device) *health {
 	h := &health{clock: clk, quiet: quiet, changed: newBroadcast(), lastFault: map[string]time.Time{}}
 	for _, c := range cards {
 		h.uuids = append(h.uuids, c.UUID)

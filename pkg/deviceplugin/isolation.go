@@ -63,7 +63,7 @@ func (p *Plugin) isolationRefusal(m match, iso gpushare.Isolation, isoErr error)
 // memory as /dev/shm. Errors (*refusal): the container is not on exactly one card, or the
 // card's daemon has not said it is ready: a container started without a daemon would run
 // unlimited.
-func (p *Plugin) mpsResponse(m match, cards []Card, units []int64) (map[string]string, []*pluginapi.Mount, error) {
+func (p *Plugin) mpsResponse(m match, cards []gpushare.Device, units []int64) (map[string]string, []*pluginapi.Mount, error) {
 	if len(cards) != 1 {
 		return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node isolates cards with MPS (%s=%s), which serves one card per container, and the container has %d",
 			m.cont.Name, klog.KObj(m.pod), gpushare.LabelIsolation, gpushare.IsolationMPS, len(cards))}

@@ -82,13 +82,13 @@ func olderPod(a, b *corev1.Pod) bool {
 // cardsOf resolves a container's cards from a claim: the cards in index order with the
 // units the container holds on each. Errors: no card for the container, a card this node
 // does not have, units that do not add up to the container's request.
-func cardsOf(m match, claim gpushare.PodAllocation, cards cardSet) ([]Card, []int64, error) {
+func cardsOf(m match, claim gpushare.PodAllocation, cards cardSet) ([]gpushare.Device, []int64, error) {
 	cu := claim.For(m.cont.Ref)
 	if len(cu) == 0 {
 		return nil, nil, fmt.Errorf("pod %s: container %q (%s) has no card in its allocation", klog.KObj(m.pod), m.cont.Name, m.cont.Ref)
 	}
 	var sum int64
-	out := make([]Card, 0, len(cu))
+	out := make([]gpushare.Device, 0, len(cu))
 	units := make([]int64, 0, len(cu))
 	for _, i := range slices.Sorted(maps.Keys(cu)) {
 		c, ok := cards.byIndex[i]
@@ -105,7 +105,7 @@ func cardsOf(m match, claim gpushare.PodAllocation, cards cardSet) ([]Card, []in
 	return out, units, nil
 }
 
-func indexList(cards []Card) string {
+func indexList(cards []gpushare.Device) string {
 	s := make([]string, len(cards))
 	for i, c := range cards {
 		s[i] = fmt.Sprint(c.Index)

@@ -208,8 +208,10 @@ func New(cfg Config) (*Plugin, error) {
 	return p, nil
 }
 
-// Cards returns the cards the plugin advertises, in index order.
-func (p *Plugin) Cards() []Card { return append([]Card(nil), p.cards.list...) }
+// Cards returns the cards the plugin advertises, in index order, with their health now.
+func (p *Plugin) Cards() []gpushare.Device {
+	return inventory(p.cards.list, p.cfg.Unit, p.health.Healthy).Devices
+}
 
 func (p *Plugin) socketPath() string  { return filepath.Join(p.cfg.PluginDir, socketName) }
 func (p *Plugin) kubeletPath() string { return filepath.Join(p.cfg.PluginDir, "kubelet.sock") }

@@ -26,7 +26,7 @@ type usageKey struct {
 type ctrUsage struct {
 	pod       *corev1.Pod
 	container string
-	card      Card
+	card      gpushare.Device
 	granted   uint64 // bytes: units on the card × the memory unit
 	used      uint64 // bytes: the sum of its processes' known use
 	unknown   bool   // NVML could not tell the use of some of its processes
@@ -176,7 +176,7 @@ func containerName(pod *corev1.Pod, ref gpushare.ContainerRef) string {
 
 // usageAnnotation is the sample as the node annotation publishes it: every card, its pods
 // by namespace and name, their containers by name; MiB rounded down.
-func (s usageSample) usageAnnotation(cards []Card) gpushare.Usage {
+func (s usageSample) usageAnnotation(cards []gpushare.Device) gpushare.Usage {
 	out := gpushare.Usage{Version: gpushare.UsageVersion, Time: s.at.UTC().Truncate(time.Second), Cards: make([]gpushare.CardUsage, 0, len(cards))}
 	type podKey struct {
 		ns, name string

@@ -251,7 +251,7 @@ func (w *watchdog) act(ctx context.Context, u *ctrUsage, ep *episode, evicted ma
 // one written by at least one memory unit somewhere, or NodeResync has passed since; so at
 // most once per UsageInterval. A failed write is retried at the next sample.
 func (w *watchdog) publish(ctx context.Context, s usageSample) {
-	var cards []Card
+	var cards []gpushare.Device
 	for _, c := range w.p.cards.list {
 		if s.listed[c.Index] {
 			cards = append(cards, c)
