@@ -15,8 +15,8 @@ import (
 
 // Where the simulated cards' CDI spec puts things.
 const (
-	// SimulatedCDISpecFile is the spec's file name in the CDI spec folder.
-	SimulatedCDISpecFile = "gpushare-simulated.json"
+	// simulatedCDISpecFile is the spec's file name in the CDI spec folder.
+	simulatedCDISpecFile = "gpushare-simulated.json"
 	// simulatedCardDir is the folder, inside the CDI spec folder, of the files that stand in
 	// for the cards' device nodes. The CDI registry does not descend into sub-folders.
 	simulatedCardDir = "gpushare-simulated"
@@ -30,13 +30,13 @@ type simulatedCard struct {
 	MemoryMiB int64  `json:"memoryMiB"`
 }
 
-// SimulatedCDISpec is the CDI spec of simulated cards: one device per card, named by its
+// simulatedCDISpec is the CDI spec of simulated cards: one device per card, named by its
 // UUID under kind (e.g. nvidia.com/gpu=GPU-…, the names Allocate returns with the cdi-cri
 // strategy), whose edit bind-mounts the card's file from cardDir read-only at
 // gpushare.SimulatedGPUDir/<UUID>. A real GPU's spec (nvidia-ctk cdi generate) adds device
 // nodes and driver libraries instead; a mount is what a simulated card can show a container.
 // Errors: a kind or UUID that is not a valid CDI name.
-func SimulatedCDISpec(kind, cardDir string, cards []gpushare.Device) (*cdi.Spec, error) {
+func simulatedCDISpec(kind, cardDir string, cards []gpushare.Device) (*cdi.Spec, error) {
 	if err := checkCDIKind(kind); err != nil {
 		return nil, err
 	}
@@ -63,12 +63,12 @@ func SimulatedCDISpec(kind, cardDir string, cards []gpushare.Device) (*cdi.Spec,
 }
 
 // WriteSimulatedCDISpec writes the simulated cards' files and their CDI spec
-// (SimulatedCDISpecFile) into dir, the runtime's CDI spec folder, each file replaced
+// (simulatedCDISpecFile) into dir, the runtime's CDI spec folder, each file replaced
 // atomically so the runtime never reads half a spec. Returns the spec's path. Errors: an
 // invalid kind or UUID, or a file that cannot be written.
 func WriteSimulatedCDISpec(dir, kind string, cards []gpushare.Device) (string, error) {
 	cardDir := filepath.Join(dir, simulatedCardDir)
-	spec, err := SimulatedCDISpec(kind, cardDir, cards)
+	spec, err := simulatedCDISpec(kind, cardDir, cards)
 	if err != nil {
 		return "", err
 	}
@@ -88,7 +88,7 @@ func WriteSimulatedCDISpec(dir, kind string, cards []gpushare.Device) (string, e
 	if err != nil {
 		return "", fmt.Errorf("encoding the CDI spec: %w", err)
 	}
-	path := filepath.Join(dir, SimulatedCDISpecFile)
+	path := filepath.Join(dir, simulatedCDISpecFile)
 	if err := writeAtomic(path, append(b, '\n')); err != nil {
 		return "", err
 	}

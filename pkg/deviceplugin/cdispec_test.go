@@ -78,8 +78,8 @@ func TestSimulatedCDISpecRejects(t *testing.T) {
 		{"path in UUID", DefaultCDIKind, bad},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := SimulatedCDISpec(tc.kind, t.TempDir(), tc.cards); err == nil {
-				t.Errorf("SimulatedCDISpec(%q) accepted it", tc.kind)
+			if _, err := simulatedCDISpec(tc.kind, t.TempDir(), tc.cards); err == nil {
+				t.Errorf("simulatedCDISpec(%q) accepted it", tc.kind)
 			}
 			if _, err := WriteSimulatedCDISpec(t.TempDir(), tc.kind, tc.cards); err == nil {
 				t.Errorf("WriteSimulatedCDISpec(%q) accepted it", tc.kind)

@@ -1,10 +1,15 @@
 package deviceplugin
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -12,11 +17,12 @@ import (
 )
 
 // placementPolicy is how share-plugin chooses cards for a pod that carries no valid
-// allocation: the extender's default, filling the fullest card that fits.
+// allocation: fill the fullest card that fits, so that a pod the extender never saw
+// leaves the most whole cards free.
 const placementPolicy = "binpack"
 
-// decision is what one container gets and what its pod then holds.
-type decision struct {
+// cardDecision is what one container gets and what its pod then holds.
+type cardDecision struct {
 	cards []gpushare.Device // the container's cards, index order
 	units []int64           // units on each of cards
 	// claim is the pod's whole allocation once this container is served.
@@ -33,46 +39,148 @@ type refusal struct{ msg string }
 
 func (r *refusal) Error() string { return r.msg }
 
-// decide chooses the cards of m's container and checks them against the plugin's ledger of
-// pods (the live pods of this node, pods). The container's cards come from, in order: what
-// this process already chose for the pod, the pod's valid allocation, else a binpack
-// placement of the whole pod on the room the other pods leave. Then every card of the
-// container must have room for the pod's usage there (gpushare.PodAllocation.CardUsage) on
-// top of what the other live pods hold. Errors: *refusal when a card lacks room or no
-// placement fits; other errors for an allocation that does not resolve on this node.
-func (p *Plugin) decide(m match, pods []*corev1.Pod) (decision, error) {
-	held := p.heldByOthers(pods, m.pod.UID)
-	rec := p.recordedClaim(m.pod.UID)
-	_, alloc, why := p.validAllocation(m.pod)
-	var d decision
-	if why == nil || len(rec.For(m.cont.Ref)) > 0 {
-		d.claim = mergeClaim(alloc, rec)
-	} else {
-		pl, err := p.place(m, held)
-		if err != nil {
-			return decision{}, &refusal{msg: fmt.Sprintf("pod %s has no valid allocation (%v) and no card of node %s has room for it: %v; %s",
-				klog.KObj(m.pod), why, p.cfg.NodeName, err, p.heldString(held))}
-		}
-		d.claim, d.placed, d.why = mergeClaim(pl, rec), true, why
-	}
-	cards, units, err := cardsOf(m, d.claim, p.cards)
+// nodeIsolation reads the node's isolation label from the API server. Allocate asks on every
+// call rather than keeping a watch: it is called once per container start, a GET of one node
+// is cheap next to the pod patch Allocate makes anyway, and a relabelled node then applies to
+// the very next container, with nothing to go stale. labelErr: the label's value is invalid
+// (gpushare.ParseIsolation's error, naming the label); err: the node could not be read.
+func (p *Plugin) nodeIsolation(ctx context.Context) (iso gpushare.Isolation, labelErr, err error) {
+	node, err := p.cfg.Client.CoreV1().Nodes().Get(ctx, p.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
-		return decision{}, err
+		return "", nil, fmt.Errorf("reading node %s for its %s label: %w", p.cfg.NodeName, gpushare.LabelIsolation, err)
 	}
-	usage := d.claim.CardUsage(m.pod)
+	iso, labelErr = gpushare.NodeIsolation(node.Labels)
+	return iso, labelErr, nil
+}
+
+// isolationRefusal checks candidate c's pod against the node's isolation mode iso (isoErr:
+// its label is invalid) before any card is chosen: nil, or the refusal to send to kubelet
+// and the pod.
+func (p *Plugin) isolationRefusal(c candidate, iso gpushare.Isolation, isoErr error) *refusal {
+	if isoErr != nil {
+		// Fail closed: an administrator's typo must not silently run pods unisolated.
+		return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node %s's isolation is unknown: %v",
+			c.cont.Name, klog.KObj(c.pod), p.cfg.NodeName, isoErr)}
+	}
+	if err := iso.Admits(c.req); err != nil {
+		return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: %v", c.cont.Name, klog.KObj(c.pod), err)}
+	}
+	return nil
+}
+
+// decideCards chooses the cards of c's container and checks them against the ledger of the
+// node's pods (view). The container's cards come from, in order: what this process already
+// granted the pod, the pod's valid allocation, else a binpack placement of the whole pod on
+// the room the other pods leave. Then every card of the container must have room for the
+// pod's usage there (gpushare.PodAllocation.CardUsage) on top of what the other live pods
+// hold. Errors: *refusal when a card lacks room or no placement fits; other errors for an
+// allocation that does not resolve on this node.
+func (p *Plugin) decideCards(c candidate, view nodeView) (cardDecision, error) {
+	held := p.heldByOthers(view, c.pod.UID)
+	granted := view.grants.claim(c.pod.UID)
+	_, alloc, why := p.validAllocation(c.pod)
+	var d cardDecision
+	if why == nil || len(granted.For(c.cont.Ref)) > 0 {
+		d.claim = mergeClaim(alloc, granted)
+	} else {
+		pl, err := p.place(c, held)
+		if err != nil {
+			return cardDecision{}, &refusal{msg: fmt.Sprintf("pod %s has no valid allocation (%v) and no card of node %s has room for it: %v; %s",
+				klog.KObj(c.pod), why, p.cfg.NodeName, err, p.heldString(held))}
+		}
+		d.claim, d.placed, d.why = mergeClaim(pl, granted), true, why
+	}
+	cards, units, err := cardsOf(c, d.claim, p.cards)
+	if err != nil {
+		return cardDecision{}, err
+	}
+	usage := d.claim.CardUsage(c.pod)
 	var short []string
-	for _, c := range cards {
-		if held[c.Index]+usage[c.Index] > c.Units {
+	for _, card := range cards {
+		if held[card.Index]+usage[card.Index] > card.Units {
 			short = append(short, fmt.Sprintf("card %d (%s, %d units) has %d units held by other pods on this node and the pod needs %d there",
-				c.Index, c.UUID, c.Units, held[c.Index], usage[c.Index]))
+				card.Index, card.UUID, card.Units, held[card.Index], usage[card.Index]))
 		}
 	}
 	if len(short) > 0 {
-		return decision{}, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s (%d units): %s",
-			m.cont.Name, klog.KObj(m.pod), m.cont.Units, strings.Join(short, "; "))}
+		return cardDecision{}, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s (%d units): %s",
+			c.cont.Name, klog.KObj(c.pod), c.cont.Units, strings.Join(short, "; "))}
 	}
 	d.cards, d.units = cards, units
 	return d, nil
+}
+
+// validAllocation returns the pod's gpu-mem request and its allocation record (its
+// allocation annotations) when that holds a valid allocation for this node. Errors: the
+// request does not parse, or the record is absent, unreadable or invalid
+// (gpushare.PodRequest.ValidateAllocationOn this node's cards).
+func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare.PodAllocation, error) {
+	req, err := p.cfg.Resources.PodRequest(pod)
+	if err != nil {
+		return req, gpushare.PodAllocation{}, fmt.Errorf("reading the gpu-mem request: %w", err)
+	}
+	a, has, err := p.cfg.Resources.ReadAllocation(pod)
+	switch {
+	case err != nil:
+		return req, gpushare.PodAllocation{}, err
+	case !has:
+		return req, gpushare.PodAllocation{}, fmt.Errorf("no allocation annotation")
+	}
+	if err := req.ValidateAllocationOn(a, p.cards.has); err != nil {
+		return req, gpushare.PodAllocation{}, err
+	}
+	return req, a, nil
+}
+
+// claimOf is what a pod holds in the ledger: its valid allocation (a bound pod's allocation
+// is a claim even before kubelet admits it), overridden by what this process granted it. A
+// pod with neither holds nothing: it gets cards when admitted. Nor does a pod whose
+// admission Allocate refused.
+func (p *Plugin) claimOf(pod *corev1.Pod, grants snapshot) gpushare.PodAllocation {
+	if grants.refused(pod.UID) {
+		return gpushare.PodAllocation{}
+	}
+	_, base, _ := p.validAllocation(pod) // zero when invalid
+	return mergeClaim(base, grants.claim(pod.UID))
+}
+
+// heldByOthers returns, per card index, the units the live pods of the view other than skip
+// hold (gpushare.PodAllocation.CardUsage of each pod's claim), counting granted pods the
+// view does not show yet.
+func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits {
+	held := gpushare.CardUnits{}
+	shown := map[types.UID]bool{}
+	for _, pod := range view.pods {
+		shown[pod.UID] = true
+		if pod.UID == skip || !livePod(pod, p.cfg.NodeName) {
+			continue
+		}
+		for c, u := range p.claimOf(pod, view.grants).CardUsage(pod) {
+			held[c] += u
+		}
+	}
+	for uid, g := range view.grants {
+		if uid == skip || shown[uid] || g.state == refused {
+			continue
+		}
+		for c, u := range g.claim.CardUsage(g.pod) {
+			held[c] += u
+		}
+	}
+	return held
+}
+
+// place chooses cards for every gpu-mem container of c's pod on the room held leaves.
+func (p *Plugin) place(c candidate, held gpushare.CardUnits) (gpushare.PodAllocation, error) {
+	node := policy.Node{Name: p.cfg.NodeName, Cards: make([]policy.Card, 0, len(p.cards.list))}
+	for _, card := range p.cards.list {
+		node.Cards = append(node.Cards, policy.Card{Index: card.Index, Total: card.Units, Used: held[card.Index], Healthy: p.health.Healthy(card.UUID)})
+	}
+	pl, err := p.policy.Place(node, c.req)
+	if err != nil {
+		return gpushare.PodAllocation{}, err
+	}
+	return pl.Allocation, nil
 }
 
 // heldString writes what the other pods hold on each card.
@@ -84,15 +192,36 @@ func (p *Plugin) heldString(held gpushare.CardUnits) string {
 	return strings.Join(parts, ", ")
 }
 
-// place chooses cards for every gpu-mem container of m's pod on the room held leaves.
-func (p *Plugin) place(m match, held gpushare.CardUnits) (gpushare.PodAllocation, error) {
-	node := policy.Node{Name: p.cfg.NodeName, Cards: make([]policy.Card, 0, len(p.cards.list))}
-	for _, c := range p.cards.list {
-		node.Cards = append(node.Cards, policy.Card{Index: c.Index, Total: c.Units, Used: held[c.Index], Healthy: p.health.Healthy(c.UUID)})
+// cardsOf resolves a container's cards from a claim: the cards in index order with the
+// units the container holds on each. Errors: no card for the container, a card this node
+// does not have, units that do not add up to the container's request.
+func cardsOf(c candidate, claim gpushare.PodAllocation, cards cardSet) ([]gpushare.Device, []int64, error) {
+	cu := claim.For(c.cont.Ref)
+	if len(cu) == 0 {
+		return nil, nil, fmt.Errorf("pod %s: container %q (%s) has no card in its allocation", klog.KObj(c.pod), c.cont.Name, c.cont.Ref)
 	}
-	pl, err := p.policy.Place(node, m.req)
-	if err != nil {
-		return gpushare.PodAllocation{}, err
+	var sum int64
+	out := make([]gpushare.Device, 0, len(cu))
+	units := make([]int64, 0, len(cu))
+	for _, i := range slices.Sorted(maps.Keys(cu)) {
+		card, ok := cards.byIndex[i]
+		if !ok {
+			return nil, nil, fmt.Errorf("pod %s: container %q is allocated card %d but this node has no such card (cards: %s)", klog.KObj(c.pod), c.cont.Name, i, indexList(cards.list))
+		}
+		sum += cu[i]
+		out = append(out, card)
+		units = append(units, cu[i])
 	}
-	return pl.Allocation, nil
+	if sum != c.cont.Units {
+		return nil, nil, fmt.Errorf("pod %s: container %q requests %d units but its allocation holds %d", klog.KObj(c.pod), c.cont.Name, c.cont.Units, sum)
+	}
+	return out, units, nil
+}
+
+func indexList(cards []gpushare.Device) string {
+	s := make([]string, len(cards))
+	for i, c := range cards {
+		s[i] = fmt.Sprint(c.Index)
+	}
+	return strings.Join(s, ",")
 }

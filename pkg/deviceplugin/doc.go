@@ -1,10 +1,27 @@
 // Package deviceplugin is share-plugin's kubelet device plugin: it advertises one fake
 // device per gpu-mem unit of every card, tells kubelet which card a container gets (the card
-// the extender wrote into the pod's annotations, or one it chooses itself for a pod without
-// a valid allocation) after checking the card against its own ledger of the node's pods,
-// publishes the node's per-card inventory and gpu-count, tracks card health from NVML
-// XID events, and (with a usage interval) watches the GPU memory each container's
-// processes use against its grant (watchdog.go).
+// the extender wrote into the pod's allocation record, or one it chooses itself for a pod
+// without a valid one) after checking the card against its own ledger of the node's pods,
+// publishes the node's per-card inventory and gpu-count, and tracks card health from NVML
+// XID events.
+//
+// Allocate reads top to bottom through these files, in this order:
+//
+//   - allocate.go: the gRPC entry, one container at a time;
+//   - match.go: find the candidate container kubelet is admitting (podresources.go asks
+//     kubelet which pod that is);
+//   - decide.go: the node's isolation rule, then which cards, checked against the ledger;
+//   - respond.go: refuse, or write the progress on the pod, grant it in the ledger, and
+//     hand over the cards (and, on an MPS node, the daemon's folders);
+//   - ledger.go: the grants this process made, by pod, and the states of a grant.
+//
+// Around it: config.go and plugin.go (New), run.go (Run's goroutines), register.go (the
+// gRPC socket and kubelet registration), listandwatch.go and preferred.go (the other
+// device-plugin calls), allocation_records.go (adopting served pods after a restart and
+// keeping their allocation records true), node.go (inventory and gpu-count on the node),
+// served_report.go and metrics.go (GET /served, /metrics, /healthz), cdispec.go
+// (simulated cards' CDI spec). A pod's allocation record is its annotations (the gpushare
+// protocol's word); a grant is what the ledger remembers handing out.
 //
 // It depends on pkg/nvml's narrow Interface, never on NVML itself.
 package deviceplugin

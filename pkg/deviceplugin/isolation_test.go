@@ -188,8 +188,8 @@ func TestAllocateIsolationRefusals(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tc.wantEvent)
 			}
 			events := e.drainEvents()
-			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+EventAllocateRefused+" ") || !strings.Contains(events[0], tc.wantEvent) {
-				t.Errorf("events %q, want one Warning %s saying %q", events, EventAllocateRefused, tc.wantEvent)
+			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+eventAllocateRefused+" ") || !strings.Contains(events[0], tc.wantEvent) {
+				t.Errorf("events %q, want one Warning %s saying %q", events, eventAllocateRefused, tc.wantEvent)
 			}
 			if a := e.podAnnotations(t, "p")[gpushare.AnnotationAllocated]; a != "" {
 				t.Errorf("refused pod marked served: %q", a)

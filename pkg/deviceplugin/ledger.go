@@ -1,103 +1,101 @@
 package deviceplugin
 
 import (
-	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// podRecord is what this process handed to one pod: the truth for the ledger while the pod
-// lives, whatever its annotations say later or whether the informer has caught up.
-type podRecord struct {
+// grantState is what Allocate last answered for a pod.
+type grantState string
+
+const (
+	// granted: Allocate served containers of the pod; the grant's claim holds their cards.
+	granted grantState = "Granted"
+	// refused: Allocate refused one of the pod's containers. Kubelet then fails the pod's
+	// admission for good, so the pod holds nothing whatever its annotations say. Serving the
+	// pod again (a refusal that guessed the wrong pod without a PodResources answer) makes
+	// it granted.
+	refused grantState = "Refused"
+)
+
+// sighting is whether the pod view (the informer, or Allocate's view of the node's pods)
+// has shown a grant's pod since the grant was made.
+type sighting string
+
+const (
+	// unseen: only Allocate knows the pod (the LIST fallback found it, or the informer
+	// lags); its absence from the view means nothing yet, so the grant counts until
+	// forgetAfter after its last change.
+	unseen sighting = "Unseen"
+	// seen: the view has shown the pod; the grant counts while the view shows the pod live,
+	// and goes as soon as the view drops it.
+	seen sighting = "Seen"
+)
+
+// forgetAfter is how long an unseen grant is kept: long enough to outlast informer lag (a
+// pod found by the LIST fallback may not be in the informer yet), short enough not to keep
+// pods deleted before the informer saw them.
+const forgetAfter = 10 * time.Minute
+
+// grant is what this process handed one pod: the truth for the ledger while the pod lives,
+// whatever its annotations say later or whether the informer has caught up. Not to be
+// confused with the pod's allocation record (its annotations).
+type grant struct {
 	pod *corev1.Pod // last seen object (names, UID, which init containers are sidecars)
 	// claim is the cards of every container this plugin served and, for a pod it placed
 	// itself, of every gpu-mem container (the rest are a claim until kubelet allocates them).
 	claim  gpushare.PodAllocation
 	served map[gpushare.ContainerRef]bool
-	// refused is set when Allocate refused one of the pod's containers: kubelet then fails
-	// the pod's admission for good, so the pod holds nothing whatever its annotations say.
-	refused bool
-	seen    bool      // the pod view has shown the pod since it was recorded
-	at      time.Time // last served or refused
+	state  grantState
+	seen   sighting
+	at     time.Time // last granted or refused
 }
 
-// records is the plugin's ledger of served pods by UID.
-type records map[types.UID]*podRecord
+// keep reports whether the grant's pod still lives, given the node's pods by UID.
+func (g *grant) keep(byUID map[types.UID]*corev1.Pod, node string, now time.Time) bool {
+	if pod, ok := byUID[g.pod.UID]; ok {
+		return livePod(pod, node)
+	}
+	return g.seen == unseen && now.Sub(g.at) <= forgetAfter
+}
+
+// copy is a deep copy of the grant (the pod object is shared: nobody changes it).
+func (g *grant) copy() *grant {
+	c := *g
+	c.claim = mergeClaim(gpushare.PodAllocation{}, g.claim)
+	c.served = make(map[gpushare.ContainerRef]bool, len(g.served))
+	for ref := range g.served {
+		c.served[ref] = true
+	}
+	return &c
+}
+
+// ledger is share-plugin's ledger of the node's pods it served, by pod UID. One mutex
+// guards it; readers take a snapshot and decide on that.
+type ledger struct {
+	node  string
+	clock clock.PassiveClock
+
+	mu     sync.Mutex
+	grants map[types.UID]*grant
+}
+
+func newLedger(node string, clk clock.PassiveClock) *ledger {
+	return &ledger{node: node, clock: clk, grants: map[types.UID]*grant{}}
+}
 
 // livePod reports a pod on node whose containers may hold GPU memory: bound there, not
 // terminating, not finished.
 func livePod(pod *corev1.Pod, node string) bool {
 	return pod.Spec.NodeName == node && pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
-
-// forgetAfter is how long a record of a pod the pod view has never shown is kept: long
-// enough to outlast informer lag (a pod found by the LIST fallback may not be in the
-// informer yet), short enough not to keep pods deleted before the informer saw them.
-const forgetAfter = 10 * time.Minute
-
-// keep reports whether the record's pod still lives, given the node's pods by UID.
-func (r *podRecord) keep(byUID map[types.UID]*corev1.Pod, node string, now time.Time) bool {
-	if pod, ok := byUID[r.pod.UID]; ok {
-		return livePod(pod, node)
-	}
-	return !r.seen && now.Sub(r.at) <= forgetAfter
-}
-
-// syncRecords drops the records of pods that are gone or terminal and refreshes the rest
-// from pods (the node's pods).
-func (p *Plugin) syncRecords(pods []*corev1.Pod) {
-	byUID := podsByUID(pods)
-	now := p.cfg.Clock.Now()
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
-	for uid, r := range p.rec {
-		if !r.keep(byUID, p.cfg.NodeName, now) {
-			delete(p.rec, uid)
-			continue
-		}
-		if pod, ok := byUID[uid]; ok {
-			r.pod, r.seen = pod, true
-		}
-	}
-}
-
-// podSeen marks the record of a pod the informer shows as seen (its later absence then
-// means it is gone, see keep), and drops it once the pod is terminal or terminating.
-func (p *Plugin) podSeen(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
-	r := p.rec[pod.UID]
-	switch {
-	case r == nil:
-	case !livePod(pod, p.cfg.NodeName):
-		delete(p.rec, pod.UID)
-	default:
-		r.pod, r.seen = pod, true
-	}
-}
-
-// podGone drops the record of a pod the informer deleted (a tombstone too).
-func (p *Plugin) podGone(obj any) {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
-	delete(p.rec, pod.UID)
 }
 
 func podsByUID(pods []*corev1.Pod) map[types.UID]*corev1.Pod {
@@ -108,75 +106,134 @@ func podsByUID(pods []*corev1.Pod) map[types.UID]*corev1.Pod {
 	return out
 }
 
-// record remembers that container ref of pod was served, and the pod's claim.
-func (p *Plugin) record(pod *corev1.Pod, ref gpushare.ContainerRef, claim gpushare.PodAllocation) {
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
-	r := p.recordFor(pod.UID)
-	// A refusal that guessed the wrong pod (no PodResources answer) is undone by serving it.
-	r.pod, r.claim, r.refused, r.at = pod, claim, false, p.cfg.Clock.Now()
-	r.served[ref] = true
-	// Seen now when the informer holds the pod: its later absence from the view then means
-	// it is gone, not that the informer lags (see keep).
-	r.seen = r.seen || p.informerHas(pod)
-}
-
-// informerHas reports whether the pod informer holds this pod (same UID).
-func (p *Plugin) informerHas(pod *corev1.Pod) bool {
-	obj, ok, err := p.cfg.Pods.GetStore().GetByKey(pod.Namespace + "/" + pod.Name)
-	if err != nil || !ok {
-		return false
+// sync drops the grants of pods that are gone or terminal, refreshes the rest from pods
+// (the node's pods) and returns the ledger as it then stands.
+func (l *ledger) sync(pods []*corev1.Pod) snapshot {
+	byUID := podsByUID(pods)
+	now := l.clock.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for uid, g := range l.grants {
+		if !g.keep(byUID, l.node, now) {
+			delete(l.grants, uid)
+			continue
+		}
+		if pod, ok := byUID[uid]; ok {
+			g.pod, g.seen = pod, seen
+		}
 	}
-	held, isPod := obj.(*corev1.Pod)
-	return isPod && held.UID == pod.UID
+	return l.snapshotLocked()
 }
 
-// refuse remembers that the pod's admission fails (see podRecord.refused).
-func (p *Plugin) refuse(pod *corev1.Pod) {
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
-	r := p.recordFor(pod.UID)
-	r.pod, r.refused, r.at = pod, true, p.cfg.Clock.Now()
+// snapshot returns a copy of every grant, kept or not (see grant.keep).
+func (l *ledger) snapshot() snapshot {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.snapshotLocked()
 }
 
-// recordFor returns the pod's record, made empty when there is none. Caller holds p.recMu.
-func (p *Plugin) recordFor(uid types.UID) *podRecord {
-	r := p.rec[uid]
-	if r == nil {
-		r = &podRecord{served: map[gpushare.ContainerRef]bool{}}
-		p.rec[uid] = r
+func (l *ledger) snapshotLocked() snapshot {
+	out := make(snapshot, len(l.grants))
+	for uid, g := range l.grants {
+		out[uid] = g.copy()
 	}
-	return r
+	return out
 }
 
-// refusedPod reports whether Allocate refused the pod.
-func (p *Plugin) refusedPod(uid types.UID) bool {
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
-	r := p.rec[uid]
-	return r != nil && r.refused
+// podSeen marks the grant of a pod the informer shows as seen (its later absence then
+// means it is gone, see grant.keep), and drops it once the pod is terminal or terminating.
+func (l *ledger) podSeen(obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.grants[pod.UID]
+	switch {
+	case g == nil:
+	case !livePod(pod, l.node):
+		delete(l.grants, pod.UID)
+	default:
+		g.pod, g.seen = pod, seen
+	}
 }
 
-// servedOf returns the containers of the pod this process served.
-func (p *Plugin) servedOf(uid types.UID) map[gpushare.ContainerRef]bool {
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
+// podGone drops the grant of a pod the informer deleted (a tombstone too).
+func (l *ledger) podGone(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.grants, pod.UID)
+}
+
+// grantContainers remembers that containers refs of pod were served and the pod's claim.
+// shown: the informer holds the pod, so its later absence from the view means it is gone,
+// not that the informer lags (see grant.keep).
+func (l *ledger) grantContainers(pod *corev1.Pod, claim gpushare.PodAllocation, shown bool, refs ...gpushare.ContainerRef) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.entry(pod.UID)
+	g.pod, g.claim, g.state, g.at = pod, claim, granted, l.clock.Now()
+	for _, ref := range refs {
+		g.served[ref] = true
+	}
+	if shown {
+		g.seen = seen
+	}
+}
+
+// refuse remembers that the pod's admission fails (see refused).
+func (l *ledger) refuse(pod *corev1.Pod) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	g := l.entry(pod.UID)
+	g.pod, g.state, g.at = pod, refused, l.clock.Now()
+}
+
+// entry returns the pod's grant, made empty (granted nothing, unseen) when there is none.
+// Caller holds l.mu.
+func (l *ledger) entry(uid types.UID) *grant {
+	g := l.grants[uid]
+	if g == nil {
+		g = &grant{served: map[gpushare.ContainerRef]bool{}, state: granted, seen: unseen}
+		l.grants[uid] = g
+	}
+	return g
+}
+
+// snapshot is the ledger at one instant, by pod UID: what one Allocate, one preferred
+// allocation, one /served report or one watchdog sample reads.
+type snapshot map[types.UID]*grant
+
+// refused reports whether Allocate refused the pod.
+func (s snapshot) refused(uid types.UID) bool {
+	g := s[uid]
+	return g != nil && g.state == refused
+}
+
+// served returns the containers of the pod this process served.
+func (s snapshot) served(uid types.UID) map[gpushare.ContainerRef]bool {
 	out := map[gpushare.ContainerRef]bool{}
-	if r := p.rec[uid]; r != nil {
-		for ref := range r.served {
+	if g := s[uid]; g != nil {
+		for ref := range g.served {
 			out[ref] = true
 		}
 	}
 	return out
 }
 
-// recordedClaim returns a copy of the claim recorded for the pod (zero when none).
-func (p *Plugin) recordedClaim(uid types.UID) gpushare.PodAllocation {
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
+// claim returns a copy of the claim granted to the pod (zero when none).
+func (s snapshot) claim(uid types.UID) gpushare.PodAllocation {
 	var out gpushare.PodAllocation
-	if r := p.rec[uid]; r != nil {
-		out = mergeClaim(out, r.claim)
+	if g := s[uid]; g != nil {
+		out = mergeClaim(out, g.claim)
 	}
 	return out
 }
@@ -201,98 +258,4 @@ func copyUnits(cu gpushare.CardUnits) gpushare.CardUnits {
 		out[c] = u
 	}
 	return out
-}
-
-// validAllocation returns the pod's gpu-mem request and its allocation annotations when
-// they hold a valid allocation for this node. Errors: the request does not parse, or the
-// allocation is absent, unreadable or invalid (gpushare.PodRequest.ValidateAllocationOn
-// this node's cards).
-func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare.PodAllocation, error) {
-	req, err := p.cfg.Resources.PodRequest(pod)
-	if err != nil {
-		return req, gpushare.PodAllocation{}, fmt.Errorf("reading the gpu-mem request: %w", err)
-	}
-	a, has, err := p.cfg.Resources.ReadAllocation(pod)
-	switch {
-	case err != nil:
-		return req, gpushare.PodAllocation{}, err
-	case !has:
-		return req, gpushare.PodAllocation{}, fmt.Errorf("no allocation annotation")
-	}
-	if err := req.ValidateAllocationOn(a, p.cards.has); err != nil {
-		return req, gpushare.PodAllocation{}, err
-	}
-	return req, a, nil
-}
-
-// claimOf is what a pod holds in the ledger: its valid allocation (a bound pod's allocation
-// is a claim even before kubelet admits it), overridden by what this process served or
-// chose for it. A pod with neither holds nothing: it gets cards when admitted. Nor does a
-// pod whose admission Allocate refused.
-func (p *Plugin) claimOf(pod *corev1.Pod) gpushare.PodAllocation {
-	if p.refusedPod(pod.UID) {
-		return gpushare.PodAllocation{}
-	}
-	_, base, _ := p.validAllocation(pod) // zero when invalid
-	return mergeClaim(base, p.recordedClaim(pod.UID))
-}
-
-// heldByOthers returns, per card index, the units the live pods of this node other than
-// skip hold (gpushare.PodAllocation.CardUsage of each pod's claim), counting recorded pods
-// the pod view does not show yet.
-func (p *Plugin) heldByOthers(pods []*corev1.Pod, skip types.UID) gpushare.CardUnits {
-	held := gpushare.CardUnits{}
-	shown := map[types.UID]bool{}
-	for _, pod := range pods {
-		shown[pod.UID] = true
-		if pod.UID == skip || !livePod(pod, p.cfg.NodeName) {
-			continue
-		}
-		for c, u := range p.claimOf(pod).CardUsage(pod) {
-			held[c] += u
-		}
-	}
-	p.recMu.Lock()
-	defer p.recMu.Unlock()
-	for uid, r := range p.rec {
-		if uid == skip || shown[uid] || r.refused {
-			continue
-		}
-		for c, u := range r.claim.CardUsage(r.pod) {
-			held[c] += u
-		}
-	}
-	return held
-}
-
-// rebuild adopts, after a restart, the pods whose annotations say this plugin served them
-// (gpushare.io/allocated-containers, or ASSIGNED=true for all containers) and that hold a
-// valid allocation, so /served and the ledger's record cover them again.
-func (p *Plugin) rebuild(pods []*corev1.Pod) int {
-	n := 0
-	for _, pod := range pods {
-		if !livePod(pod, p.cfg.NodeName) {
-			continue
-		}
-		req, alloc, err := p.validAllocation(pod)
-		if err != nil {
-			continue
-		}
-		done, err := gpushare.ParseAllocated(pod.Annotations[gpushare.AnnotationAllocated])
-		if err != nil {
-			continue
-		}
-		for _, c := range req.Containers {
-			if done[c.Ref] || pod.Annotations[gpushare.AnnotationAssigned] == "true" {
-				p.record(pod, c.Ref, alloc)
-			}
-		}
-		p.recMu.Lock()
-		if r := p.rec[pod.UID]; r != nil {
-			r.seen = true
-			n++
-		}
-		p.recMu.Unlock()
-	}
-	return n
 }

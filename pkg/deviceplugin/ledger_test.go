@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -66,7 +67,7 @@ func TestAllocateChecksTheLedger(t *testing.T) {
 						gpushare.AnnotationAllocated: "app/0", gpushare.AnnotationAssigned: "true",
 						gpushare.AnnotationInitAllocation: "",
 					},
-					wantEvents: []string{"Normal " + EventCardChosen},
+					wantEvents: []string{"Normal " + eventCardChosen},
 				},
 				{
 					units: 80, pod: "q2",
@@ -74,7 +75,7 @@ func TestAllocateChecksTheLedger(t *testing.T) {
 					wantAnn: map[string]string{
 						gpushare.AnnotationAllocation: `{"0":{"0":0}}`, gpushare.AnnotationAllocated: "", gpushare.AnnotationAssigned: "",
 					},
-					wantEvents: []string{"Warning " + EventAllocateRefused},
+					wantEvents: []string{"Warning " + eventAllocateRefused},
 				},
 			},
 		},
@@ -93,7 +94,7 @@ func TestAllocateChecksTheLedger(t *testing.T) {
 					wantErr: []string{`refusing container "main" of pod default/b (8 units)`,
 						"card 0 (" + uuid(0) + ", 14 units) has 10 units held by other pods on this node and the pod needs 8 there"},
 					wantAnn:    map[string]string{gpushare.AnnotationAllocated: "", gpushare.AnnotationAssigned: "false"},
-					wantEvents: []string{"Warning " + EventAllocateRefused},
+					wantEvents: []string{"Warning " + eventAllocateRefused},
 				},
 				{units: 10, pod: "a", wantEnv: env("10", "10", 0), wantAnn: map[string]string{gpushare.AnnotationAssigned: "true"}},
 			},
@@ -109,8 +110,8 @@ func TestAllocateChecksTheLedger(t *testing.T) {
 				handWritten("p5", 3, 5, nil),
 			},
 			steps: []ledgerStep{
-				{units: 4, pod: "p4", wantEnv: env("4", "4", 0), wantAnn: map[string]string{gpushare.AnnotationAllocation: `{"0":{"0":4}}`}, wantEvents: []string{"Normal " + EventCardChosen}},
-				{units: 5, pod: "p5", wantEnv: env("5", "5", 1), wantAnn: map[string]string{gpushare.AnnotationAllocation: `{"0":{"1":5}}`}, wantEvents: []string{"Normal " + EventCardChosen}},
+				{units: 4, pod: "p4", wantEnv: env("4", "4", 0), wantAnn: map[string]string{gpushare.AnnotationAllocation: `{"0":{"0":4}}`}, wantEvents: []string{"Normal " + eventCardChosen}},
+				{units: 5, pod: "p5", wantEnv: env("5", "5", 1), wantAnn: map[string]string{gpushare.AnnotationAllocation: `{"0":{"1":5}}`}, wantEvents: []string{"Normal " + eventCardChosen}},
 			},
 		},
 	}
@@ -199,87 +200,6 @@ func (e *testEnv) editAnnotations(t *testing.T, name string, ann map[string]stri
 	t.Fatalf("informer never showed pod %s edited", name)
 }
 
-// TestValidAllocation: a pod's allocation is valid on this node (cards 0 and 1) when it is
-// exactly its request on cards the node has (gpushare.PodRequest.ValidateAllocationOn).
-func TestValidAllocation(t *testing.T) {
-	e := newTestEnv(t, "t4:2")
-	tests := []struct {
-		name    string
-		alloc   gpushare.PodAllocation // app/0 "big" wants 8 units on 2 cards; app/1 "cpu" no gpu-mem
-		wantErr string
-	}{
-		{name: "valid", alloc: app(gpushare.CardUnits{0: 4, 1: 4})},
-		{name: "units do not match the request", alloc: app(gpushare.CardUnits{0: 0, 1: 0}),
-			wantErr: `container "big" (app/0): allocation holds 0 units on card 0, the request wants 4 per card`},
-		{name: "too few cards", alloc: app(gpushare.CardUnits{0: 8}),
-			wantErr: `container "big" (app/0): allocation lists 1 cards, the request wants 2`},
-		{name: "card the node lacks", alloc: app(gpushare.CardUnits{0: 4, 7: 4}),
-			wantErr: `container "big" (app/0): allocation names card 7, which the node does not have`},
-		{name: "container without gpu-mem", alloc: app(gpushare.CardUnits{0: 4, 1: 4}, gpushare.CardUnits{0: 1}),
-			wantErr: "allocation names container app/1, which does not exist or requests no gpu-mem"},
-		{name: "empty entry for the container without gpu-mem names nothing", alloc: app(gpushare.CardUnits{0: 4, 1: 4}, gpushare.CardUnits{})},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			pod := makePod("p", 1, 1, []ctr{{name: "big", units: 8, cards: 2}, {name: "cpu"}}, tc.alloc)
-			_, got, err := e.plugin.validAllocation(pod)
-			switch {
-			case tc.wantErr == "" && err != nil:
-				t.Fatalf("error %v, want none", err)
-			case tc.wantErr == "":
-				if diff := cmp.Diff(tc.alloc, got); diff != "" {
-					t.Errorf("allocation (-want +got):\n%s", diff)
-				}
-			case err == nil || err.Error() != tc.wantErr:
-				t.Errorf("error %v, want %q", err, tc.wantErr)
-			}
-		})
-	}
-}
-
-// TestRestoreEditedRecord: once every gpu-mem container of a pod is served, a record that
-// names other cards, or none, is written back to the served cards; a true record is left
-// alone.
-func TestRestoreEditedRecord(t *testing.T) {
-	tests := []struct {
-		name, edit string
-		wantPatch  bool
-	}{
-		{name: "moved to another card", edit: `{"0":{"1":6}}`, wantPatch: true},
-		{name: "zero units", edit: `{"0":{"0":0}}`, wantPatch: true},
-		{name: "not JSON", edit: `{not json`, wantPatch: true},
-		{name: "unchanged", edit: `{"0":{"0":6}}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newTestEnv(t, "t4:2", makePod("p", 1, 10, []ctr{{name: "main", units: 6}}, app(gpushare.CardUnits{0: 6})))
-			if got, err := e.allocate(t, 6); err != nil || got[gpushare.EnvIndex] != "0" {
-				t.Fatalf("p: Allocate(6) = %v, %v; want card 0", got, err)
-			}
-			e.editAnnotations(t, "p", map[string]string{gpushare.AnnotationAllocation: tc.edit})
-			before := len(e.client.Actions())
-			e.plugin.restoreRecords(context.Background(), e.plugin.podsOnNode())
-			patched := false
-			for _, a := range e.client.Actions()[before:] {
-				patched = patched || a.GetVerb() == "patch"
-			}
-			if patched != tc.wantPatch {
-				t.Fatalf("patched %v, want %v", patched, tc.wantPatch)
-			}
-			pod, err := e.client.CoreV1().Pods("default").Get(context.Background(), "p", metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := pod.Annotations[gpushare.AnnotationAllocation]; got != `{"0":{"0":6}}` {
-				t.Errorf("record %q, want the served card back: %q", got, `{"0":{"0":6}}`)
-			}
-			if got := pod.Annotations[gpushare.AnnotationIndex]; tc.wantPatch && got != "0" {
-				t.Errorf("%s=%q, want 0", gpushare.AnnotationIndex, got)
-			}
-		})
-	}
-}
-
 // TestDeletedServedPodFreesItsCard: a served pod deleted before any other Allocate leaves
 // the ledger at once; the next pod gets its card.
 func TestDeletedServedPodFreesItsCard(t *testing.T) {
@@ -302,19 +222,19 @@ func TestDeletedServedPodFreesItsCard(t *testing.T) {
 	}
 }
 
-// TestRecordDroppedWhenInformerDeletesPod: a pod served before the informer held it (found
+// TestGrantDroppedWhenInformerDeletesPod: a pod served before the informer held it (found
 // by the LIST fallback), then shown by the informer and deleted before any other Allocate,
-// holds nothing: the informer's events drop its record, instead of keeping its cards for
+// holds nothing: the informer's events drop its grant, instead of keeping its cards for
 // forgetAfter as if the informer still lagged.
-func TestRecordDroppedWhenInformerDeletesPod(t *testing.T) {
+func TestGrantDroppedWhenInformerDeletesPod(t *testing.T) {
 	e := newTestEnv(t, "t4")
 	a := makePod("a", 1, 10, []ctr{{name: "main", units: 12}}, app(gpushare.CardUnits{0: 12}))
 	alloc, _, err := gpushare.DefaultResources().ReadAllocation(a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.plugin.record(a, gpushare.ContainerRef{Index: 0}, alloc)
-	if held := e.plugin.heldByOthers(nil, ""); held[0] != 12 {
+	e.plugin.ledger.grantContainers(a, alloc, e.plugin.informerHas(a), gpushare.ContainerRef{Index: 0})
+	if held := e.heldByOthers(); held[0] != 12 {
 		t.Fatalf("recorded pod not in the informer yet: held %v, want 12 units on card 0", held)
 	}
 	ctx := context.Background()
@@ -327,14 +247,20 @@ func TestRecordDroppedWhenInformerDeletesPod(t *testing.T) {
 	}
 	waitInformer(t, e, 0)
 	// The informer updates its store before it hands the event to the plugin's handler.
-	held := e.plugin.heldByOthers(nil, "")
+	held := e.heldByOthers()
 	for i := 0; i < 200 && held[0] != 0; i++ {
 		time.Sleep(10 * time.Millisecond)
-		held = e.plugin.heldByOthers(nil, "")
+		held = e.heldByOthers()
 	}
 	if held[0] != 0 {
 		t.Errorf("after the informer deleted the served pod: held %v, want nothing", held)
 	}
+}
+
+// heldByOthers is what the ledger alone holds on each card: the pods it granted, with no
+// pod view.
+func (e *testEnv) heldByOthers() gpushare.CardUnits {
+	return e.plugin.heldByOthers(nodeView{grants: e.plugin.ledger.snapshot()}, "")
 }
 
 // waitInformer waits until the pod informer holds n pods.
@@ -345,5 +271,52 @@ func waitInformer(t *testing.T, e *testEnv, n int) {
 	}
 	if got := len(e.plugin.cfg.Pods.GetStore().List()); got != n {
 		t.Fatalf("informer holds %d pods, want %d", got, n)
+	}
+}
+
+// TestLedgerStates walks one grant through its life with a fake clock: granted unseen, kept
+// for forgetAfter while the view does not show its pod; seen once the view shows it, and
+// gone as soon as the view drops it; refused holds nothing until served again.
+func TestLedgerStates(t *testing.T) {
+	clk := clocktesting.NewFakeClock(epoch)
+	l := newLedger(testNode, clk)
+	pod := makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
+	claim := app(gpushare.CardUnits{0: 4})
+	ref := gpushare.ContainerRef{Index: 0}
+	state := func() (grantState, sighting, bool) {
+		g := l.snapshot()[pod.UID]
+		if g == nil {
+			return "", "", false
+		}
+		return g.state, g.seen, true
+	}
+	steps := []struct {
+		name      string
+		do        func()
+		wantState grantState
+		wantSeen  sighting
+		wantKept  bool
+	}{
+		{"served before the informer shows the pod", func() { l.grantContainers(pod, claim, false, ref) }, granted, unseen, true},
+		{"absent from the view within forgetAfter", func() { clk.Step(forgetAfter); l.sync(nil) }, granted, unseen, true},
+		{"refused: holds nothing", func() { l.refuse(pod) }, refused, unseen, true},
+		{"served again undoes the refusal", func() { l.grantContainers(pod, claim, false, ref) }, granted, unseen, true},
+		{"shown by the view", func() { l.sync([]*corev1.Pod{pod}) }, granted, seen, true},
+		{"dropped from the view: gone at once", func() { l.sync(nil) }, "", "", false},
+	}
+	for _, s := range steps {
+		s.do()
+		st, seen, kept := state()
+		if st != s.wantState || seen != s.wantSeen || kept != s.wantKept {
+			t.Fatalf("%s: state %q, %q, kept %v; want %q, %q, kept %v", s.name, st, seen, kept, s.wantState, s.wantSeen, s.wantKept)
+		}
+		if got, want := l.snapshot().refused(pod.UID), s.wantState == refused; got != want {
+			t.Errorf("%s: refused %v, want %v", s.name, got, want)
+		}
+	}
+	l.grantContainers(pod, claim, false, ref)
+	clk.Step(forgetAfter + time.Second)
+	if g := l.sync(nil)[pod.UID]; g != nil {
+		t.Errorf("an unseen grant outlived forgetAfter: %+v", g)
 	}
 }

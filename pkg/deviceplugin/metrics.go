@@ -63,7 +63,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.reg, prometheus.GaugeValue, boolFloat(p.Registered()), node)
-	for _, sc := range p.Served().Cards {
+	for _, sc := range p.servedReport().Cards {
 		ch <- prometheus.MustNewConstMetric(c.served, prometheus.GaugeValue, float64(sc.ServedUnits), strconv.Itoa(sc.Index), sc.UUID)
 	}
 }

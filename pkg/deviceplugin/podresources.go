@@ -20,31 +20,31 @@ const listTimeout = 2 * time.Second
 // errNoPodResources means no PodResources socket is configured.
 var errNoPodResources = errors.New("no PodResources socket configured")
 
-// admission is kubelet's view of its pods during an Allocate: per pod ("namespace/name"),
+// kubeletPods is kubelet's view of its pods during an Allocate: per pod ("namespace/name"),
 // per listed container (app containers and sidecars), whether it already holds devices of
 // the gpu-mem resource. Kubelet adds a pod to its pod manager before admitting it and
 // records a container's devices only after Allocate returns, so the pod being admitted is
 // the one listed with its gpu-mem container still lacking devices.
-type admission map[string]map[string]bool
+type kubeletPods map[string]map[string]bool
 
-// admitting reports whether m's container is the one kubelet is allocating now: the pod is
+// admitting reports whether c's container is the one kubelet is allocating now: the pod is
 // listed and the container holds no gpu-mem devices yet. Regular init containers are not
 // listed, so for them the pod being listed is all kubelet tells.
-func (a admission) admitting(m match) bool {
-	ctrs, ok := a[m.pod.Namespace+"/"+m.pod.Name]
+func (kp kubeletPods) admitting(c candidate) bool {
+	ctrs, ok := kp[c.pod.Namespace+"/"+c.pod.Name]
 	if !ok {
 		return false
 	}
-	if m.cont.Kind == gpushare.Init {
+	if c.cont.Kind == gpushare.Init {
 		return true
 	}
-	return !ctrs[m.cont.Name]
+	return !ctrs[c.cont.Name]
 }
 
-// listAdmission asks kubelet's PodResources API on socket which pods it knows and which of
+// listKubeletPods asks kubelet's PodResources API on socket which pods it knows and which of
 // their containers already hold mem devices. Errors: errNoPodResources when socket is
 // empty, else the failed connection or call.
-func listAdmission(ctx context.Context, socket string, mem string) (admission, error) {
+func listKubeletPods(ctx context.Context, socket string, mem string) (kubeletPods, error) {
 	if socket == "" {
 		return nil, errNoPodResources
 	}
@@ -59,7 +59,7 @@ func listAdmission(ctx context.Context, socket string, mem string) (admission, e
 	if err != nil {
 		return nil, fmt.Errorf("listing pod resources at %s: %w", socket, err)
 	}
-	out := admission{}
+	out := kubeletPods{}
 	for _, pr := range resp.GetPodResources() {
 		ctrs := map[string]bool{}
 		for _, c := range pr.GetContainers() {

@@ -109,7 +109,7 @@ func TestAllocateFallsBackToTheOldestPod(t *testing.T) {
 	}
 }
 
-func TestAdmissionAdmitting(t *testing.T) {
+func TestKubeletPodsAdmitting(t *testing.T) {
 	init := makePod("i", 1, 10, []ctr{{name: "setup", units: 2, init: true}, {name: "main", units: 2}},
 		gpushare.PodAllocation{Init: gpushare.Allocation{0: {0: 2}}, App: gpushare.Allocation{0: {0: 2}}})
 	res := gpushare.DefaultResources()
@@ -117,21 +117,21 @@ func TestAdmissionAdmitting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	adm := admission{"default/i": {"main": false}, "default/j": {"main": true}}
+	kp := kubeletPods{"default/i": {"main": false}, "default/j": {"main": true}}
 	tests := []struct {
 		name string
-		m    match
+		c    candidate
 		want bool
 	}{
 		// Regular init containers are not listed: the pod being listed is enough.
-		{name: "init container of a listed pod", m: match{pod: init, cont: req.Containers[0]}, want: true},
-		{name: "app container without devices", m: match{pod: init, cont: req.Containers[1]}, want: true},
-		{name: "app container with devices", m: match{pod: makePod("j", 1, 10, []ctr{{name: "main", units: 2}}, app()), cont: gpushare.ContainerRequest{Name: "main"}}, want: false},
-		{name: "pod not listed", m: match{pod: makePod("k", 1, 10, []ctr{{name: "main", units: 2}}, app()), cont: gpushare.ContainerRequest{Name: "main"}}, want: false},
+		{name: "init container of a listed pod", c: candidate{pod: init, cont: req.Containers[0]}, want: true},
+		{name: "app container without devices", c: candidate{pod: init, cont: req.Containers[1]}, want: true},
+		{name: "app container with devices", c: candidate{pod: makePod("j", 1, 10, []ctr{{name: "main", units: 2}}, app()), cont: gpushare.ContainerRequest{Name: "main"}}, want: false},
+		{name: "pod not listed", c: candidate{pod: makePod("k", 1, 10, []ctr{{name: "main", units: 2}}, app()), cont: gpushare.ContainerRequest{Name: "main"}}, want: false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := adm.admitting(tc.m); got != tc.want {
+			if got := kp.admitting(tc.c); got != tc.want {
 				t.Errorf("admitting = %v, want %v", got, tc.want)
 			}
 		})

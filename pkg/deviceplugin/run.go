@@ -13,10 +13,11 @@ import (
 
 // Run watches card health, keeps the node's GPU facts current, and serves and registers
 // the plugin with kubelet (again after each kubelet restart). It waits for the pod informer
-// to sync before registering, since Allocate reads it, and then rebuilds its record of
-// served pods from their valid allocations (what an earlier process served) and keeps the
-// records of served pods true (keepRecordsTrue) and, with a UsageInterval, runs the usage
-// watchdog. Returns when ctx is done, or early with an error when the informer never syncs or the plugin folder cannot be watched.
+// to sync before registering, since Allocate reads it, then adopts into the ledger the pods
+// an earlier process served (adoptServedPods), keeps their allocation records true
+// (keepAllocationRecordsTrue) and, with a UsageInterval, runs the usage watchdog. Returns
+// when ctx is done, or early with an error when the informer never syncs or the plugin
+// folder cannot be watched.
 func (p *Plugin) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -47,13 +48,13 @@ func (p *Plugin) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("pod informer of node %s never synced", p.cfg.NodeName)
 	}
-	if n := p.rebuild(p.podsOnNode()); n > 0 {
+	if n := p.adoptServedPods(p.podsOnNode()); n > 0 {
 		klog.InfoS("Rebuilt the served-pod ledger from the pods' annotations", "pods", n)
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		p.keepRecordsTrue(ctx)
+		p.keepAllocationRecordsTrue(ctx)
 	}()
 	if p.cfg.UsageInterval > 0 {
 		wg.Add(1)

@@ -55,40 +55,6 @@ func TestServedEndpointAndMetric(t *testing.T) {
 	}
 }
 
-// After a restart the plugin adopts the pods its predecessor served (progress annotation
-// or ASSIGNED=true with a valid allocation); pods not yet served are not adopted.
-func TestRebuildAfterRestart(t *testing.T) {
-	served := makePod("a", 1, 10, []ctr{{name: "m", units: 4}}, app(gpushare.CardUnits{0: 4}))
-	served.Annotations[gpushare.AnnotationAssigned] = "true"
-	half := makePod("b", 2, 11, []ctr{{name: "x", units: 2}, {name: "y", units: 2}}, app(gpushare.CardUnits{1: 2}, gpushare.CardUnits{0: 2}))
-	half.Annotations[gpushare.AnnotationAllocated] = "app/0"
-	pending := makePod("c", 3, 12, []ctr{{name: "m", units: 5}}, app(gpushare.CardUnits{1: 5}))
-	e := newTestEnv(t, "t4:2", served, half, pending)
-
-	if n := e.plugin.rebuild(e.plugin.podsOnNode()); n != 2 {
-		t.Errorf("rebuild adopted %d pods, want 2", n)
-	}
-	got := e.plugin.Served()
-	want := gpushare.ServedReport{
-		Node: testNode,
-		Cards: []gpushare.ServedCard{
-			{Index: 0, UUID: uuid(0), TotalUnits: 14, ServedUnits: 4},
-			{Index: 1, UUID: uuid(1), TotalUnits: 14, ServedUnits: 2},
-		},
-		Containers: []gpushare.ServedContainer{
-			{Namespace: "default", Name: "a", UID: "uid-a", Container: "app/0", Cards: gpushare.CardUnits{0: 4}},
-			{Namespace: "default", Name: "b", UID: "uid-b", Container: "app/0", Cards: gpushare.CardUnits{1: 2}},
-		},
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("Served after rebuild (-want,+got):\n%s", diff)
-	}
-	// b's second container is served next, on its own card 0.
-	if env, err := e.allocate(t, 2); err != nil || env[gpushare.EnvIndex] != "0" {
-		t.Errorf("Allocate(2) = %v, %v; want b/y on card 0", env, err)
-	}
-}
-
 // setPhase sets a pod's phase in the API server and waits for the informer to show it.
 func (e *testEnv) setPhase(t *testing.T, name string, phase corev1.PodPhase) {
 	t.Helper()

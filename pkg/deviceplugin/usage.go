@@ -63,13 +63,14 @@ func (p *Plugin) sampleUsage() usageSample {
 	s := usageSample{at: p.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{}}
 	pods := map[types.UID]*corev1.Pod{}
 	unitBytes := uint64(p.cfg.Unit.MiB) << 20
+	grants := p.ledger.snapshot()
 	for _, pod := range p.podsOnNode() {
 		// Terminating pods still run their processes: they are charged (not unattributed)
 		// but not judged (judge).
 		if pod.Spec.NodeName != p.cfg.NodeName || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		claim := p.claimOf(pod)
+		claim := p.claimOf(pod, grants)
 		if len(claim.Cards()) == 0 {
 			continue
 		}

@@ -10,32 +10,30 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// Served reports the containers served to live pods (pods the informer shows gone or
-// finished are left out), sorted by namespace, name and container, and per card the units
-// served.
-func (p *Plugin) Served() gpushare.ServedReport {
+// servedReport is GET /served: the containers served to live pods (pods the informer
+// shows gone or finished are left out), sorted by namespace, name and container, and per
+// card the units served.
+func (p *Plugin) servedReport() gpushare.ServedReport {
 	byUID := podsByUID(p.podsOnNode())
 	now := p.cfg.Clock.Now()
 	perCard := gpushare.CardUnits{}
 	out := gpushare.ServedReport{Node: p.cfg.NodeName, Cards: []gpushare.ServedCard{}, Containers: []gpushare.ServedContainer{}}
-	p.recMu.Lock()
-	for _, r := range p.rec {
-		if !r.keep(byUID, p.cfg.NodeName, now) {
+	for _, g := range p.ledger.snapshot() {
+		if !g.keep(byUID, p.cfg.NodeName, now) {
 			continue
 		}
 		var served gpushare.PodAllocation
-		for ref := range r.served {
-			cu := copyUnits(r.claim.For(ref))
+		for ref := range g.served {
+			cu := copyUnits(g.claim.For(ref))
 			served.Set(ref, cu)
 			out.Containers = append(out.Containers, gpushare.ServedContainer{
-				Namespace: r.pod.Namespace, Name: r.pod.Name, UID: r.pod.UID, Container: ref.String(), Cards: cu,
+				Namespace: g.pod.Namespace, Name: g.pod.Name, UID: g.pod.UID, Container: ref.String(), Cards: cu,
 			})
 		}
-		for c, u := range served.CardUsage(r.pod) {
+		for c, u := range served.CardUsage(g.pod) {
 			perCard[c] += u
 		}
 	}
-	p.recMu.Unlock()
 	for _, c := range p.cards.list {
 		out.Cards = append(out.Cards, gpushare.ServedCard{Index: c.Index, UUID: c.UUID, TotalUnits: c.Units, ServedUnits: perCard[c.Index]})
 	}
@@ -54,7 +52,7 @@ func (p *Plugin) Served() gpushare.ServedReport {
 
 func (p *Plugin) serveServed(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	if err := json.NewEncoder(w).Encode(p.Served()); err != nil {
+	if err := json.NewEncoder(w).Encode(p.servedReport()); err != nil {
 		klog.V(2).InfoS("Writing /served failed", "err", err)
 	}
 }

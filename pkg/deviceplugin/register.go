@@ -16,6 +16,12 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 )
 
+// socketName is the plugin's socket in the device-plugin folder (the old plugin's name).
+const socketName = "aliyungpushare.sock"
+
+func (p *Plugin) socketPath() string  { return filepath.Join(p.cfg.PluginDir, socketName) }
+func (p *Plugin) kubeletPath() string { return filepath.Join(p.cfg.PluginDir, "kubelet.sock") }
+
 // socketCheck is how often serve re-checks that both sockets still exist, a fallback for
 // missed fsnotify events.
 const socketCheck = 5 * time.Second

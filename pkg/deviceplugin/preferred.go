@@ -2,43 +2,13 @@ package deviceplugin
 
 import (
 	"context"
-	"fmt"
 	"sort"
 
-	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
-
-var _ pluginapi.DevicePluginServer = (*Plugin)(nil)
-
-// GetDevicePluginOptions tells kubelet to ask for preferred allocations.
-func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*pluginapi.DevicePluginOptions, error) {
-	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
-}
-
-// ListAndWatch sends the fake devices and sends them again whenever a card's health changes.
-func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
-	for {
-		changed := p.health.changed.Wait()
-		resp := &pluginapi.ListAndWatchResponse{Devices: deviceList(p.cards.list, p.health.Healthy)}
-		if err := stream.Send(resp); err != nil {
-			return fmt.Errorf("sending devices to kubelet: %w", err)
-		}
-		select {
-		case <-stream.Context().Done():
-			return nil
-		case <-changed:
-		}
-	}
-}
-
-// PreStartContainer is not used (PreStartRequired is false).
-func (p *Plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest) (*pluginapi.PreStartContainerResponse, error) {
-	return &pluginapi.PreStartContainerResponse{}, nil
-}
 
 // GetPreferredAllocation steers kubelet's choice of fake IDs to the card(s) the following
 // Allocate will give the container (the same pick, without waiting, and the same
@@ -47,14 +17,13 @@ func (p *Plugin) PreStartContainer(context.Context, *pluginapi.PreStartContainer
 func (p *Plugin) GetPreferredAllocation(ctx context.Context, req *pluginapi.PreferredAllocationRequest) (*pluginapi.PreferredAllocationResponse, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	pods := p.podsOnNode()
-	p.syncRecords(pods)
-	adm := p.admission(ctx)
+	view := p.viewOf(p.podsOnNode())
+	kp := p.kubeletPods(ctx)
 	resp := &pluginapi.PreferredAllocationResponse{}
 	for _, cr := range req.ContainerRequests {
 		var want map[string]int64 // card UUID → units
-		if m, ok := p.pickNow(pods, adm, int64(cr.AllocationSize)); ok {
-			if d, err := p.decide(m, pods); err == nil {
+		if c, ok := p.candidateNow(view, kp, int64(cr.AllocationSize)); ok {
+			if d, err := p.decideCards(c, view); err == nil {
 				want = map[string]int64{}
 				for i, c := range d.cards {
 					want[c.UUID] = d.units[i]

@@ -15,17 +15,18 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// EventAllocationRestored (Warning): a served pod's allocation record no longer named the
+// eventAllocationRestored (Warning): a served pod's allocation record no longer named the
 // cards its containers run on; the plugin wrote them back.
-const EventAllocationRestored = "GPUShareAllocationRestored"
+const eventAllocationRestored = "GPUShareAllocationRestored"
 
-// restoreEvery is how often served pods' records are compared with what was served.
+// restoreEvery is how often served pods' allocation records are compared with what was
+// served.
 const restoreEvery = 5 * time.Second
 
-// keepRecordsTrue writes back, every restoreEvery, the allocation record of each pod whose
+// keepAllocationRecordsTrue writes back, every restoreEvery, the allocation record of each pod whose
 // every gpu-mem container this plugin served, when the record says anything else: its
 // tenant can edit it, and the extender's ledger and `kubectl inspect gpushare` read it.
-func (p *Plugin) keepRecordsTrue(ctx context.Context) {
+func (p *Plugin) keepAllocationRecordsTrue(ctx context.Context) {
 	t := p.cfg.Clock.NewTicker(restoreEvery)
 	defer t.Stop()
 	for {
@@ -33,34 +34,35 @@ func (p *Plugin) keepRecordsTrue(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C():
-			p.restoreRecords(ctx, p.podsOnNode())
+			p.restoreAllocationRecords(ctx, p.podsOnNode())
 		}
 	}
 }
 
-// restoreRecords restores the records of pods among pods that drifted from what was served
-// (drifted), logging failures: the next round tries again.
-func (p *Plugin) restoreRecords(ctx context.Context, pods []*corev1.Pod) {
+// restoreAllocationRecords restores the allocation records of pods among pods that drifted
+// from what was served (drifted), logging failures: the next round tries again.
+func (p *Plugin) restoreAllocationRecords(ctx context.Context, pods []*corev1.Pod) {
+	grants := p.ledger.snapshot()
 	for _, pod := range pods {
-		truth, ok := p.drifted(pod)
+		truth, ok := p.drifted(pod, grants)
 		if !ok {
 			continue
 		}
 		found := pod.Annotations[gpushare.AnnotationAllocation]
-		if err := p.writeRecord(ctx, pod, truth); err != nil {
+		if err := p.writeAllocationRecord(ctx, pod, truth); err != nil {
 			klog.ErrorS(err, "Restoring a pod's allocation record failed; will retry", "pod", klog.KObj(pod))
 			continue
 		}
 		klog.InfoS("Restored the allocation record of a served pod", "pod", klog.KObj(pod), "found", found)
-		p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, EventAllocationRestored,
+		p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, eventAllocationRestored,
 			"allocation record %s=%q does not name the cards its containers run on; restored to %s",
 			gpushare.AnnotationAllocation, clip(found), usageString(truth.CardUsage(pod)))
 	}
 }
 
-// drifted returns what the pod's record must say when this plugin served every gpu-mem
-// container of the live pod and its record says something else.
-func (p *Plugin) drifted(pod *corev1.Pod) (gpushare.PodAllocation, bool) {
+// drifted returns what the pod's allocation record must say when this plugin served
+// (grants) every gpu-mem container of the live pod and the record says something else.
+func (p *Plugin) drifted(pod *corev1.Pod, grants snapshot) (gpushare.PodAllocation, bool) {
 	if !livePod(pod, p.cfg.NodeName) {
 		return gpushare.PodAllocation{}, false
 	}
@@ -68,13 +70,13 @@ func (p *Plugin) drifted(pod *corev1.Pod) (gpushare.PodAllocation, bool) {
 	if err != nil || req.IsZero() {
 		return gpushare.PodAllocation{}, false
 	}
-	served := p.servedOf(pod.UID)
+	served := grants.served(pod.UID)
 	for _, c := range req.Containers {
 		if !served[c.Ref] {
 			return gpushare.PodAllocation{}, false
 		}
 	}
-	truth := p.recordedClaim(pod.UID)
+	truth := grants.claim(pod.UID)
 	if req.ValidateAllocationOn(truth, p.cards.has) != nil {
 		return gpushare.PodAllocation{}, false
 	}
@@ -99,10 +101,10 @@ func sameAllocation(a, b gpushare.PodAllocation) bool {
 	return reflect.DeepEqual(norm(a.App), norm(b.App)) && reflect.DeepEqual(norm(a.Init), norm(b.Init))
 }
 
-// writeRecord sets the pod's allocation annotations (per container, the single-card IDX and
+// writeAllocationRecord sets the pod's allocation annotations (per container, the single-card IDX and
 // DEV when it holds one card) to truth, leaving the progress and assume-time annotations as
 // they are, under the pod's UID precondition.
-func (p *Plugin) writeRecord(ctx context.Context, pod *corev1.Pod, truth gpushare.PodAllocation) error {
+func (p *Plugin) writeAllocationRecord(ctx context.Context, pod *corev1.Pod, truth gpushare.PodAllocation) error {
 	bind := gpushare.BindAnnotations(truth, 0, p.cardUnits(), time.Time{})
 	ann := map[string]*string{}
 	for _, k := range []string{gpushare.AnnotationAllocation, gpushare.AnnotationInitAllocation,
@@ -129,4 +131,37 @@ func clip(s string) string {
 		return s[:128] + "…"
 	}
 	return s
+}
+
+// adoptServedPods fills the ledger, after a restart, with the pods whose annotations say
+// this plugin served them (gpushare.io/allocated-containers, or ASSIGNED=true for all
+// containers) and whose allocation record is valid, so /served and the ledger cover them
+// again. It returns how many pods it adopted.
+func (p *Plugin) adoptServedPods(pods []*corev1.Pod) int {
+	n := 0
+	for _, pod := range pods {
+		if !livePod(pod, p.cfg.NodeName) {
+			continue
+		}
+		req, alloc, err := p.validAllocation(pod)
+		if err != nil {
+			continue
+		}
+		done, err := gpushare.ParseAllocated(pod.Annotations[gpushare.AnnotationAllocated])
+		if err != nil {
+			continue
+		}
+		var refs []gpushare.ContainerRef
+		for _, c := range req.Containers {
+			if done[c.Ref] || pod.Annotations[gpushare.AnnotationAssigned] == "true" {
+				refs = append(refs, c.Ref)
+			}
+		}
+		if len(refs) > 0 {
+			// The pod came from the pod view: seen.
+			p.ledger.grantContainers(pod, alloc, true, refs...)
+			n++
+		}
+	}
+	return n
 }

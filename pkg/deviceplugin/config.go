@@ -1,0 +1,156 @@
+package deviceplugin
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+)
+
+// Config is what New needs. Zero durations take the defaults.
+type Config struct {
+	NodeName  string
+	Resources gpushare.Resources
+	Unit      gpushare.Unit
+	// PluginDir is kubelet's device-plugin folder holding kubelet.sock.
+	PluginDir string
+	NVML      gpunvml.Interface
+	Client    kubernetes.Interface
+	// Pods is an informer over the pods of NodeName only (field selector
+	// spec.nodeName=NodeName); its owner starts it.
+	Pods cache.SharedIndexInformer
+	// Clock drives health recovery and node resync (default: the real clock).
+	Clock clock.WithTicker
+	// HealthRecovery is how long a card must be free of faults to be healthy again (5m).
+	HealthRecovery time.Duration
+	// NodeResync is how often node facts are re-checked (1m); kubelet may zero gpu-count.
+	NodeResync time.Duration
+	// AllocateWait bounds how long Allocate waits for the informer to show the pod (5s).
+	AllocateWait time.Duration
+	// ReportUsedMemory exports NVML used memory per card (real NVML only).
+	ReportUsedMemory bool
+	// PodResourcesSocket is kubelet's PodResources API socket, which tells Allocate the pod
+	// being admitted; empty: Allocate picks the oldest matching pod.
+	PodResourcesSocket string
+	// Recorder receives the events on pods (default: none are sent).
+	Recorder record.EventRecorder
+	// DeviceListStrategy is how Allocate hands cards to the runtime (default
+	// DeviceListEnvVar); CDIKind prefixes the CDI device names of DeviceListCDICRI
+	// (default DefaultCDIKind).
+	DeviceListStrategy DeviceListStrategy
+	CDIKind            string
+	// MPSRoot is the host folder of the cards' MPS daemon folders, <MPSRoot>/<UUID>/..., used
+	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
+	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
+	MPSRoot string
+	// UsageInterval is how often the usage watchdog lists the cards' processes and judges
+	// each container against its grant (watchdog.go); 0: no watchdog.
+	UsageInterval time.Duration
+	// OverGrant is the watchdog's threshold, grace and action.
+	OverGrant OverGrant
+	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
+	// needs the host's PID namespace).
+	ProcRoot string
+}
+
+// checkCDIConfig defaults CDIKind and, with the cdi-cri strategy, refuses a kind that is not
+// a CDI vendor/class: the runtime would reject every device name built from it.
+func checkCDIConfig(c *Config) error {
+	if c.CDIKind == "" {
+		c.CDIKind = DefaultCDIKind
+	}
+	if c.DeviceListStrategy != DeviceListCDICRI {
+		return nil
+	}
+	return checkCDIKind(c.CDIKind)
+}
+
+func (c *Config) validate() error {
+	switch {
+	case c.NodeName == "":
+		return fmt.Errorf("node name is empty")
+	case c.Unit.MiB <= 0:
+		return fmt.Errorf("memory unit is not set")
+	case c.PluginDir == "":
+		return fmt.Errorf("device plugin folder is empty")
+	case c.NVML == nil || c.Client == nil || c.Pods == nil:
+		return fmt.Errorf("NVML, API client and pod informer are required")
+	}
+	if err := c.Resources.Validate(); err != nil {
+		return err
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.HealthRecovery <= 0 {
+		c.HealthRecovery = 5 * time.Minute
+	}
+	if c.NodeResync <= 0 {
+		c.NodeResync = time.Minute
+	}
+	if c.AllocateWait <= 0 {
+		c.AllocateWait = 5 * time.Second
+	}
+	if c.DeviceListStrategy == "" {
+		c.DeviceListStrategy = DeviceListEnvVar
+	}
+	if _, err := ParseDeviceListStrategy(string(c.DeviceListStrategy)); err != nil {
+		return err
+	}
+	if err := checkCDIConfig(c); err != nil {
+		return err
+	}
+	if c.MPSRoot == "" {
+		c.MPSRoot = gpushare.DefaultMPSRoot
+	}
+	if !filepath.IsAbs(c.MPSRoot) || filepath.Clean(c.MPSRoot) != c.MPSRoot {
+		return fmt.Errorf("MPS root %q: want a clean absolute path", c.MPSRoot)
+	}
+	if c.UsageInterval < 0 {
+		return fmt.Errorf("usage interval %v is negative", c.UsageInterval)
+	}
+	if err := c.OverGrant.validate(); err != nil {
+		return err
+	}
+	if c.Recorder == nil {
+		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event
+	}
+	return nil
+}
+
+// DeviceListStrategy is how Allocate hands the chosen cards to the container runtime, as
+// NVIDIA's device plugin names the same choice.
+type DeviceListStrategy string
+
+const (
+	// DeviceListEnvVar sets NVIDIA_VISIBLE_DEVICES to the cards' UUIDs. The NVIDIA container
+	// runtime must honour that variable for unprivileged containers, which also lets any pod
+	// of the node set it itself and ask for every GPU.
+	DeviceListEnvVar DeviceListStrategy = "envvar"
+	// DeviceListCDICRI names the cards as CDI devices (<CDIKind>=<UUID>) in the response's
+	// CDIDevices, which kubelet (1.28 or later) passes to the runtime through the CRI; the
+	// runtime injects them from the node's CDI spec (e.g. `nvidia-ctk cdi generate`) and
+	// need not trust environment variables. NVIDIA_VISIBLE_DEVICES is not set.
+	DeviceListCDICRI DeviceListStrategy = "cdi-cri"
+)
+
+// DefaultCDIKind is the CDI vendor/class of NVIDIA's CDI spec, whose devices are named by
+// card UUID among others.
+const DefaultCDIKind = "nvidia.com/gpu"
+
+// ParseDeviceListStrategy reads a --device-list-strategy value. Errors: anything but
+// envvar or cdi-cri.
+func ParseDeviceListStrategy(s string) (DeviceListStrategy, error) {
+	switch d := DeviceListStrategy(s); d {
+	case DeviceListEnvVar, DeviceListCDICRI:
+		return d, nil
+	}
+	return "", fmt.Errorf("device list strategy %q: want %s or %s", s, DeviceListEnvVar, DeviceListCDICRI)
+}

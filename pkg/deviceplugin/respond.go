@@ -1,0 +1,171 @@
+package deviceplugin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// mpsDirs are the host folders of one card's MPS control daemon.
+type mpsDirs struct {
+	pipe, log, shm, ready string
+}
+
+func (p *Plugin) mpsDirs(uuid string) mpsDirs {
+	d := filepath.Join(p.cfg.MPSRoot, uuid)
+	return mpsDirs{
+		pipe: filepath.Join(d, "pipe"), log: filepath.Join(d, "log"), shm: filepath.Join(d, "shm"),
+		ready: filepath.Join(d, gpushare.MPSReadyFile),
+	}
+}
+
+// mpsResponse is what a container on card c holding units gpu-mem units there needs to run
+// as a client of c's MPS control daemon: the pinned device-memory limit of its grant, the
+// daemon's pipe and log folders (environment and mounts, at the host paths, so the paths the
+// daemon and its clients use are the same in every mount namespace) and the card's MPS shared
+// memory as /dev/shm. Errors (*refusal): the container is not on exactly one card, or the
+// card's daemon has not said it is ready: a container started without a daemon would run
+// unlimited.
+func (p *Plugin) mpsResponse(cand candidate, cards []gpushare.Device, units []int64) (map[string]string, []*pluginapi.Mount, error) {
+	if len(cards) != 1 {
+		return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node isolates cards with MPS (%s=%s), which serves one card per container, and the container has %d",
+			cand.cont.Name, klog.KObj(cand.pod), gpushare.LabelIsolation, gpushare.IsolationMPS, len(cards))}
+	}
+	c := cards[0]
+	dirs := p.mpsDirs(c.UUID)
+	if _, err := os.Stat(dirs.ready); err != nil {
+		why := err.Error()
+		if errors.Is(err, fs.ErrNotExist) {
+			why = dirs.ready + " does not exist"
+		}
+		return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: the MPS daemon of card %d (%s) is not ready (%s); is deploy/mps running on node %s?",
+			cand.cont.Name, klog.KObj(cand.pod), c.Index, c.UUID, why, p.cfg.NodeName)}
+	}
+	env := map[string]string{
+		// The container sees its one card as device 0, whatever its index on the node.
+		gpushare.EnvMPSPinnedMemLimit: gpushare.MPSMemLimit(units[0] * p.cfg.Unit.MiB),
+		gpushare.EnvMPSPipeDirectory:  dirs.pipe,
+		gpushare.EnvMPSLogDirectory:   dirs.log,
+	}
+	mounts := []*pluginapi.Mount{
+		{ContainerPath: dirs.pipe, HostPath: dirs.pipe},
+		{ContainerPath: dirs.log, HostPath: dirs.log, ReadOnly: true},
+		// MPS clients and their server exchange data through POSIX shared memory, so the
+		// container's /dev/shm is the one of the card's daemon (NVIDIA's device plugin mounts
+		// its daemon's the same way).
+		{ContainerPath: "/dev/shm", HostPath: dirs.shm},
+	}
+	return env, mounts, nil
+}
+
+// refuse marks c's pod refused in the ledger (see refused), tells the pod in a Warning
+// event and returns the error for kubelet, which fails the pod's admission with it.
+func (p *Plugin) refuse(c candidate, r *refusal) error {
+	p.ledger.refuse(c.pod)
+	p.cfg.Recorder.Event(c.pod, corev1.EventTypeWarning, eventAllocateRefused, r.msg)
+	return status.Errorf(codes.FailedPrecondition, "gpushare: %s", r.msg)
+}
+
+// writeProgress records on the pod, before kubelet gets the answer, the served containers
+// and ASSIGNED=true once all are served; for a pod the plugin placed, also the allocation
+// record it chose (the bind annotations, stale ones removed), so the extender and inspect
+// see the truth. The pod's UID is a precondition: a re-created pod of the same name is not
+// touched.
+func (p *Plugin) writeProgress(ctx context.Context, c candidate, d cardDecision, done map[gpushare.ContainerRef]bool, all bool) error {
+	ann := map[string]*string{}
+	if d.placed {
+		bind := gpushare.BindAnnotations(d.claim, c.req.TotalUnits(), p.cardUnits(), p.cfg.Clock.Now())
+		for _, k := range gpushare.BindAnnotationKeys() {
+			if v, ok := bind[k]; ok {
+				ann[k] = &v
+			} else {
+				ann[k] = nil
+			}
+		}
+	}
+	progress := gpushare.FormatAllocated(done)
+	ann[gpushare.AnnotationAllocated] = &progress
+	if all {
+		t := "true"
+		ann[gpushare.AnnotationAssigned] = &t
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": c.pod.UID, "annotations": ann}})
+	if err != nil {
+		return err
+	}
+	permanent := func(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }
+	return retry.OnError(retry.DefaultBackoff, func(err error) bool { return !permanent(err) }, func() error {
+		_, err := p.cfg.Client.CoreV1().Pods(c.pod.Namespace).Patch(ctx, c.pod.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		return err
+	})
+}
+
+// cardUnits is every card's size in units, by index.
+func (p *Plugin) cardUnits() gpushare.CardUnits {
+	out := gpushare.CardUnits{}
+	for _, c := range p.cards.list {
+		out[c.Index] = c.Units
+	}
+	return out
+}
+
+// usageString writes per-card units as "card 0: 4 units, card 1: 2 units".
+func usageString(u gpushare.CardUnits) string {
+	parts := make([]string, 0, len(u))
+	for _, c := range slices.Sorted(maps.Keys(u)) {
+		parts = append(parts, fmt.Sprintf("card %d: %d units", c, u[c]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// containerEnv is what the container sees: its card UUIDs and indexes, its units, the pod's
+// units and the size of its (first) card.
+func containerEnv(c candidate, cards []gpushare.Device) map[string]string {
+	uuids := make([]string, len(cards))
+	idx := make([]string, len(cards))
+	for i, card := range cards {
+		uuids[i] = card.UUID
+		idx[i] = strconv.Itoa(card.Index)
+	}
+	return map[string]string{
+		gpushare.EnvVisibleDevices: strings.Join(uuids, ","),
+		gpushare.EnvIndex:          strings.Join(idx, ","),
+		gpushare.EnvPodUnits:       strconv.FormatInt(c.req.TotalUnits(), 10),
+		gpushare.EnvContainerUnits: strconv.FormatInt(c.cont.Units, 10),
+		gpushare.EnvDevUnits:       strconv.FormatInt(cards[0].Units, 10),
+	}
+}
+
+// handOver is the container's answer: env (containerEnv's) and, per the strategy, the
+// cards as NVIDIA_VISIBLE_DEVICES or as CDI devices.
+func (p *Plugin) handOver(env map[string]string, cards []gpushare.Device) *pluginapi.ContainerAllocateResponse {
+	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
+	if p.cfg.DeviceListStrategy != DeviceListCDICRI {
+		return resp
+	}
+	delete(env, gpushare.EnvVisibleDevices)
+	for _, c := range cards {
+		resp.CdiDevices = append(resp.CdiDevices, &pluginapi.CDIDevice{Name: p.cfg.CDIKind + "=" + c.UUID})
+	}
+	return resp
+}
