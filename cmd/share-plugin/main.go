@@ -32,6 +32,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 	"github.com/gpushare/gpushare/pkg/version"
+	"github.com/gpushare/gpushare/pkg/watchdog"
 )
 
 // options are the command-line flags; each but --version also reads GPUSHARE_<FLAG> (see
@@ -93,7 +94,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"how often the usage watchdog lists each card's processes and compares each container's GPU memory with its grant; 0 disables the watchdog (needs hostPID)")
 	fs.Float64Var(&o.overGrantThreshold, "over-grant-threshold", 0.05, "a container is over its grant when it uses more than grant × (1 + this fraction); 0..10")
 	fs.DurationVar(&o.overGrantGrace, "over-grant-grace", time.Minute, "how long a container must stay over its grant before the event and the action")
-	fs.StringVar(&o.overGrantAction, "over-grant-action", string(deviceplugin.OverGrantNone),
+	fs.StringVar(&o.overGrantAction, "over-grant-action", string(watchdog.OverGrantNone),
 		"what follows the GPUMemoryOverGrant event: none, annotate (pod annotation "+gpushare.AnnotationOverGrant+") or evict (Eviction API; PodDisruptionBudgets apply; needs the pods/eviction RBAC rule)")
 	fs.StringVar(&o.procRoot, "proc-root", "/proc", "where the watchdog reads /proc/<pid>/cgroup of the processes NVML lists (the host's PID namespace)")
 	fs.StringVar(&o.simulateProcesses, "simulate-processes-file", "", "with --simulate/--simulate-file: the simulated cards' processes, a YAML list of {card: <index or UUID>, pid, usedMiB}, read on every watchdog interval; without it the watchdog is off on a simulated node")
@@ -150,7 +151,7 @@ func run(ctx context.Context, o options) error {
 	if o.nodeName == "" {
 		return errors.New("--node-name (or GPUSHARE_NODE_NAME) is required")
 	}
-	action, err := deviceplugin.ParseOverGrantAction(o.overGrantAction)
+	action, err := watchdog.ParseOverGrantAction(o.overGrantAction)
 	if err != nil {
 		return fmt.Errorf("--over-grant-action: %w", err)
 	}
@@ -196,7 +197,7 @@ func run(ctx context.Context, o options) error {
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, MPSRoot: o.mpsRoot,
 		UsageInterval: usageInterval, ProcRoot: o.procRoot,
-		OverGrant: deviceplugin.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
+		OverGrant: watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
 	})
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+	"github.com/gpushare/gpushare/pkg/watchdog"
 )
 
 // Config is what New needs. Zero durations take the defaults.
@@ -50,11 +51,11 @@ type Config struct {
 	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
 	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
 	MPSRoot string
-	// UsageInterval is how often the usage watchdog lists the cards' processes and judges
-	// each container against its grant (watchdog.go); 0: no watchdog.
+	// UsageInterval is how often the usage watchdog (pkg/watchdog) lists the cards'
+	// processes and judges each container against its grant; 0: no watchdog.
 	UsageInterval time.Duration
 	// OverGrant is the watchdog's threshold, grace and action.
-	OverGrant OverGrant
+	OverGrant watchdog.OverGrant
 	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
 	// needs the host's PID namespace).
 	ProcRoot string
@@ -116,7 +117,7 @@ func (c *Config) validate() error {
 	if c.UsageInterval < 0 {
 		return fmt.Errorf("usage interval %v is negative", c.UsageInterval)
 	}
-	if err := c.OverGrant.validate(); err != nil {
+	if err := c.OverGrant.Validate(); err != nil {
 		return err
 	}
 	if c.Recorder == nil {

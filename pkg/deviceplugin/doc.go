@@ -2,8 +2,9 @@
 // device per gpu-mem unit of every card, tells kubelet which card a container gets (the card
 // the extender wrote into the pod's allocation record, or one it chooses itself for a pod
 // without a valid one) after checking the card against its own ledger of the node's pods,
-// publishes the node's per-card inventory and gpu-count, and tracks card health from NVML
-// XID events.
+// publishes the node's per-card inventory and gpu-count, tracks card health from NVML XID
+// events, and (with a usage interval) runs the usage watchdog of pkg/watchdog, which reads
+// the ledger through claims.go.
 //
 // Allocate reads top to bottom through these files, in this order:
 //

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
+	"github.com/gpushare/gpushare/pkg/watchdog"
 )
 
 // Plugin is the device plugin of one node.
@@ -39,7 +40,7 @@ type Plugin struct {
 	regMu sync.Mutex
 	isReg bool
 
-	usage *watchdog // runs when UsageInterval > 0
+	usage *watchdog.Watchdog // runs when UsageInterval > 0
 }
 
 // New discovers the cards through NVML and checks that their fake devices fit in one
@@ -75,7 +76,11 @@ func New(cfg Config) (*Plugin, error) {
 		}, []string{"reason"}),
 		ledger: newLedger(cfg.NodeName, cfg.Clock),
 	}
-	p.usage = newWatchdog(p)
+	p.usage = watchdog.New(watchdog.Config{
+		NodeName: cfg.NodeName, Cards: cards, Unit: cfg.Unit, Processes: cfg.NVML.Processes,
+		Client: cfg.Client, Recorder: cfg.Recorder, Clock: cfg.Clock,
+		Interval: cfg.UsageInterval, Resync: cfg.NodeResync, OverGrant: cfg.OverGrant, ProcRoot: cfg.ProcRoot,
+	}, claims{p})
 	// The informer's events keep the ledger current between Allocate calls: a pod deleted
 	// soon after it was served (a Deployment scaled down, a namespace removed) frees its
 	// cards at once, even when no Allocate ran while the pod view showed it.

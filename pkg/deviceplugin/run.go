@@ -60,7 +60,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p.usage.run(ctx)
+			p.usage.Run(ctx)
 		}()
 	}
 	return p.serveAndRegister(ctx)

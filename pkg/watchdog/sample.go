@@ -1,4 +1,4 @@
-package deviceplugin
+package watchdog
 
 import (
 	"errors"
@@ -52,25 +52,24 @@ type usageSample struct {
 	listed map[int]bool
 }
 
-// sampleUsage lists the processes of every card and charges each to its container: through
-// /proc/<pid>/cgroup to the pod UID and container ID, through the pod informer to the pod
+// sample lists the processes of every card and charges each to its container: through
+// /proc/<pid>/cgroup to the pod UID and container ID, through the ledger's pods to the pod
 // and the container's name. Every container of a GPU-sharing pod of the node (one whose
-// claim, see claimOf, names a card; terminating ones too) is in the sample with its grant
-// on each of its cards, whether it runs processes or not; a container of such a pod using
-// memory on a card it holds nothing on is in it with grant 0. Processes of other pods, of
-// the host, or that cannot be mapped are unattributed.
-func (p *Plugin) sampleUsage() usageSample {
-	s := usageSample{at: p.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{}}
+// claim names a card; terminating ones too) is in the sample with its grant on each of its
+// cards, whether it runs processes or not; a container of such a pod using memory on a card
+// it holds nothing on is in it with grant 0. Processes of other pods, of the host, or that
+// cannot be mapped are unattributed.
+func (w *Watchdog) sample() usageSample {
+	s := usageSample{at: w.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{}}
 	pods := map[types.UID]*corev1.Pod{}
-	unitBytes := uint64(p.cfg.Unit.MiB) << 20
-	grants := p.ledger.snapshot()
-	for _, pod := range p.podsOnNode() {
+	unitBytes := uint64(w.cfg.Unit.MiB) << 20
+	for _, pc := range w.ledger.Claims() {
+		pod, claim := pc.Pod, pc.Claim
 		// Terminating pods still run their processes: they are charged (not unattributed)
 		// but not judged (judge).
-		if pod.Spec.NodeName != p.cfg.NodeName || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+		if pod.Spec.NodeName != w.cfg.NodeName || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		claim := p.claimOf(pod, grants)
 		if len(claim.Cards()) == 0 {
 			continue
 		}
@@ -82,7 +81,7 @@ func (p *Plugin) sampleUsage() usageSample {
 			for i, cu := range al.a {
 				name := containerName(pod, gpushare.ContainerRef{InitList: al.init, Index: i})
 				for idx, units := range cu {
-					card, ok := p.cards.byIndex[idx]
+					card, ok := w.byIndex[idx]
 					if !ok || name == "" || units <= 0 {
 						continue
 					}
@@ -91,16 +90,16 @@ func (p *Plugin) sampleUsage() usageSample {
 			}
 		}
 	}
-	for _, card := range p.cards.list {
-		procs, err := p.cfg.NVML.Processes(card.Index)
+	for _, card := range w.cfg.Cards {
+		procs, err := w.cfg.Processes(card.Index)
 		if err != nil {
-			p.usage.nvmlFailed(card.Index, err)
+			w.nvmlFailed(card.Index, err)
 			continue
 		}
-		p.usage.nvmlAnswered(card.Index)
+		w.nvmlAnswered(card.Index)
 		s.listed[card.Index] = true
 		for _, pr := range procs {
-			pod, name := p.usage.attribute(pr.PID, pods)
+			pod, name := w.attribute(pr.PID, pods)
 			if pod == nil {
 				s.unattributed[card.Index] += pr.UsedBytes // 0 when unknown
 				continue
@@ -120,7 +119,7 @@ func (p *Plugin) sampleUsage() usageSample {
 
 // attribute returns the pod (among pods, the node's GPU-sharing pods by UID) and container
 // name process pid runs in; nil when it runs in none of them.
-func (w *watchdog) attribute(pid uint32, pods map[types.UID]*corev1.Pod) (*corev1.Pod, string) {
+func (w *Watchdog) attribute(pid uint32, pods map[types.UID]*corev1.Pod) (*corev1.Pod, string) {
 	c, err := w.procs.Lookup(pid)
 	switch {
 	case errors.Is(err, cgroups.ErrNoProcess):

@@ -1,10 +1,8 @@
-package deviceplugin
+package watchdog
 
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,9 +20,9 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// The watchdog tests run the plugin over the simulated node, whose cards are go-nvml's mock
-// listing the processes of a processes file (pkg/nvml), with a fake /proc holding each
-// process's cgroup file, a fake API server and a fake clock.
+// The watchdog tests run over the simulated node, whose cards are go-nvml's mock listing the
+// processes of a processes file (pkg/nvml), with a fake /proc holding each process's cgroup
+// file, a fake ledger, a fake API server and a fake clock.
 
 type wdEnv struct {
 	*testEnv
@@ -76,23 +74,16 @@ func withUID(pod *corev1.Pod) *corev1.Pod {
 //   - ok: container main, 4 units on card 1, process 200;
 //   - cpu: a pod that requests no gpu-mem, process 400;
 //   - a host process 300.
-func newWatchdogEnv(t *testing.T, og OverGrant, objs ...runtime.Object) *wdEnv {
+func newWatchdogEnv(t *testing.T, og OverGrant, pods ...*corev1.Pod) *wdEnv {
 	t.Helper()
 	nb := running(withUID(makePod("nb", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))), ctrID(1))
 	ok := running(withUID(makePod("ok", 2, 11, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4}))), ctrID(2))
 	cpu := running(withUID(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: testNode, Containers: []corev1.Container{{Name: "app"}}}}), ctrID(4))
-	e := &wdEnv{testEnv: newTestEnv(t, "t4:2", append([]runtime.Object{nb, ok, cpu}, objs...)...)}
-	e.root = t.TempDir()
+	root := t.TempDir()
+	e := &wdEnv{testEnv: newTestEnv(t, "t4:2", og, root, append([]*corev1.Pod{nb, ok, cpu}, pods...)...), root: root}
 	e.procFile = filepath.Join(t.TempDir(), "procs.yaml")
 	e.sim.SetProcessesFile(e.procFile)
-	e.plugin.usage.procs.ProcRoot = e.root
-	e.plugin.cfg.UsageInterval = 15 * time.Second
-	e.plugin.cfg.NodeResync = 10 * time.Minute
-	if err := og.validate(); err != nil {
-		t.Fatal(err)
-	}
-	e.plugin.cfg.OverGrant = og
 	e.proc(t, 100, podCgroup(podUIDs["nb"], ctrID(1)))
 	e.proc(t, 200, podCgroup(podUIDs["ok"], ctrID(2)))
 	e.proc(t, 300, "0::/system.slice/nvidia-persistenced.service\n")
@@ -128,7 +119,7 @@ func (e *wdEnv) use(t *testing.T, entries ...[3]int) {
 func (e *wdEnv) at(t *testing.T, sec int) {
 	t.Helper()
 	e.clock.SetTime(epoch.Add(time.Duration(sec) * time.Second))
-	e.plugin.usage.step(context.Background())
+	e.w.step(context.Background())
 }
 
 func (e *wdEnv) overGrantEvents() []string {
@@ -143,7 +134,7 @@ func (e *wdEnv) overGrantEvents() []string {
 
 func (e *wdEnv) counter(t *testing.T) float64 {
 	t.Helper()
-	body := scrape(t, e.plugin)
+	body := scrape(t, e.w)
 	for _, l := range strings.Split(body, "\n") {
 		if strings.HasPrefix(l, `gpushare_container_over_grant_total{namespace="default",node="gpu-node"}`) {
 			var v float64
@@ -152,13 +143,6 @@ func (e *wdEnv) counter(t *testing.T) float64 {
 		}
 	}
 	return 0
-}
-
-func scrape(t *testing.T, p *Plugin) string {
-	t.Helper()
-	srv := httptest.NewServer(p.Handler())
-	defer srv.Close()
-	return get(t, srv.URL+"/metrics", http.StatusOK)
 }
 
 // TestWatchdogOverGrantEpisodes: nb's grant on card 0 is 4096 MiB; with threshold 5% it is
@@ -212,7 +196,7 @@ func TestWatchdogNoGrantOnCard(t *testing.T) {
 	if len(ev) != 1 || !strings.Contains(ev[0], "uses 10 MiB of GPU memory on card "+uuid(1)+", above its grant of 0 MiB") {
 		t.Errorf("events %q, want one for nb's 10 MiB on card 1 with grant 0", ev)
 	}
-	body := scrape(t, e.plugin)
+	body := scrape(t, e.w)
 	for _, want := range []string{
 		`gpushare_card_unattributed_memory_used_bytes{card="0",node="gpu-node",uuid="` + uuid(0) + `"} 1.2582912e+09`, // 500+700 MiB
 		`gpushare_card_unattributed_memory_used_bytes{card="1",node="gpu-node",uuid="` + uuid(1) + `"} 0`,
@@ -233,7 +217,7 @@ func TestWatchdogMetrics(t *testing.T) {
 	e.proc(t, 101, podCgroup(podUIDs["nb"], ctrID(1)))
 	e.use(t, [3]int{0, 100, 1000}, [3]int{0, 101, 2000})
 	e.at(t, 0)
-	body := scrape(t, e.plugin)
+	body := scrape(t, e.w)
 	nb := `{card="0",container="main",namespace="default",node="gpu-node",pod="nb",uuid="` + uuid(0) + `"}`
 	ok := `{card="1",container="main",namespace="default",node="gpu-node",pod="ok",uuid="` + uuid(1) + `"}`
 	for _, want := range []string{
@@ -246,12 +230,9 @@ func TestWatchdogMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %q", want)
 		}
 	}
-	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "ok", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the informer to drop pod ok", func() bool { _, has, _ := e.plugin.cfg.Pods.GetStore().GetByKey("default/ok"); return !has })
+	e.ledger.remove("ok")
 	e.at(t, 15)
-	if body := scrape(t, e.plugin); strings.Contains(body, `pod="ok"`) {
+	if body := scrape(t, e.w); strings.Contains(body, `pod="ok"`) {
 		t.Errorf("/metrics still has series of the deleted pod ok")
 	}
 }
@@ -386,7 +367,7 @@ func TestWatchdogRun(t *testing.T) {
 	e.use(t, [3]int{0, 100, 6000})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); e.plugin.usage.run(ctx) }()
+	go func() { defer close(done); e.w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
 	waitFor(t, "the usage annotation", func() bool {
 		n, err := e.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
@@ -413,13 +394,13 @@ func TestOverGrantValidate(t *testing.T) {
 		{OverGrant{Action: "delete"}, true},
 	}
 	for _, tc := range tests {
-		err := tc.og.validate()
+		err := tc.og.Validate()
 		if (err != nil) != tc.wantErr {
-			t.Errorf("validate(%+v) = %v, want error %v", tc.og, err, tc.wantErr)
+			t.Errorf("Validate(%+v) = %v, want error %v", tc.og, err, tc.wantErr)
 		}
 	}
 	og := OverGrant{}
-	_ = og.validate()
+	_ = og.Validate()
 	if og.Action != OverGrantNone {
 		t.Errorf("default action %q, want none", og.Action)
 	}
@@ -468,7 +449,7 @@ func TestWatchdogAttribution(t *testing.T) {
 	if ev := e.overGrantEvents(); len(ev) != 0 {
 		t.Errorf("over-grant events %q, want none (1024 of 2048 MiB; unknown is not over)", ev)
 	}
-	if !e.plugin.usage.warnedNoProc {
+	if !e.w.warnedNoProc {
 		t.Error("a process missing from the proc root was not reported (hostPID hint)")
 	}
 }
@@ -477,19 +458,8 @@ func TestWatchdogAttribution(t *testing.T) {
 // unattributed) but it is not judged: no event, no action.
 func TestWatchdogTerminatingPod(t *testing.T) {
 	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05, Action: OverGrantEvict})
-	nb, err := e.client.CoreV1().Pods("default").Get(context.Background(), "nb", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := metav1.NewTime(epoch)
-	nb.DeletionTimestamp = &now
-	if _, err := e.client.CoreV1().Pods("default").Update(context.Background(), nb, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "the informer to show nb terminating", func() bool {
-		o, ok, _ := e.plugin.cfg.Pods.GetStore().GetByKey("default/nb")
-		return ok && o.(*corev1.Pod).DeletionTimestamp != nil
-	})
+	e.ledger.update("nb", func(pod *corev1.Pod) { pod.DeletionTimestamp = &now })
 	e.use(t, [3]int{0, 100, 9000})
 	e.at(t, 0)
 	e.at(t, 60)
@@ -501,7 +471,7 @@ func TestWatchdogTerminatingPod(t *testing.T) {
 			t.Errorf("evicted a terminating pod: %v", a)
 		}
 	}
-	body := scrape(t, e.plugin)
+	body := scrape(t, e.w)
 	if !strings.Contains(body, `gpushare_container_gpu_memory_used_bytes{card="0",container="main",namespace="default",node="gpu-node",pod="nb",uuid="`+uuid(0)+`"} 9.437184e+09`) {
 		t.Errorf("/metrics does not charge 9000 MiB to the terminating pod nb")
 	}

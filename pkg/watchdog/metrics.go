@@ -1,4 +1,4 @@
-package deviceplugin
+package watchdog
 
 import (
 	"strconv"
@@ -11,13 +11,18 @@ import (
 // gpushare_plugin_card_served_units and the extender's per-card metrics: card is the NVML
 // index, uuid the card's UUID (which gpushare_card_* carry too, for joins).
 type usageCollector struct {
-	w            *watchdog
+	w            *Watchdog
 	used         *prometheus.Desc
 	granted      *prometheus.Desc
 	unattributed *prometheus.Desc
 }
 
-func newUsageCollector(w *watchdog) *usageCollector {
+// Collector exports the watchdog's figures: the over-grant counter and, from the last
+// sample, each container's used and granted bytes per card and each card's unattributed
+// bytes.
+func (w *Watchdog) Collector() prometheus.Collector { return newUsageCollector(w) }
+
+func newUsageCollector(w *Watchdog) *usageCollector {
 	ctr := []string{"node", "namespace", "pod", "container", "card", "uuid"}
 	return &usageCollector{
 		w: w,
@@ -46,7 +51,7 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 	if s == nil {
 		return
 	}
-	node := c.w.p.cfg.NodeName
+	node := c.w.cfg.NodeName
 	for _, u := range s.ctrs {
 		l := []string{node, u.pod.Namespace, u.pod.Name, u.container, strconv.Itoa(u.card.Index), u.card.UUID}
 		ch <- prometheus.MustNewConstMetric(c.granted, prometheus.GaugeValue, float64(u.granted), l...)
@@ -54,7 +59,7 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(u.used), l...)
 		}
 	}
-	for _, card := range c.w.p.cards.list {
+	for _, card := range c.w.cfg.Cards {
 		if s.listed[card.Index] {
 			ch <- prometheus.MustNewConstMetric(c.unattributed, prometheus.GaugeValue, float64(s.unattributed[card.Index]),
 				node, strconv.Itoa(card.Index), card.UUID)

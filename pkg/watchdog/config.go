@@ -1,0 +1,106 @@
+package watchdog
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+)
+
+// OverGrantAction is what the watchdog does, beyond its event and counter, about a
+// container that stays above its grant.
+type OverGrantAction string
+
+const (
+	// OverGrantNone: the event and the counter only.
+	OverGrantNone OverGrantAction = "none"
+	// OverGrantAnnotate: also gpushare.AnnotationOverGrant on the pod, once per episode.
+	OverGrantAnnotate OverGrantAction = "annotate"
+	// OverGrantEvict: also evict the pod through the Eviction API (PodDisruptionBudgets
+	// apply; a refusal is retried at the next interval while the container stays over).
+	OverGrantEvict OverGrantAction = "evict"
+)
+
+// ParseOverGrantAction reads --over-grant-action.
+func ParseOverGrantAction(s string) (OverGrantAction, error) {
+	switch a := OverGrantAction(s); a {
+	case OverGrantNone, OverGrantAnnotate, OverGrantEvict:
+		return a, nil
+	}
+	return "", fmt.Errorf("over-grant action %q: want %s, %s or %s", s, OverGrantNone, OverGrantAnnotate, OverGrantEvict)
+}
+
+// MaxOverGrantThreshold bounds --over-grant-threshold: above 10 (eleven times the grant)
+// the watchdog would report nothing worth the name.
+const MaxOverGrantThreshold = 10
+
+// OverGrant configures the watchdog's judgement (Config.OverGrant).
+type OverGrant struct {
+	// Threshold is the fraction above the grant a container may use: over when used >
+	// granted × (1 + Threshold). 0 ≤ Threshold ≤ MaxOverGrantThreshold.
+	Threshold float64
+	// Grace is how long a container must stay over before the event and the action; 0: at
+	// the first sample over.
+	Grace time.Duration
+	// Action is what follows the event (default OverGrantNone).
+	Action OverGrantAction
+}
+
+// Validate checks the threshold and grace and defaults Action to OverGrantNone. Errors: a
+// threshold outside 0..MaxOverGrantThreshold, a negative grace, an unknown action.
+func (o *OverGrant) Validate() error {
+	switch {
+	case math.IsNaN(o.Threshold) || o.Threshold < 0 || o.Threshold > MaxOverGrantThreshold:
+		return fmt.Errorf("over-grant threshold %v: want a fraction 0..%d (0.05 is 5%% above the grant)", o.Threshold, MaxOverGrantThreshold)
+	case o.Grace < 0:
+		return fmt.Errorf("over-grant grace %v is negative", o.Grace)
+	}
+	if o.Action == "" {
+		o.Action = OverGrantNone
+	}
+	_, err := ParseOverGrantAction(string(o.Action))
+	return err
+}
+
+// Config is what New needs; every field is required but ProcRoot.
+type Config struct {
+	NodeName string
+	// Cards are the node's cards, in index order.
+	Cards []gpushare.Device
+	// Unit is the size of one gpu-mem unit: a grant of n units is n × Unit.MiB MiB.
+	Unit gpushare.Unit
+	// Processes lists the processes on the card of an NVML index (gpunvml.Interface's).
+	Processes func(index int) ([]gpunvml.Process, error)
+	Client    kubernetes.Interface
+	Recorder  record.EventRecorder
+	Clock     clock.WithTicker
+	// Interval is how often Run samples.
+	Interval time.Duration
+	// Resync is how often the node's usage annotation is written even when nothing moved.
+	Resync time.Duration
+	// OverGrant is the threshold, grace and action (Validate'd by the caller).
+	OverGrant OverGrant
+	// ProcRoot is where /proc/<pid>/cgroup is read (default /proc; the caller needs the
+	// host's PID namespace).
+	ProcRoot string
+}
+
+// Ledger tells the watchdog what the node's pods hold.
+type Ledger interface {
+	// Claims returns the pods of the node's pod view, each with its claim: the cards each
+	// of its gpu-mem containers holds (zero when the pod holds none).
+	Claims() []PodClaim
+}
+
+// PodClaim is one pod and the cards its containers hold.
+type PodClaim struct {
+	Pod   *corev1.Pod
+	Claim gpushare.PodAllocation
+}

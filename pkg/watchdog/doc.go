@@ -1,0 +1,11 @@
+// Package watchdog is share-plugin's GPU memory usage watchdog: every interval it lists each
+// card's processes through NVML, charges each process to its pod's container through
+// /proc/<pid>/cgroup, compares what each container uses with what it was granted (from the
+// node agent's ledger, behind the Ledger interface), reports containers that stay over
+// (GPUMemoryOverGrant events, gpushare_container_over_grant_total) and, if configured,
+// annotates or evicts their pods; it exports the figures as metrics and publishes them on the
+// node (gpushare.AnnotationNodeUsage).
+//
+// Files in the order of one step: sample.go (list and attribute), judge.go (episodes,
+// events, actions), watchdog.go (Run, step, publish), metrics.go (Collector).
+package watchdog
