@@ -62,7 +62,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.usedMiB, prometheus.GaugeValue, float64(mib), l...)
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.reg, prometheus.GaugeValue, boolFloat(p.Registered()), node)
+	ch <- prometheus.MustNewConstMetric(c.reg, prometheus.GaugeValue, boolFloat(p.registered()), node)
 	for _, sc := range p.servedReport().Cards {
 		ch <- prometheus.MustNewConstMetric(c.served, prometheus.GaugeValue, float64(sc.ServedUnits), strconv.Itoa(sc.Index), sc.UUID)
 	}
@@ -102,7 +102,7 @@ func (p *Plugin) Handler() http.Handler {
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET "+gpushare.ServedPath, p.serveServed)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !p.Registered() {
+		if !p.registered() {
 			http.Error(w, "not registered with kubelet", http.StatusServiceUnavailable)
 			return
 		}

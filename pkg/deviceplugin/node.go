@@ -70,7 +70,7 @@ func (p *Plugin) keepNodeCurrent(ctx context.Context) {
 	tick := p.cfg.Clock.NewTicker(p.cfg.NodeResync)
 	defer tick.Stop()
 	for {
-		healthChanged, registered := p.health.changed.Wait(), p.registered.Wait()
+		healthChanged, registered := p.health.changed.Wait(), p.registrations.Wait()
 		var again <-chan time.Time
 		if err := p.publishNode(ctx); err != nil {
 			klog.ErrorS(err, "Publishing node GPU facts failed; will retry")

@@ -22,8 +22,8 @@ type Plugin struct {
 	cfg    Config
 	cards  cardSet
 	health *health
-	// registered is notified after each successful registration with kubelet.
-	registered *broadcast
+	// registrations is notified after each successful registration with kubelet.
+	registrations *broadcast
 
 	policy policy.Policy // places pods without a valid allocation
 	// ambiguous counts Allocates that kubelet's PodResources did not settle, by reason.
@@ -65,11 +65,11 @@ func New(cfg Config) (*Plugin, error) {
 		return nil, err
 	}
 	p := &Plugin{
-		cfg:        cfg,
-		cards:      newCardSet(cards),
-		health:     newHealth(cfg.Clock, cfg.HealthRecovery, cards),
-		registered: newBroadcast(),
-		policy:     pol,
+		cfg:           cfg,
+		cards:         newCardSet(cards),
+		health:        newHealth(cfg.Clock, cfg.HealthRecovery, cards),
+		registrations: newBroadcast(),
+		policy:        pol,
 		ambiguous: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpushare_plugin_allocate_ambiguous_total",
 			Help: "Allocate calls whose pod kubelet's PodResources API did not single out, served to the oldest matching pod, by reason (several, none, unavailable).",

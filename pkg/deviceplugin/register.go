@@ -41,27 +41,35 @@ func (p *Plugin) serveAndRegister(ctx context.Context) error {
 	if err := w.Add(p.cfg.PluginDir); err != nil {
 		return fmt.Errorf("watching %s: %w", p.cfg.PluginDir, err)
 	}
-	tick := time.NewTicker(socketCheck)
-	defer tick.Stop()
-
 	var srv *grpc.Server
 	defer func() {
 		if srv != nil {
 			srv.Stop()
 		}
 	}()
+	srv = p.ensureServing(ctx, srv)
+	p.watchFolder(ctx, w.Events, w.Errors, func() { srv = p.ensureServing(ctx, srv) })
+	return nil
+}
+
+// watchFolder calls ensure once a burst of plugin-folder events (events, errs) that may
+// mean kubelet forgot the plugin has settled (settleDelay), and when a socketCheck finds a
+// socket missing or the plugin unregistered, until ctx is done. Timers run on the
+// configured clock.
+func (p *Plugin) watchFolder(ctx context.Context, events <-chan fsnotify.Event, errs <-chan error, ensure func()) {
+	tick := p.cfg.Clock.NewTicker(socketCheck)
+	defer tick.Stop()
 	var settle <-chan time.Time
 	soon := func() {
 		if settle == nil {
-			settle = time.After(settleDelay)
+			settle = p.cfg.Clock.After(settleDelay)
 		}
 	}
-	srv = p.ensureServing(ctx, srv)
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
-		case ev := <-w.Events:
+			return
+		case ev := <-events:
 			switch {
 			case ev.Name == p.kubeletPath() && ev.Has(fsnotify.Create):
 				klog.InfoS("kubelet.sock created; registering again", "path", ev.Name)
@@ -71,15 +79,15 @@ func (p *Plugin) serveAndRegister(ctx context.Context) error {
 				p.setRegistered(false)
 				soon()
 			}
-		case err := <-w.Errors:
+		case err := <-errs:
 			klog.ErrorS(err, "Watching device plugin folder")
-		case <-tick.C:
-			if !fileExists(p.socketPath()) || !p.Registered() {
+		case <-tick.C():
+			if !fileExists(p.socketPath()) || !p.registered() {
 				soon()
 			}
 		case <-settle:
 			settle = nil
-			srv = p.ensureServing(ctx, srv)
+			ensure()
 		}
 	}
 }
@@ -103,7 +111,7 @@ func (p *Plugin) ensureServing(ctx context.Context, srv *grpc.Server) *grpc.Serv
 		}
 		p.setRegistered(false)
 	}
-	if p.Registered() {
+	if p.registered() {
 		return srv
 	}
 	if !fileExists(p.kubeletPath()) {
@@ -115,7 +123,7 @@ func (p *Plugin) ensureServing(ctx context.Context, srv *grpc.Server) *grpc.Serv
 		return srv
 	}
 	p.setRegistered(true)
-	p.registered.Notify()
+	p.registrations.Notify()
 	return srv
 }
 
@@ -186,8 +194,8 @@ func (p *Plugin) setRegistered(v bool) {
 	p.isReg = v
 }
 
-// Registered reports whether the last registration with kubelet succeeded.
-func (p *Plugin) Registered() bool {
+// registered reports whether the last registration with kubelet succeeded.
+func (p *Plugin) registered() bool {
 	p.regMu.Lock()
 	defer p.regMu.Unlock()
 	return p.isReg

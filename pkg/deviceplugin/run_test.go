@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
@@ -36,7 +37,7 @@ func runPlugin(t *testing.T, e *testEnv) *stubKubelet {
 		t.Fatalf("Register request = %v, want %v", r, want)
 	}
 	// The stub records the request before answering; wait until the plugin saw the answer.
-	waitFor(t, "registration to complete", e.plugin.Registered)
+	waitFor(t, "registration to complete", e.plugin.registered)
 	return k
 }
 
@@ -56,10 +57,8 @@ func TestReRegistersAfterKubeletRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	start := time.Now()
 	k2 := startStubKubelet(t, e.dir)
-	k2.waitRegister(t, 2*time.Second)
-	t.Logf("re-registered %v after kubelet.sock was re-created", time.Since(start))
+	e.waitRegisterSettled(t, k2)
 
 	// The plugin serves again on a fresh socket.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -75,10 +74,67 @@ func TestReRegistersAfterKubeletRestart(t *testing.T) {
 	if got := len(resp.Devices); got != 14 {
 		t.Errorf("ListAndWatch sent %d devices, want 14 (a T4 in GiB)", got)
 	}
+}
+
+// waitRegisterSettled steps the fake clock by settleDelay until the plugin registers with k
+// (the folder's events arrive on their own time; the settle timer runs on the fake clock).
+func (e *testEnv) waitRegisterSettled(t *testing.T, k *stubKubelet) *pluginapi.RegisterRequest {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		select {
+		case r := <-k.reqs:
+			return r
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("plugin did not register again")
+		}
+		e.clock.Step(settleDelay)
+	}
+}
+
+// TestWatchFolderSettlesABurst: a kubelet restart's burst of folder events (our socket
+// removed, kubelet.sock created, maybe twice) leads to one settle timer, and to one ensure
+// once it fires. Each event is handed over an unbuffered channel, so the loop has handled it
+// when the send returns; the fake clock's waiters are then the loop's timers exactly.
+func TestWatchFolderSettlesABurst(t *testing.T) {
+	e := newTestEnv(t, "t4")
+	p := e.plugin
+	events := make(chan fsnotify.Event)
+	ensured := make(chan struct{}, 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.watchFolder(ctx, events, nil, func() { ensured <- struct{}{} })
+	}()
+	defer func() { cancel(); <-done }()
+	barrier := fsnotify.Event{Name: filepath.Join(e.dir, "unrelated"), Op: fsnotify.Write}
+	for _, ev := range []fsnotify.Event{
+		{Name: p.socketPath(), Op: fsnotify.Remove},
+		{Name: p.kubeletPath(), Op: fsnotify.Create},
+		{Name: p.kubeletPath(), Op: fsnotify.Create},
+		barrier,
+	} {
+		events <- ev
+	}
+	// The socketCheck ticker and one settle timer.
+	if got := e.clock.Waiters(); got != 2 {
+		t.Fatalf("%d clock waiters after the burst, want 2 (ticker, one settle timer)", got)
+	}
+	e.clock.Step(settleDelay)
 	select {
-	case r := <-k2.reqs:
-		t.Errorf("registered twice after one restart: %v", r)
-	case <-time.After(300 * time.Millisecond):
+	case <-ensured:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the settle timer fired but ensure was not called")
+	}
+	events <- barrier // the loop is past the settle
+	if got := e.clock.Waiters(); got != 1 {
+		t.Errorf("%d clock waiters after the settle, want 1 (the ticker)", got)
+	}
+	if n := len(ensured); n != 0 {
+		t.Errorf("%d more ensures after one burst, want none", n)
 	}
 }
 
@@ -136,12 +192,12 @@ func TestHealthFaultAndRecovery(t *testing.T) {
 		return len(inv.Devices) == 2 && inv.Devices[0].Healthy && !inv.Devices[1].Healthy
 	})
 
-	// Not yet: 59 s of the 1 min quiet period.
-	// Waiters: the node resync ticker plus the recovery timer set after the fault.
-	waitFor(t, "recovery timer", func() bool { return e.clock.Waiters() >= 2 })
+	// Not yet: 59 s of the 1 min quiet period. Waiters: the node resync, allocation record
+	// and socket check tickers, plus the recovery timer set after the fault.
+	waitFor(t, "recovery timer", func() bool { return e.clock.Waiters() >= 4 })
 	e.clock.Step(59 * time.Second)
-	time.Sleep(50 * time.Millisecond)
-	if !e.plugin.health.Healthy(uuid(0)) || e.plugin.health.Healthy(uuid(1)) {
+	// What the recovery timer does, run here: it must not recover card 1 yet.
+	if changed, _ := e.plugin.health.recover(); changed || !e.plugin.health.Healthy(uuid(0)) || e.plugin.health.Healthy(uuid(1)) {
 		t.Fatal("card 1 recovered before the quiet period ended")
 	}
 	e.clock.Step(time.Second)
@@ -189,8 +245,8 @@ func TestServesAgainWhenItsSocketIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Kubelet lost its connection to the old socket: the plugin serves anew and registers.
-	k.waitRegister(t, 2*time.Second)
-	waitFor(t, "registration to complete", e.plugin.Registered)
+	e.waitRegisterSettled(t, k)
+	waitFor(t, "registration to complete", e.plugin.registered)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := dialPlugin(t, e.dir).GetDevicePluginOptions(ctx, &pluginapi.Empty{}); err != nil {
