@@ -2,17 +2,17 @@ package watchdog
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,52 +24,50 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
+// The watchdog tests run over a node of two T4 cards (14 GiB units each) whose process
+// listing the test sets, with a fake /proc holding each process's cgroup file, a fake
+// ledger, a fake API server and a fake clock.
+
 const testNode = "gpu-node"
 
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// uuid is the simulated UUID of card i of testNode.
+// uuid is the UUID of card i of testNode.
 func uuid(i int) string { return gpunvml.SimulatedUUID(testNode, i) }
 
-// fakeLedger is the node agent's ledger as the watchdog sees it: each pod's claim is its
-// allocation annotation.
+// fakeLedger is the node agent's ledger as the watchdog sees it.
 type fakeLedger struct {
-	mu   sync.Mutex
-	pods []*corev1.Pod
+	mu     sync.Mutex
+	claims []PodClaim
 }
 
 func (l *fakeLedger) Claims() []PodClaim {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]PodClaim, 0, len(l.pods))
-	for _, pod := range l.pods {
-		a, _, _ := gpushare.DefaultResources().ReadAllocation(pod)
-		out = append(out, PodClaim{Pod: pod, Claim: a})
-	}
-	return out
+	return append([]PodClaim(nil), l.claims...)
 }
 
 // remove drops the named pod from the pod view.
 func (l *fakeLedger) remove(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, pod := range l.pods {
-		if pod.Name == name {
-			l.pods = append(l.pods[:i], l.pods[i+1:]...)
+	for i, pc := range l.claims {
+		if pc.Pod.Name == name {
+			l.claims = append(l.claims[:i], l.claims[i+1:]...)
 			return
 		}
 	}
 }
 
-// update applies change to the named pod of the pod view.
+// update applies change to a copy of the named pod, which replaces it in the pod view.
 func (l *fakeLedger) update(name string, change func(*corev1.Pod)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, pod := range l.pods {
-		if pod.Name == name {
-			pod = pod.DeepCopy()
+	for i, pc := range l.claims {
+		if pc.Pod.Name == name {
+			pod := pc.Pod.DeepCopy()
 			change(pod)
-			l.pods[i] = pod
+			l.claims[i].Pod = pod
 		}
 	}
 }
@@ -79,56 +77,146 @@ type testEnv struct {
 	ledger *fakeLedger
 	events *record.FakeRecorder
 	client *fake.Clientset
-	sim    *gpunvml.Simulator
 	clock  *clocktesting.FakeClock
+	root   string // fake proc root
+
+	mu    sync.Mutex
+	procs map[int][]gpunvml.Process // by card index
 }
 
-// newTestEnv builds a watchdog over a simulated node (spec as --simulate) with GiB units,
-// a fake API server holding the node and pods, and a pod view of pods.
-func newTestEnv(t *testing.T, spec string, og OverGrant, procRoot string, pods ...*corev1.Pod) *testEnv {
+// Pods of the test node, by name; each UID is a real UUID, which the cgroup parser wants.
+var podUIDs = map[string]string{
+	"nb":    "0d8e2f4a-6b1c-4e3d-9a7f-000000000001",
+	"ok":    "0d8e2f4a-6b1c-4e3d-9a7f-000000000002",
+	"cpu":   "0d8e2f4a-6b1c-4e3d-9a7f-000000000003",
+	"multi": "0d8e2f4a-6b1c-4e3d-9a7f-000000000004",
+}
+
+// ctr is a container of gpuPod: its name, whether it is an init container, its runtime ID.
+type ctr struct {
+	name string
+	init bool
+	id   string
+}
+
+// gpuPod is a running pod on testNode (UID from podUIDs) with containers ctrs.
+func gpuPod(name string, ctrs ...ctr) *corev1.Pod {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(podUIDs[name])},
+		Spec:       corev1.PodSpec{NodeName: testNode},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	for _, c := range ctrs {
+		st := corev1.ContainerStatus{Name: c.name, ContainerID: "containerd://" + c.id}
+		if c.init {
+			pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{Name: c.name})
+			pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, st)
+		} else {
+			pod.Spec.Containers = append(pod.Spec.Containers, corev1.Container{Name: c.name})
+			pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, st)
+		}
+	}
+	return pod
+}
+
+// ctrID is the runtime ID of container n of the test pods.
+func ctrID(n int) string { return fmt.Sprintf("%064x", n) }
+
+// podCgroup is the cgroup file of a process in container id of pod uid (cgroup v2, systemd
+// driver, containerd).
+func podCgroup(uid, id string) string {
+	return "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(uid, "-", "_") +
+		".slice/cri-containerd-" + id + ".scope\n"
+}
+
+// newWatchdogEnv: a 2-card T4 node (14 units each) with
+//   - nb: container main, 4 units (4096 MiB) on card 0, process 100;
+//   - ok: container main, 4 units on card 1, process 200;
+//   - cpu: a pod that requests no gpu-mem, process 400;
+//   - a host process 300;
+//
+// and more pods with their claims.
+func newWatchdogEnv(t *testing.T, og OverGrant, more ...PodClaim) *testEnv {
 	t.Helper()
-	cards, err := gpunvml.ParseSimSpec(spec)
-	if err != nil {
-		t.Fatal(err)
+	app := func(cu gpushare.CardUnits) gpushare.PodAllocation {
+		return gpushare.PodAllocation{App: gpushare.Allocation{0: cu}}
 	}
-	sim, err := gpunvml.NewSimulator(testNode, cards)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nv, err := gpunvml.New(sim.Library())
-	if err != nil {
-		t.Fatal(err)
-	}
-	devs, err := nv.Devices()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var devices []gpushare.Device
-	for _, d := range devs {
-		devices = append(devices, gpushare.Device{Index: d.Index, UUID: d.UUID, Model: d.Model, MemoryMiB: d.MemoryMiB,
-			Units: gpushare.GiB.UnitsOf(d.MemoryMiB), Healthy: true})
-	}
+	claims := append([]PodClaim{
+		{Pod: gpuPod("nb", ctr{name: "main", id: ctrID(1)}), Claim: app(gpushare.CardUnits{0: 4})},
+		{Pod: gpuPod("ok", ctr{name: "main", id: ctrID(2)}), Claim: app(gpushare.CardUnits{1: 4})},
+		{Pod: gpuPod("cpu", ctr{name: "app", id: ctrID(4)})},
+	}, more...)
 	objs := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}}
-	for _, p := range pods {
-		objs = append(objs, p)
+	for _, pc := range claims {
+		objs = append(objs, pc.Pod)
 	}
-	client := fake.NewClientset(objs...)
 	if err := og.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	e := &testEnv{
-		ledger: &fakeLedger{pods: pods},
+		ledger: &fakeLedger{claims: claims},
 		events: record.NewFakeRecorder(64),
-		client: client,
-		sim:    sim,
+		client: fake.NewClientset(objs...),
 		clock:  clocktesting.NewFakeClock(epoch),
+		root:   t.TempDir(),
+		procs:  map[int][]gpunvml.Process{},
+	}
+	var cards []gpushare.Device
+	for i := range 2 {
+		cards = append(cards, gpushare.Device{Index: i, UUID: uuid(i), Model: "Tesla T4", MemoryMiB: 15079, Units: 14, Healthy: true})
 	}
 	e.w = New(Config{
-		NodeName: testNode, Cards: devices, Unit: gpushare.GiB, Processes: nv.Processes,
-		Client: client, Recorder: e.events, Clock: e.clock,
-		Interval: 15 * time.Second, Resync: 10 * time.Minute, OverGrant: og, ProcRoot: procRoot,
+		NodeName: testNode, Cards: cards, Unit: gpushare.GiB, Processes: e.processes,
+		Client: e.client, Recorder: e.events, Clock: e.clock,
+		Interval: 15 * time.Second, Resync: 10 * time.Minute, OverGrant: og, ProcRoot: e.root,
 	}, e.ledger)
+	e.proc(t, 100, podCgroup(podUIDs["nb"], ctrID(1)))
+	e.proc(t, 200, podCgroup(podUIDs["ok"], ctrID(2)))
+	e.proc(t, 300, "0::/system.slice/nvidia-persistenced.service\n")
+	e.proc(t, 400, podCgroup(podUIDs["cpu"], ctrID(4)))
 	return e
+}
+
+// processes is NVML's process listing of card index.
+func (e *testEnv) processes(index int) ([]gpunvml.Process, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]gpunvml.Process(nil), e.procs[index]...), nil
+}
+
+// use sets what the cards' processes use: "card pid MiB" triples, as NVML would list them.
+func (e *testEnv) use(entries ...[3]int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.procs = map[int][]gpunvml.Process{}
+	for _, x := range entries {
+		e.procs[x[0]] = append(e.procs[x[0]], gpunvml.Process{PID: uint32(x[1]), UsedBytes: uint64(x[2]) << 20, UsedKnown: true})
+	}
+}
+
+// list adds a process to card's listing as is (UsedKnown false: NVML cannot measure it).
+func (e *testEnv) list(card int, p gpunvml.Process) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.procs[card] = append(e.procs[card], p)
+}
+
+// proc writes the cgroup file of process pid under the fake proc root.
+func (e *testEnv) proc(t *testing.T, pid int, cgroup string) {
+	t.Helper()
+	dir := filepath.Join(e.root, fmt.Sprint(pid))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// at advances the fake clock to epoch+sec and takes one sample.
+func (e *testEnv) at(sec int) {
+	e.clock.SetTime(epoch.Add(time.Duration(sec) * time.Second))
+	e.w.step(context.Background())
 }
 
 // drainEvents returns the events recorded so far ("<type> <reason> <message>").
@@ -144,6 +232,16 @@ func (e *testEnv) drainEvents() []string {
 	}
 }
 
+func (e *testEnv) overGrantEvents() []string {
+	var out []string
+	for _, ev := range e.drainEvents() {
+		if strings.Contains(ev, gpushare.EventGPUMemoryOverGrant) {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
 // podAnnotations reads a pod's annotations from the fake API server.
 func (e *testEnv) podAnnotations(t *testing.T, name string) map[string]string {
 	t.Helper()
@@ -157,74 +255,11 @@ func (e *testEnv) podAnnotations(t *testing.T, name string) map[string]string {
 // scrape returns the watchdog's metrics in the text format.
 func scrape(t *testing.T, w *Watchdog) string {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(w.Collector())
-	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	defer srv.Close()
-	resp, err := http.Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := testutil.CollectAndFormat(w.Collector(), expfmt.TypeTextPlain,
+		"gpushare_container_over_grant_total", "gpushare_container_gpu_memory_used_bytes",
+		"gpushare_container_gpu_memory_granted_bytes", "gpushare_card_unattributed_memory_used_bytes")
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// ctr is a container spec for makePod: units of gpu-mem.
-type ctr struct {
-	name  string
-	units int64
-	init  bool
-}
-
-// makePod is a pod on testNode created at epoch+age seconds whose allocation annotations
-// say alloc (bindAt: assume time, seconds after epoch).
-func makePod(name string, age int, bindAt int, ctrs []ctr, alloc gpushare.PodAllocation) *corev1.Pod {
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: "default", UID: types.UID("uid-" + name),
-			CreationTimestamp: metav1.NewTime(epoch.Add(time.Duration(age) * time.Second)),
-		},
-		Spec: corev1.PodSpec{NodeName: testNode},
-	}
-	res := gpushare.DefaultResources()
-	for _, c := range ctrs {
-		k := corev1.Container{Name: c.name, Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-			res.Mem: *resource.NewQuantity(c.units, resource.DecimalSI)}}}
-		if c.init {
-			pod.Spec.InitContainers = append(pod.Spec.InitContainers, k)
-		} else {
-			pod.Spec.Containers = append(pod.Spec.Containers, k)
-		}
-	}
-	req, err := res.PodRequest(pod)
-	if err != nil {
-		panic(err)
-	}
-	pod.Annotations = gpushare.BindAnnotations(alloc, req.TotalUnits(), gpushare.CardUnits{0: 14, 1: 14},
-		epoch.Add(time.Duration(bindAt)*time.Second))
-	return pod
-}
-
-// app returns an allocation of app containers: container i → cards[i].
-func app(cards ...gpushare.CardUnits) gpushare.PodAllocation {
-	a := gpushare.PodAllocation{App: gpushare.Allocation{}}
-	for i, c := range cards {
-		a.App[i] = c
-	}
-	return a
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -3,8 +3,6 @@ package watchdog
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,121 +16,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-// The watchdog tests run over the simulated node, whose cards are go-nvml's mock listing the
-// processes of a processes file (pkg/nvml), with a fake /proc holding each process's cgroup
-// file, a fake ledger, a fake API server and a fake clock.
-
-type wdEnv struct {
-	*testEnv
-	root     string // fake proc root
-	procFile string
-}
-
-// ctrID is the runtime ID of container n of the test pods.
-func ctrID(n int) string { return fmt.Sprintf("%064x", n) }
-
-// podCgroup is the cgroup file of a process in container id of pod uid (cgroup v2, systemd
-// driver, containerd).
-func podCgroup(uid, id string) string {
-	return "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(uid, "-", "_") +
-		".slice/cri-containerd-" + id + ".scope\n"
-}
-
-// running gives the pod's containers the runtime IDs ids (in spec order: init, then app).
-func running(pod *corev1.Pod, ids ...string) *corev1.Pod {
-	i := 0
-	for _, c := range pod.Spec.InitContainers {
-		pod.Status.InitContainerStatuses = append(pod.Status.InitContainerStatuses, corev1.ContainerStatus{Name: c.Name, ContainerID: "containerd://" + ids[i]})
-		i++
-	}
-	for _, c := range pod.Spec.Containers {
-		pod.Status.ContainerStatuses = append(pod.Status.ContainerStatuses, corev1.ContainerStatus{Name: c.Name, ContainerID: "containerd://" + ids[i]})
-		i++
-	}
-	pod.Status.Phase = corev1.PodRunning
-	return pod
-}
-
-// UIDs of makePod are "uid-<name>"; the cgroup parser wants real UUIDs, so the watchdog
-// tests give their pods these.
-var podUIDs = map[string]string{
-	"nb":    "0d8e2f4a-6b1c-4e3d-9a7f-000000000001",
-	"ok":    "0d8e2f4a-6b1c-4e3d-9a7f-000000000002",
-	"cpu":   "0d8e2f4a-6b1c-4e3d-9a7f-000000000003",
-	"multi": "0d8e2f4a-6b1c-4e3d-9a7f-000000000004",
-}
-
-func withUID(pod *corev1.Pod) *corev1.Pod {
-	pod.UID = types.UID(podUIDs[pod.Name])
-	return pod
-}
-
-// newWatchdogEnv: a 2-card T4 node (14 units each) with
-//   - nb: container main, 4 units (4096 MiB) on card 0, process 100;
-//   - ok: container main, 4 units on card 1, process 200;
-//   - cpu: a pod that requests no gpu-mem, process 400;
-//   - a host process 300.
-func newWatchdogEnv(t *testing.T, og OverGrant, pods ...*corev1.Pod) *wdEnv {
-	t.Helper()
-	nb := running(withUID(makePod("nb", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))), ctrID(1))
-	ok := running(withUID(makePod("ok", 2, 11, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4}))), ctrID(2))
-	cpu := running(withUID(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cpu", Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: testNode, Containers: []corev1.Container{{Name: "app"}}}}), ctrID(4))
-	root := t.TempDir()
-	e := &wdEnv{testEnv: newTestEnv(t, "t4:2", og, root, append([]*corev1.Pod{nb, ok, cpu}, pods...)...), root: root}
-	e.procFile = filepath.Join(t.TempDir(), "procs.yaml")
-	e.sim.SetProcessesFile(e.procFile)
-	e.proc(t, 100, podCgroup(podUIDs["nb"], ctrID(1)))
-	e.proc(t, 200, podCgroup(podUIDs["ok"], ctrID(2)))
-	e.proc(t, 300, "0::/system.slice/nvidia-persistenced.service\n")
-	e.proc(t, 400, podCgroup(podUIDs["cpu"], ctrID(4)))
-	return e
-}
-
-// proc writes the cgroup file of process pid under the fake proc root.
-func (e *wdEnv) proc(t *testing.T, pid int, cgroup string) {
-	t.Helper()
-	dir := filepath.Join(e.root, fmt.Sprint(pid))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup"), []byte(cgroup), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// use sets what the cards' processes use: "card pid MiB" triples, as NVML would list them.
-func (e *wdEnv) use(t *testing.T, entries ...[3]int) {
-	t.Helper()
-	var b strings.Builder
-	for _, x := range entries {
-		fmt.Fprintf(&b, "- {card: %d, pid: %d, usedMiB: %d}\n", x[0], x[1], x[2])
-	}
-	if err := os.WriteFile(e.procFile, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// at advances the fake clock to epoch+sec and takes one sample.
-func (e *wdEnv) at(t *testing.T, sec int) {
-	t.Helper()
-	e.clock.SetTime(epoch.Add(time.Duration(sec) * time.Second))
-	e.w.step(context.Background())
-}
-
-func (e *wdEnv) overGrantEvents() []string {
-	var out []string
-	for _, ev := range e.drainEvents() {
-		if strings.Contains(ev, gpushare.EventGPUMemoryOverGrant) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (e *wdEnv) counter(t *testing.T) float64 {
+func (e *testEnv) counter(t *testing.T) float64 {
 	t.Helper()
 	body := scrape(t, e.w)
 	for _, l := range strings.Split(body, "\n") {
@@ -167,8 +54,8 @@ func TestWatchdogOverGrantEpisodes(t *testing.T) {
 		{165, 4400, 1, 2}, // 60s: the second episode's event
 	}
 	for _, s := range steps {
-		e.use(t, [3]int{0, 100, s.nbMiB}, [3]int{1, 200, 4000})
-		e.at(t, s.sec)
+		e.use([3]int{0, 100, s.nbMiB}, [3]int{1, 200, 4000})
+		e.at(s.sec)
 		ev := e.overGrantEvents()
 		if len(ev) != s.wantEvents {
 			t.Fatalf("t=%ds: %d over-grant events %q, want %d", s.sec, len(ev), ev, s.wantEvents)
@@ -190,8 +77,8 @@ func TestWatchdogOverGrantEpisodes(t *testing.T) {
 // its grant (0) there; processes of pods without gpu-mem and of the host are unattributed.
 func TestWatchdogNoGrantOnCard(t *testing.T) {
 	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05})
-	e.use(t, [3]int{0, 100, 1000}, [3]int{1, 100, 10}, [3]int{0, 300, 500}, [3]int{0, 400, 700})
-	e.at(t, 0)
+	e.use([3]int{0, 100, 1000}, [3]int{1, 100, 10}, [3]int{0, 300, 500}, [3]int{0, 400, 700})
+	e.at(0)
 	ev := e.overGrantEvents()
 	if len(ev) != 1 || !strings.Contains(ev[0], "uses 10 MiB of GPU memory on card "+uuid(1)+", above its grant of 0 MiB") {
 		t.Errorf("events %q, want one for nb's 10 MiB on card 1 with grant 0", ev)
@@ -215,8 +102,8 @@ func TestWatchdogNoGrantOnCard(t *testing.T) {
 func TestWatchdogMetrics(t *testing.T) {
 	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05, Grace: time.Minute})
 	e.proc(t, 101, podCgroup(podUIDs["nb"], ctrID(1)))
-	e.use(t, [3]int{0, 100, 1000}, [3]int{0, 101, 2000})
-	e.at(t, 0)
+	e.use([3]int{0, 100, 1000}, [3]int{0, 101, 2000})
+	e.at(0)
 	body := scrape(t, e.w)
 	nb := `{card="0",container="main",namespace="default",node="gpu-node",pod="nb",uuid="` + uuid(0) + `"}`
 	ok := `{card="1",container="main",namespace="default",node="gpu-node",pod="ok",uuid="` + uuid(1) + `"}`
@@ -231,7 +118,7 @@ func TestWatchdogMetrics(t *testing.T) {
 		}
 	}
 	e.ledger.remove("ok")
-	e.at(t, 15)
+	e.at(15)
 	if body := scrape(t, e.w); strings.Contains(body, `pod="ok"`) {
 		t.Errorf("/metrics still has series of the deleted pod ok")
 	}
@@ -267,9 +154,9 @@ func TestWatchdogActions(t *testing.T) {
 				}
 				return true, nil, nil
 			})
-			e.use(t, [3]int{0, 100, 6000})
+			e.use([3]int{0, 100, 6000})
 			for _, sec := range []int{0, 30, 45, 60} {
-				e.at(t, sec)
+				e.at(sec)
 			}
 			var evicts, patches int
 			for _, a := range e.client.Actions() {
@@ -322,8 +209,8 @@ func TestWatchdogPublishesUsage(t *testing.T) {
 		}
 		return n
 	}
-	e.use(t, [3]int{0, 100, 3000}, [3]int{0, 300, 500})
-	e.at(t, 0)
+	e.use([3]int{0, 100, 3000}, [3]int{0, 300, 500})
+	e.at(0)
 	node, err := e.client.CoreV1().Nodes().Get(context.Background(), testNode, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -352,8 +239,8 @@ func TestWatchdogPublishesUsage(t *testing.T) {
 		{45 + 600, 4024, 3}, // NodeResync since the last write
 	}
 	for _, s := range steps {
-		e.use(t, [3]int{0, 100, s.mib}, [3]int{0, 300, 500})
-		e.at(t, s.sec)
+		e.use([3]int{0, 100, s.mib}, [3]int{0, 300, 500})
+		e.at(s.sec)
 		if got := patches(); got != s.wantPatches {
 			t.Errorf("t=%ds: %d node patches, want %d", s.sec, got, s.wantPatches)
 		}
@@ -364,21 +251,35 @@ func TestWatchdogPublishesUsage(t *testing.T) {
 // set; the node annotation appears at once.
 func TestWatchdogRun(t *testing.T) {
 	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05})
-	e.use(t, [3]int{0, 100, 6000})
+	e.use([3]int{0, 100, 6000})
+	// Each node patch (the usage annotation) is handed over here.
+	patched := make(chan string)
+	e.client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		patched <- string(a.(k8stesting.PatchAction).GetPatch())
+		return false, nil, nil
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); e.w.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, "the usage annotation", func() bool {
-		n, err := e.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
-		return err == nil && n.Annotations[gpushare.AnnotationNodeUsage] != ""
-	})
-	e.use(t, [3]int{0, 100, 9000})
-	waitFor(t, "a sample on the next tick", func() bool {
-		e.clock.Step(15 * time.Second)
-		n, err := e.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
-		return err == nil && strings.Contains(n.Annotations[gpushare.AnnotationNodeUsage], `"usedMiB":9000`)
-	})
+	next := func(what string) string {
+		t.Helper()
+		select {
+		case p := <-patched:
+			return p
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no node patch: %s", what)
+			return ""
+		}
+	}
+	if p := next("the first sample, at once"); !strings.Contains(p, `\"usedMiB\":6000`) {
+		t.Errorf("first usage annotation %s, want 6000 MiB", p)
+	}
+	e.use([3]int{0, 100, 9000})
+	e.clock.Step(15 * time.Second)
+	if p := next("a sample on the next tick"); !strings.Contains(p, `\"usedMiB\":9000`) {
+		t.Errorf("usage annotation after the tick %s, want 9000 MiB", p)
+	}
 }
 
 func TestOverGrantValidate(t *testing.T) {
@@ -419,17 +320,15 @@ func metav1Object(o runtime.Object) (metav1.Object, error) {
 // (unknown); a process missing from the proc root (no hostPID) is unattributed.
 func TestWatchdogAttribution(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
-	multi := makePod("multi", 3, 12, []ctr{{name: "side", units: 2, init: true}, {name: "main", units: 2}},
-		gpushare.PodAllocation{Init: gpushare.Allocation{0: {1: 2}}, App: gpushare.Allocation{0: {1: 2}}})
+	multi := gpuPod("multi", ctr{name: "side", init: true, id: ctrID(10)}, ctr{name: "main", id: ctrID(11)})
 	multi.Spec.InitContainers[0].RestartPolicy = &always
-	multi = running(withUID(multi), ctrID(10), ctrID(11))
-	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05}, multi)
+	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05}, PodClaim{Pod: multi,
+		Claim: gpushare.PodAllocation{Init: gpushare.Allocation{0: {1: 2}}, App: gpushare.Allocation{0: {1: 2}}}})
 	e.proc(t, 500, podCgroup(podUIDs["multi"], ctrID(10)))
 	e.proc(t, 501, podCgroup(podUIDs["multi"], ctrID(11)))
-	if err := os.WriteFile(e.procFile, []byte("- {card: 1, pid: 500, usedMiB: 1024}\n- {card: 1, pid: 501}\n- {card: 1, pid: 999, usedMiB: 300}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.at(t, 0)
+	e.use([3]int{1, 500, 1024}, [3]int{1, 999, 300})
+	e.list(1, gpunvml.Process{PID: 501})
+	e.at(0)
 	node, err := e.client.CoreV1().Nodes().Get(context.Background(), testNode, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -460,9 +359,9 @@ func TestWatchdogTerminatingPod(t *testing.T) {
 	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05, Action: OverGrantEvict})
 	now := metav1.NewTime(epoch)
 	e.ledger.update("nb", func(pod *corev1.Pod) { pod.DeletionTimestamp = &now })
-	e.use(t, [3]int{0, 100, 9000})
-	e.at(t, 0)
-	e.at(t, 60)
+	e.use([3]int{0, 100, 9000})
+	e.at(0)
+	e.at(60)
 	if ev := e.overGrantEvents(); len(ev) != 0 {
 		t.Errorf("events %q for a terminating pod", ev)
 	}
