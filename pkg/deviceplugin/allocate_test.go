@@ -193,7 +193,7 @@ func TestGetPreferredAllocationPicksTheChosenCard(t *testing.T) {
 }
 
 // With an informer that never sees the plugin's pod patches, back-to-back Allocates must
-// still serve different containers (and pods): the plugin's own record decides.
+// still serve different containers (and pods): the plugin's own ledger decides.
 func TestAllocateDoesNotWaitForTheInformer(t *testing.T) {
 	pods := []runtime.Object{
 		makePod("p", 1, 10, []ctr{{name: "x", units: 2}, {name: "y", units: 2}}, app(gpushare.CardUnits{0: 2}, gpushare.CardUnits{1: 2})),

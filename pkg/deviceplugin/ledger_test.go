@@ -235,7 +235,7 @@ func TestGrantDroppedWhenInformerDeletesPod(t *testing.T) {
 	}
 	e.plugin.ledger.grantContainers(a, alloc, e.plugin.informerHas(a), gpushare.ContainerRef{Index: 0})
 	if held := e.heldByOthers(); held[0] != 12 {
-		t.Fatalf("recorded pod not in the informer yet: held %v, want 12 units on card 0", held)
+		t.Fatalf("granted pod not in the informer yet: held %v, want 12 units on card 0", held)
 	}
 	ctx := context.Background()
 	if _, err := e.client.CoreV1().Pods("default").Create(ctx, a, metav1.CreateOptions{}); err != nil {
