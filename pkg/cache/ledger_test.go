@@ -324,7 +324,7 @@ func TestReservationIsTrusted(t *testing.T) {
 		t.Errorf("event:\n got %q\nwant %q", got, want)
 	}
 	n, _ := env.Cache.InspectNode("n1")
-	want := []cache.PodInfo{{Name: "p", Namespace: "default", UID: "uid-p", Units: 8}}
+	want := []gpushare.InspectPod{{Name: "p", Namespace: "default", UID: "uid-p", Units: 8}}
 	if d := cmp.Diff(want, n.Cards[0].Pods); d != "" || cards(env.Cache, "n1") != "0:8/16 1:0/16" {
 		t.Errorf("card 0 pods (-want,+got):\n%s\ncards %s", d, cards(env.Cache, "n1"))
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // Filter rejection reasons (label values of gpushare_filter_rejections_total).
@@ -58,7 +59,7 @@ const (
 // CardSource gives the per-card view and the ledger's statistics at scrape time
 // (implemented by *cache.Cache).
 type CardSource interface {
-	Inspect() []cache.NodeInfo
+	Inspect() []gpushare.InspectNode
 	Ledger() cache.LedgerStats
 }
 
