@@ -60,7 +60,7 @@ const (
 // (implemented by *cache.Cache).
 type CardSource interface {
 	Inspect() []gpushare.InspectNode
-	Ledger() cache.LedgerStats
+	Anomalies() cache.AnomalyStats
 }
 
 var _ CardSource = (*cache.Cache)(nil)
@@ -213,9 +213,9 @@ func (c *cardCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(overcommittedDesc, prometheus.GaugeValue, float64(over))
-	st := c.src.Ledger()
+	st := c.src.Anomalies()
 	for _, r := range anomalyReasons {
-		ch <- prometheus.MustNewConstMetric(anomaliesDesc, prometheus.CounterValue, float64(st.Anomalies[r]), r)
+		ch <- prometheus.MustNewConstMetric(anomaliesDesc, prometheus.CounterValue, float64(st.Counts[r]), r)
 	}
 	ch <- prometheus.MustNewConstMetric(conservativeDesc, prometheus.GaugeValue, float64(st.Conservative))
 }

@@ -9,11 +9,11 @@ import (
 
 type fakeSource struct {
 	nodes  []gpushare.InspectNode
-	ledger cache.LedgerStats
+	ledger cache.AnomalyStats
 }
 
 func (f fakeSource) Inspect() []gpushare.InspectNode { return f.nodes }
-func (f fakeSource) Ledger() cache.LedgerStats       { return f.ledger }
+func (f fakeSource) Anomalies() cache.AnomalyStats   { return f.ledger }
 
 func TestLedgerSeries(t *testing.T) {
 	src := fakeSource{
@@ -23,7 +23,7 @@ func TestLedgerSeries(t *testing.T) {
 			// n2: card 3 vanished from the inventory under a 4-unit pod: 4 of 0 (over)
 			{Name: "n2", Cards: []gpushare.InspectCard{{Index: 3, Total: 0, Used: 4}}},
 		},
-		ledger: cache.LedgerStats{Conservative: 2, Anomalies: map[string]uint64{"invalid": 3, "changed": 1}},
+		ledger: cache.AnomalyStats{Conservative: 2, Counts: map[string]uint64{"invalid": 3, "changed": 1}},
 	}
 	mfs, err := New(src).Registry().Gather()
 	if err != nil {

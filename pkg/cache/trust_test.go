@@ -255,8 +255,8 @@ func TestPodsWithoutValidRecord(t *testing.T) {
 			if d := cmp.Diff([]string{"p"}, dedupe(conservative(t, env.Cache, "n1"))); d != "" {
 				t.Errorf("conservative pods (-want,+got):\n%s", d)
 			}
-			if got := env.Cache.Ledger().Conservative; got != 1 {
-				t.Errorf("Ledger().Conservative = %d, want 1", got)
+			if got := env.Cache.Anomalies().Conservative; got != 1 {
+				t.Errorf("Anomalies().Conservative = %d, want 1", got)
 			}
 			if err := env.Cache.Fits("n1", request(t, ct.Pod("q", tc.fits)), binpack(t)); err == nil {
 				t.Errorf("a pod of %d units fits", tc.fits)
@@ -299,9 +299,9 @@ func TestValidRecordReplacesConservativeUsage(t *testing.T) {
 	if got, want := cards(env.Cache, "n1"), "0:0/16 1:8/16"; got != want {
 		t.Errorf("after breaking the record: %q, want %q", got, want)
 	}
-	want := cache.LedgerStats{Conservative: 0, Anomalies: map[string]uint64{"invalid": 1, "changed": 0, "missing": 1}}
-	if d := cmp.Diff(want, env.Cache.Ledger()); d != "" {
-		t.Errorf("Ledger (-want,+got):\n%s", d)
+	want := cache.AnomalyStats{Conservative: 0, Counts: map[string]uint64{"invalid": 1, "changed": 0, "missing": 1}}
+	if d := cmp.Diff(want, env.Cache.Anomalies()); d != "" {
+		t.Errorf("Anomalies (-want,+got):\n%s", d)
 	}
 }
 
@@ -377,9 +377,9 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	noMoreEvents(t, rec)
-	wantStats := cache.LedgerStats{Anomalies: map[string]uint64{"invalid": 1, "changed": 1, "missing": 1}}
-	if d := cmp.Diff(wantStats, env.Cache.Ledger()); d != "" {
-		t.Errorf("Ledger (-want,+got):\n%s", d)
+	wantStats := cache.AnomalyStats{Counts: map[string]uint64{"invalid": 1, "changed": 1, "missing": 1}}
+	if d := cmp.Diff(wantStats, env.Cache.Anomalies()); d != "" {
+		t.Errorf("Anomalies (-want,+got):\n%s", d)
 	}
 	// Put back on the trusted card, the record counts that card alone again.
 	if got, want := cards(env.Cache, "n1"), "0:8/16 1:0/16"; got != want {
