@@ -36,7 +36,8 @@ func TestLeaderLabel(t *testing.T) {
 			l := newLeaderLabel(client, "kube-system", "ext-0")
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			go l.run(ctx)
+			stopped := make(chan struct{})
+			go func() { defer close(stopped); l.run(ctx) }()
 			for _, w := range tc.wishes {
 				l.set(w)
 			}
@@ -54,6 +55,18 @@ func TestLeaderLabel(t *testing.T) {
 					t.Fatalf("labels %v, want leader label %v (other labels kept)", p.Labels, tc.want)
 				}
 				time.Sleep(10 * time.Millisecond)
+			}
+			// The label may match before run took the last wish, or while it still applies
+			// it: once run has returned, every wish taken is applied, and the label must
+			// still say the last one.
+			cancel()
+			<-stopped
+			p, err := client.CoreV1().Pods("kube-system").Get(context.Background(), "ext-0", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, labelled := p.Labels[gpushare.LabelExtenderLeader]; labelled != tc.want {
+				t.Errorf("after the last wish was applied: labels %v, want leader label %v", p.Labels, tc.want)
 			}
 		})
 	}

@@ -12,21 +12,21 @@ type anomalyCounters struct {
 	invalid, changed, missing atomic.Uint64
 }
 
-// LedgerStats is how far the ledger departs from what pods' records say, for metrics.
-type LedgerStats struct {
+// AnomalyStats is how far the ledger departs from what pods' records say, for metrics.
+type AnomalyStats struct {
 	// Conservative is the number of placed pods counted on every card of their node for want
-	// of a valid allocation record (see PodInfo.Conservative).
+	// of a valid allocation record (see gpushare.InspectPod.Conservative).
 	Conservative int
-	// Anomalies counts, since start, the transitions of placed pods' records by label:
+	// Counts counts, since start, the transitions of placed pods' records by label:
 	// AnomalyInvalid (unreadable, not matching the request, naming cards the node lacks, or an
 	// invalid request), AnomalyChanged (a different valid allocation), AnomalyMissing (bound
 	// without any card annotation). Every label is present.
-	Anomalies map[string]uint64
+	Counts map[string]uint64
 }
 
-// Ledger returns the current LedgerStats.
-func (c *Cache) Ledger() LedgerStats {
-	st := LedgerStats{Anomalies: map[string]uint64{
+// Anomalies returns the current AnomalyStats.
+func (c *Cache) Anomalies() AnomalyStats {
+	st := AnomalyStats{Counts: map[string]uint64{
 		AnomalyInvalid: c.anomalies.invalid.Load(),
 		AnomalyChanged: c.anomalies.changed.Load(),
 		AnomalyMissing: c.anomalies.missing.Load(),

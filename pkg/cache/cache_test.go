@@ -332,7 +332,7 @@ func TestReservationLifecycle(t *testing.T) {
 	// Just before the TTL nothing expires; after it, only the lost reservation goes (the
 	// API server shows its pod unbound).
 	env.Clock.Step(ttl - time.Second)
-	time.Sleep(20 * time.Millisecond)
+	env.Cache.ExpireNow(ctx)
 	if got, want := cards(env.Cache, "n1"), "0:10/16 1:0/16"; got != want {
 		t.Errorf("before TTL: %q, want %q", got, want)
 	}

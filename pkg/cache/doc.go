@@ -6,7 +6,7 @@
 //
 // Pods' annotations are tenant-writable: what a placed pod counts is decided from the records
 // it has shown that are valid for its request, and from the reservation bind made for it,
-// never taken as written (ledger.go; docs/extender.md, "What the ledger trusts").
+// never taken as written (trust.go; docs/extender.md, "What the ledger trusts").
 //
 // All quantities are gpu-mem units (GiB by default; the cache never interprets the unit).
 //

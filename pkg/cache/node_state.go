@@ -50,7 +50,7 @@ type nodeState struct {
 	// made (Pod.reserved). The entries' counted usage gives the units per card (see decide).
 	pods map[types.UID]*podEntry
 	// trust holds, for the rare pod whose counted usage is not its trusted usage (its record
-	// was changed after it was trusted), the trusted one (ledger.go trustedOf).
+	// was changed after it was trusted), the trusted one (trust.go trustedOf).
 	trust map[types.UID]cardUsage
 	// conservative is how many entries count on every card for want of a valid record.
 	conservative int

@@ -53,6 +53,9 @@ const (
 type flight struct {
 	done     chan struct{}
 	finished bool // podsMu
+	// waiting counts the retries blocked in Reserve on this call's outcome (podsMu), so that
+	// a test can tell a retry that waits from one that has not started.
+	waiting int
 }
 
 // reservation is a bind-time hold of cards for a pod: where, what Reserve answered (so a
@@ -103,13 +106,16 @@ func (c *Cache) Reserve(ctx context.Context, nodeName string, pod metav1.Object,
 		if r.flight == nil {
 			return c.reuseLocked(uid, r), nil
 		}
-		done := r.flight.done
+		f := r.flight
+		f.waiting++
 		c.podsMu.Unlock()
 		select {
-		case <-done:
+		case <-f.done:
 			c.podsMu.Lock()
+			f.waiting--
 		case <-ctx.Done():
 			c.podsMu.Lock() // for the deferred Unlock
+			f.waiting--
 			return Reservation{}, ErrBindInFlight
 		}
 	}

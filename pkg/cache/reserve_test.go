@@ -72,7 +72,9 @@ func TestReserveRetries(t *testing.T) {
 		r, err := env.Cache.Reserve(ctx, "n1", pod, req, pol)
 		got <- result{r, err}
 	}()
-	time.Sleep(10 * time.Millisecond) // let it wait (it also passes if it had not started)
+	ct.Eventually(t, "the retry waits for the first call's outcome", func() bool {
+		return env.Cache.RetriesWaiting(pod.UID) == 1
+	})
 	env.Cache.Finish(first, cache.BindUnknown)
 	second := <-got
 	if second.err != nil {
@@ -176,7 +178,7 @@ func TestExpiryConfirmsUnbound(t *testing.T) {
 	}
 	// Before the TTL nothing goes, whatever the API server says.
 	env.Clock.Step(ttl - time.Second)
-	time.Sleep(20 * time.Millisecond)
+	env.Cache.ExpireNow(t.Context())
 	if got, want := cards(env.Cache, "n1"), "0:16/16 1:0/16"; got != want {
 		t.Errorf("before the TTL: %q, want %q", got, want)
 	}
@@ -189,7 +191,7 @@ func TestExpiryConfirmsUnbound(t *testing.T) {
 	})
 	for i := 0; i < 3; i++ { // more passes change nothing
 		env.Clock.Step(ttl)
-		time.Sleep(10 * time.Millisecond)
+		env.Cache.ExpireNow(t.Context())
 	}
 	if d := cmp.Diff(want, held(env.Cache, "n1")); d != "" {
 		t.Errorf("holds after more passes (-want,+got):\n%s", d)

@@ -110,7 +110,7 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) no
 		}
 		return n.Pods[i].Name < n.Pods[j].Name
 	})
-	// The extender's rule (cache.NodeInfo): an unhealthy card's pods still hold their units,
+	// The extender's rule (gpushare.InspectNode): an unhealthy card's pods still hold their units,
 	// but its capacity is not on offer, so Allocated counts every card and Total the healthy
 	// ones.
 	for _, c := range n.Cards {

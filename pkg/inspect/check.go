@@ -15,7 +15,7 @@ import (
 type checkViews struct {
 	Annotations annotatedView
 	// Extender is nil when the extender was not reached (NotChecked says why).
-	Extender *extenderInspect
+	Extender *gpushare.InspectReport
 	// Plugins are the share-plugin answers that were read, one per node reached.
 	Plugins []gpushare.ServedReport
 	// NotChecked lists the components (or nodes of them) that could not be read.
@@ -92,7 +92,7 @@ func compareViews(v checkViews) checkReport {
 		r.Cards += len(n.Cards)
 		r.Pods += len(n.Pods)
 	}
-	ext := map[string]*extenderNode{}
+	ext := map[string]*gpushare.InspectNode{}
 	if v.Extender != nil {
 		for i := range v.Extender.Nodes {
 			n := &v.Extender.Nodes[i]
@@ -183,9 +183,9 @@ func (n *annotatedNode) used() cardSums {
 // card, the extender's Used less its reserved and conservative pods must equal the valid
 // annotated pods' units; reserved pods are left out on both sides (a hold whose pod the
 // extender has not seen bound yet is no disagreement) and noted.
-func (r *checkReport) extenderProblems(a *annotatedNode, e *extenderNode) {
+func (r *checkReport) extenderProblems(a *annotatedNode, e *gpushare.InspectNode) {
 	if e == nil {
-		e = &extenderNode{Name: a.Name}
+		e = &gpushare.InspectNode{Name: a.Name}
 	}
 	pods := map[string]annotatedPod{}
 	for _, p := range a.Pods {
@@ -193,7 +193,7 @@ func (r *checkReport) extenderProblems(a *annotatedNode, e *extenderNode) {
 	}
 	reserved := map[string]bool{}
 	conservative := map[string][]int{}
-	extCards := map[int]*extenderCard{}
+	extCards := map[int]*gpushare.InspectCard{}
 	for i := range e.Cards {
 		c := &e.Cards[i]
 		extCards[c.Index] = c
@@ -255,10 +255,10 @@ func (r *checkReport) extenderProblems(a *annotatedNode, e *extenderNode) {
 // extenderPodKey is the annotations' key of an extender pod; a pod whose UID differs from
 // the bound pod of that name is another pod (a deleted one the ledger still holds), so its
 // key carries the UID.
-func extenderPodKey(p extenderPod, pods map[string]annotatedPod) string {
+func extenderPodKey(p gpushare.InspectPod, pods map[string]annotatedPod) string {
 	key := p.Namespace + "/" + p.Name
-	if ap, ok := pods[key]; ok && p.UID != "" && ap.UID != "" && p.UID != ap.UID {
-		return key + " (uid " + p.UID + ")"
+	if ap, ok := pods[key]; ok && p.UID != "" && ap.UID != "" && string(p.UID) != ap.UID {
+		return key + " (uid " + string(p.UID) + ")"
 	}
 	return key
 }

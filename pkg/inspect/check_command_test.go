@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // proxyAnswer is an API-server proxy response for the fake clientset.
@@ -76,11 +78,11 @@ func TestCheckCommand(t *testing.T) {
 	drifted := agreeingExtender()
 	drifted.Nodes[0].Cards[0].Used = 5 // 5 counted, pods 4
 	withGhost := agreeingExtender()
-	withGhost.Nodes = append(withGhost.Nodes, extenderNode{Name: "gpu-z", Cards: []extenderCard{{Index: 0, Used: 3, Pods: []extenderPod{{Namespace: "ml", Name: "ghost", Units: 3}}}}})
+	withGhost.Nodes = append(withGhost.Nodes, gpushare.InspectNode{Name: "gpu-z", Cards: []gpushare.InspectCard{{Index: 0, Used: 3, Pods: []gpushare.InspectPod{{Namespace: "ml", Name: "ghost", Units: 3}}}}})
 
-	ext := serveJSON(t, extenderInspectPath, agreeingExtender())
-	extDrifted := serveJSON(t, extenderInspectPath, drifted)
-	extGhost := serveJSON(t, extenderInspectPath, withGhost)
+	ext := serveJSON(t, gpushare.InspectPath, agreeingExtender())
+	extDrifted := serveJSON(t, gpushare.InspectPath, drifted)
+	extGhost := serveJSON(t, gpushare.InspectPath, withGhost)
 	plugin := serveJSON(t, pluginServedPath, agreeingPlugin())
 	unsynced := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "cache not synced", http.StatusServiceUnavailable)

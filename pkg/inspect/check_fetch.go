@@ -28,7 +28,6 @@ const (
 	// The extender's diagnostics port, which serves inspect (HTTPS).
 	extenderServicePort   = "diagnostics"
 	extenderServiceScheme = "https"
-	extenderInspectPath   = "/gpushare-scheduler/inspect"
 
 	pluginNamespace  = metav1.NamespaceSystem
 	pluginSelector   = "app.kubernetes.io/name=share-plugin"
@@ -66,18 +65,18 @@ type fetcher struct {
 
 // extender returns the extender's ledger, or why it could not be read (Required when the
 // user named its URL).
-func (f fetcher) extender(ctx context.Context, src checkSources) (*extenderInspect, *notChecked) {
+func (f fetcher) extender(ctx context.Context, src checkSources) (*gpushare.InspectReport, *notChecked) {
 	var body []byte
 	var err error
 	if src.ExtenderURL != "" {
-		body, err = f.get(ctx, strings.TrimRight(src.ExtenderURL, "/")+extenderInspectPath)
+		body, err = f.get(ctx, strings.TrimRight(src.ExtenderURL, "/")+gpushare.InspectPath)
 	} else {
-		body, err = doRaw(ctx, f.Client.CoreV1().Services(src.ExtenderNamespace).ProxyGet(extenderServiceScheme, src.ExtenderService, extenderServicePort, extenderInspectPath, nil))
+		body, err = doRaw(ctx, f.Client.CoreV1().Services(src.ExtenderNamespace).ProxyGet(extenderServiceScheme, src.ExtenderService, extenderServicePort, gpushare.InspectPath, nil))
 		if err != nil {
 			err = fmt.Errorf("through service %s/%s: %w", src.ExtenderNamespace, src.ExtenderService, err)
 		}
 	}
-	var v extenderInspect
+	var v gpushare.InspectReport
 	if err == nil {
 		err = decodeStrict(body, &v, "the extender's /inspect answer")
 	}

@@ -23,10 +23,10 @@ func agreeingPods() []corev1.Pod {
 }
 
 // agreeingExtender is the extender's ledger of agreeingPods.
-func agreeingExtender() *extenderInspect {
-	return &extenderInspect{Nodes: []extenderNode{{Name: "gpu-a", Total: 28, Used: 10, Cards: []extenderCard{
-		{Index: 0, Total: 14, Used: 4, Healthy: true, Pods: []extenderPod{{Namespace: "ml", Name: "a", UID: "ml-a", Units: 4}}},
-		{Index: 1, Total: 14, Used: 6, Healthy: true, Pods: []extenderPod{{Namespace: "ml", Name: "b", UID: "ml-b", Units: 6}}},
+func agreeingExtender() *gpushare.InspectReport {
+	return &gpushare.InspectReport{Nodes: []gpushare.InspectNode{{Name: "gpu-a", Total: 28, Used: 10, Cards: []gpushare.InspectCard{
+		{Index: 0, Total: 14, Used: 4, Healthy: true, Pods: []gpushare.InspectPod{{Namespace: "ml", Name: "a", UID: "ml-a", Units: 4}}},
+		{Index: 1, Total: 14, Used: 6, Healthy: true, Pods: []gpushare.InspectPod{{Namespace: "ml", Name: "b", UID: "ml-b", Units: 6}}},
 	}}}}
 }
 
@@ -44,15 +44,15 @@ func TestCompareViews(t *testing.T) {
 	tests := []struct {
 		name      string
 		pods      []corev1.Pod
-		extender  func(*extenderInspect)       // changes agreeingExtender; nil keeps it
-		noExt     bool                         // the extender was not read
-		plugin    func(*gpushare.ServedReport) // changes agreeingPlugin
-		skipped   []notChecked                 // components not read
-		want      []string                     // problem lines
-		wantKinds []string                     // their kinds
-		wantNotes []string                     // notes
-		wantOK    bool                         // no problem, every required view read
-		wantPods  int                          // pods counted
+		extender  func(*gpushare.InspectReport) // changes agreeingExtender; nil keeps it
+		noExt     bool                          // the extender was not read
+		plugin    func(*gpushare.ServedReport)  // changes agreeingPlugin
+		skipped   []notChecked                  // components not read
+		want      []string                      // problem lines
+		wantKinds []string                      // their kinds
+		wantNotes []string                      // notes
+		wantOK    bool                          // no problem, every required view read
+		wantPods  int                           // pods counted
 	}{
 		{
 			name: "all three agree", pods: agreeingPods(), wantOK: true, wantPods: 2,
@@ -111,11 +111,11 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "empty entry for a container without gpu-mem names nothing: ml/x counts 4 on card 0",
 			pods: append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(4, 0).GPU(0, 0).Alloc(`{"0":{"0":4},"1":{}}`).Obj()),
-			extender: func(e *extenderInspect) {
+			extender: func(e *gpushare.InspectReport) {
 				e.Nodes[0].Used += 4
 				c := &e.Nodes[0].Cards[0]
 				c.Used += 4
-				c.Pods = append(c.Pods, extenderPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 4})
+				c.Pods = append(c.Pods, gpushare.InspectPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 4})
 			},
 			plugin: func(r *gpushare.ServedReport) {
 				r.Cards[0].ServedUnits += 4
@@ -144,7 +144,7 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "extender's used drifts from its pods: 5 with pods of 4",
 			pods: agreeingPods(),
-			extender: func(e *extenderInspect) {
+			extender: func(e *gpushare.InspectReport) {
 				e.Nodes[0].Cards[0].Used = 5
 			},
 			wantPods:  2,
@@ -154,7 +154,7 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "extender holds a deleted pod of the same name (other uid)",
 			pods: agreeingPods(),
-			extender: func(e *extenderInspect) {
+			extender: func(e *gpushare.InspectReport) {
 				e.Nodes[0].Cards[0].Pods[0].UID = "old"
 			},
 			wantPods:  2,
@@ -164,10 +164,10 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "reservation not yet bound: noted, no disagreement (used 4+2, annotations 4)",
 			pods: agreeingPods(),
-			extender: func(e *extenderInspect) {
+			extender: func(e *gpushare.InspectReport) {
 				c := &e.Nodes[0].Cards[0]
 				c.Used += 2
-				c.Pods = append(c.Pods, extenderPod{Namespace: "ml", Name: "r", UID: "ml-r", Units: 2, Reserved: true})
+				c.Pods = append(c.Pods, gpushare.InspectPod{Namespace: "ml", Name: "r", UID: "ml-r", Units: 2, Reserved: true})
 			},
 			wantPods:  2,
 			wantNotes: []string{"node gpu-a card 0: extender holds 2 units for ml/r, reserved and not yet seen bound"},
@@ -176,10 +176,10 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "reserved pod already bound in the API: left out on both sides",
 			pods: append(agreeingPods(), *makePod("ml", "r").Node("gpu-a").GPU(2, 0).Alloc(`{"0":{"0":2}}`).Obj()),
-			extender: func(e *extenderInspect) {
+			extender: func(e *gpushare.InspectReport) {
 				c := &e.Nodes[0].Cards[0]
 				c.Used += 2
-				c.Pods = append(c.Pods, extenderPod{Namespace: "ml", Name: "r", UID: "ml-r", Units: 2, Reserved: true})
+				c.Pods = append(c.Pods, gpushare.InspectPod{Namespace: "ml", Name: "r", UID: "ml-r", Units: 2, Reserved: true})
 			},
 			wantPods:  3,
 			wantNotes: []string{"node gpu-a card 0: extender holds 2 units for ml/r, reserved and not yet seen bound"},
@@ -188,11 +188,11 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "invalid record counted conservatively by the extender on both cards",
 			pods: append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(4, 0).Alloc(`[1]`).Obj()),
-			extender: func(e *extenderInspect) {
+			extender: func(e *gpushare.InspectReport) {
 				for i := range e.Nodes[0].Cards {
 					c := &e.Nodes[0].Cards[i]
 					c.Used += 4
-					c.Pods = append(c.Pods, extenderPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 4, Conservative: true})
+					c.Pods = append(c.Pods, gpushare.InspectPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 4, Conservative: true})
 				}
 			},
 			wantPods: 3,
@@ -205,10 +205,10 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "extender trusts a record the annotations find invalid",
 			pods: append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(4, 0).Alloc(`{"0":{"0":2}}`).Obj()),
-			extender: func(e *extenderInspect) {
+			extender: func(e *gpushare.InspectReport) {
 				c := &e.Nodes[0].Cards[0]
 				c.Used += 2
-				c.Pods = append(c.Pods, extenderPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 2})
+				c.Pods = append(c.Pods, gpushare.InspectPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: 2})
 			},
 			plugin:   func(r *gpushare.ServedReport) {},
 			wantPods: 3,
@@ -221,8 +221,8 @@ func TestCompareViews(t *testing.T) {
 		{
 			name: "extender knows a node the annotations do not share",
 			pods: agreeingPods(),
-			extender: func(e *extenderInspect) {
-				e.Nodes = append(e.Nodes, extenderNode{Name: "gpu-z", Cards: []extenderCard{{Index: 0, Total: 16, Used: 3, Pods: []extenderPod{{Namespace: "ml", Name: "ghost", Units: 3}}}}})
+			extender: func(e *gpushare.InspectReport) {
+				e.Nodes = append(e.Nodes, gpushare.InspectNode{Name: "gpu-z", Cards: []gpushare.InspectCard{{Index: 0, Total: 16, Used: 3, Pods: []gpushare.InspectPod{{Namespace: "ml", Name: "ghost", Units: 3}}}}})
 			},
 			wantPods:  2,
 			want:      []string{"node gpu-z card 0: extender counts 3 units, annotations 0 (ml/ghost: extender 3, annotations not bound here)"},

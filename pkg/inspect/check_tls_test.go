@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // --check reads an extender whose diagnostics listener asks for mutual TLS when given the
@@ -35,7 +37,7 @@ func TestCheckExtenderMutualTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ext := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != extenderInspectPath {
+		if r.URL.Path != gpushare.InspectPath {
 			http.NotFound(w, r)
 			return
 		}

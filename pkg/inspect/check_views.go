@@ -12,42 +12,10 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// The three views --check compares. The extender's and share-plugin's are decoded from
-// their JSON here rather than imported from pkg/cache and pkg/deviceplugin: inspect talks to
-// them over HTTP and must not pull in the extender or the plugin.
-
-// extenderInspect is the extender's GET /gpushare-scheduler/inspect answer (pkg/cache
-// NodeInfo as JSON). Amounts are gpu-mem units of each node.
-type extenderInspect struct {
-	Nodes []extenderNode `json:"nodes"`
-}
-
-type extenderNode struct {
-	Name  string         `json:"name"`
-	Total int64          `json:"totalGPU"`
-	Used  int64          `json:"usedGPU"`
-	Cards []extenderCard `json:"devs"`
-}
-
-type extenderCard struct {
-	Index   int           `json:"id"`
-	Total   int64         `json:"totalGPU"`
-	Used    int64         `json:"usedGPU"` // placed and reserved pods together
-	Healthy bool          `json:"healthy"`
-	Pods    []extenderPod `json:"pods"`
-}
-
-type extenderPod struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	UID       string `json:"uid"`
-	Units     int64  `json:"usedGPU"`
-	// Reserved: held at bind, not yet seen bound by the extender's informer.
-	Reserved bool `json:"reserved"`
-	// Conservative: the extender could not trust the pod's record and counts it on every
-	// card of the node.
-	Conservative bool `json:"conservative"`
-}
+// The three views --check compares. The extender's (gpushare.InspectReport) and
+// share-plugin's (gpushare.ServedReport) are decoded from their JSON rather than read from
+// pkg/cache and pkg/deviceplugin: inspect talks to them over HTTP and must not pull in the
+// extender or the plugin.
 
 // annotatedView is what the API server's node and pod objects say: the sharing nodes' cards
 // and the allocations of the non-terminated gpu-mem pods bound to them.

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // Filter rejection reasons (label values of gpushare_filter_rejections_total).
@@ -58,8 +59,8 @@ const (
 // CardSource gives the per-card view and the ledger's statistics at scrape time
 // (implemented by *cache.Cache).
 type CardSource interface {
-	Inspect() []cache.NodeInfo
-	Ledger() cache.LedgerStats
+	Inspect() []gpushare.InspectNode
+	Anomalies() cache.AnomalyStats
 }
 
 var _ CardSource = (*cache.Cache)(nil)
@@ -212,9 +213,9 @@ func (c *cardCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(overcommittedDesc, prometheus.GaugeValue, float64(over))
-	st := c.src.Ledger()
+	st := c.src.Anomalies()
 	for _, r := range anomalyReasons {
-		ch <- prometheus.MustNewConstMetric(anomaliesDesc, prometheus.CounterValue, float64(st.Anomalies[r]), r)
+		ch <- prometheus.MustNewConstMetric(anomaliesDesc, prometheus.CounterValue, float64(st.Counts[r]), r)
 	}
 	ch <- prometheus.MustNewConstMetric(conservativeDesc, prometheus.GaugeValue, float64(st.Conservative))
 }

@@ -4,25 +4,26 @@ import (
 	"testing"
 
 	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 type fakeSource struct {
-	nodes  []cache.NodeInfo
-	ledger cache.LedgerStats
+	nodes  []gpushare.InspectNode
+	ledger cache.AnomalyStats
 }
 
-func (f fakeSource) Inspect() []cache.NodeInfo { return f.nodes }
-func (f fakeSource) Ledger() cache.LedgerStats { return f.ledger }
+func (f fakeSource) Inspect() []gpushare.InspectNode { return f.nodes }
+func (f fakeSource) Anomalies() cache.AnomalyStats   { return f.ledger }
 
 func TestLedgerSeries(t *testing.T) {
 	src := fakeSource{
-		nodes: []cache.NodeInfo{
+		nodes: []gpushare.InspectNode{
 			// n1: card 0 holds 20 of 16 (over), card 1 16 of 16 (full, not over)
-			{Name: "n1", Cards: []cache.CardInfo{{Index: 0, Total: 16, Used: 20}, {Index: 1, Total: 16, Used: 16}}},
+			{Name: "n1", Cards: []gpushare.InspectCard{{Index: 0, Total: 16, Used: 20}, {Index: 1, Total: 16, Used: 16}}},
 			// n2: card 3 vanished from the inventory under a 4-unit pod: 4 of 0 (over)
-			{Name: "n2", Cards: []cache.CardInfo{{Index: 3, Total: 0, Used: 4}}},
+			{Name: "n2", Cards: []gpushare.InspectCard{{Index: 3, Total: 0, Used: 4}}},
 		},
-		ledger: cache.LedgerStats{Conservative: 2, Anomalies: map[string]uint64{"invalid": 3, "changed": 1}},
+		ledger: cache.AnomalyStats{Conservative: 2, Counts: map[string]uint64{"invalid": 3, "changed": 1}},
 	}
 	mfs, err := New(src).Registry().Gather()
 	if err != nil {

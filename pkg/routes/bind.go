@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
+	"github.com/gpushare/gpushare/pkg/binding"
 	"github.com/gpushare/gpushare/pkg/cache"
-	"github.com/gpushare/gpushare/pkg/frontend"
 	"github.com/gpushare/gpushare/pkg/metrics"
 )
 
@@ -24,11 +24,10 @@ func (s *server) installBind(r *httprouter.Router) {
 	r.POST(Prefix+"/bind", s.limit("bind", s.whenLeading("bind", s.whenSynced("bind", s.bind))))
 }
 
-// bind holds cards for the pod, then creates a Binding that carries the allocation
-// annotations (one API write; frontend.Binder). A failed write is resolved by reading the pod
-// back: the cards are freed only when the pod is definitely not bound by them. Retries of
-// the same bind reuse the held cards (see cache.Reserve). Failures are answered with HTTP 200
-// and ExtenderBindingResult.Error, which is how the scheduler expects them.
+// bind answers the scheduler's bind call: bindPod checks the pod, and binding.Binder.Bind
+// holds its cards, writes the Binding that carries them and settles the outcome. Failures are
+// answered with HTTP 200 and ExtenderBindingResult.Error, which is how the scheduler expects
+// them.
 func (s *server) bind(w http.ResponseWriter, r *http.Request, _ httprouter.Params) {
 	start := time.Now()
 	defer func() { s.Metrics.BindDuration.Observe(since(start)) }()
@@ -46,7 +45,7 @@ func (s *server) bind(w http.ResponseWriter, r *http.Request, _ httprouter.Param
 	logger := klog.FromContext(r.Context()).WithValues("pod", klog.KRef(args.PodNamespace, args.PodName), "node", args.Node)
 	var res extenderv1.ExtenderBindingResult
 	if err := s.bindPod(r.Context(), args); err != nil {
-		var be *frontend.BindError
+		var be *binding.Error
 		if errors.As(err, &be) {
 			s.Metrics.BindFailed(be.Label)
 		}
@@ -86,7 +85,8 @@ func checkBindArgs(args *extenderv1.ExtenderBindingArgs) (label string, err erro
 
 // bindPod binds the pod args name, after checking that it is one the extender may bind: the
 // UID the scheduler placed, a scheduler the extender serves, a gpu-mem request (unless
-// BindNonGPUPods), and a node its filter passes (checked by Reserve, under the node lock).
+// BindNonGPUPods), and a node its filter passes (checked by Bind's reservation, under the
+// node lock).
 func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArgs) error {
 	pod, err := s.getPod(ctx, args.PodNamespace, args.PodName)
 	if err != nil {
@@ -94,33 +94,23 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 	}
 	ns, name, uid := pod.GetNamespace(), pod.GetName(), pod.GetUID()
 	if uid != args.PodUID {
-		return frontend.FailBind(metrics.BindUIDMismatch, "pod %s/%s has UID %s, bind asked for %s (pod was re-created)",
+		return binding.Fail(metrics.BindUIDMismatch, "pod %s/%s has UID %s, bind asked for %s (pod was re-created)",
 			args.PodNamespace, args.PodName, uid, args.PodUID)
 	}
 	if sched := schedulerOf(pod); !s.served.Has(sched) {
-		return frontend.FailBind(metrics.BindSchedulerName, "pod %s/%s has schedulerName %q; this extender binds only pods of %s",
+		return binding.Fail(metrics.BindSchedulerName, "pod %s/%s has schedulerName %q; this extender binds only pods of %s",
 			ns, name, sched, strings.Join(sets.List(s.served), ", "))
 	}
 	req, err := pod.Request()
 	if err != nil {
-		return frontend.FailBind(metrics.BindInvalid, "pod %s/%s: %w", ns, name, err)
+		return binding.Fail(metrics.BindInvalid, "pod %s/%s: %w", ns, name, err)
 	}
-	if req.IsZero() { // not a gpushare pod: bind it plainly, when allowed to
-		if !s.BindNonGPUPods {
-			return frontend.FailBind(metrics.BindNotGPU, "pod %s/%s requests no %s; this extender binds only pods that do "+
-				"(a scheduler configuration without managedResources sends it every pod: see --bind-non-gpu-pods)",
-				ns, name, s.Resources.Mem)
-		}
-		return s.binder.BindPlain(ctx, pod, args.Node)
+	if req.IsZero() && !s.BindNonGPUPods {
+		return binding.Fail(metrics.BindNotGPU, "pod %s/%s requests no %s; this extender binds only pods that do "+
+			"(a scheduler configuration without managedResources sends it every pod: see --bind-non-gpu-pods)",
+			ns, name, s.Resources.Mem)
 	}
-
-	// Waiting for an earlier Binding of the same pod is bounded by this request: the
-	// scheduler retries later.
-	rsv, err := s.Cache.Reserve(ctx, args.Node, pod, req, s.Cache.ForPod(s.Policy))
-	if err != nil {
-		return s.binder.ReserveFailed(pod, args.Node, err)
-	}
-	return s.binder.Write(ctx, pod, args.Node, req, rsv)
+	return s.binder.Bind(ctx, pod, args.Node, req, s.Policy)
 }
 
 // schedulerOf is the pod's scheduler name, with the API server's default for none.
@@ -135,20 +125,20 @@ func schedulerOf(pod *cache.Pod) string {
 // moments ago may not have reached the informer yet), in the slim form either way: bind
 // reads no more of a pod than the informer keeps. The API reads are rate-limited (podGets):
 // a name the informer does not hold is rare from the scheduler and free for anyone else to
-// invent, so beyond the rate the bind fails at once, without a read. Errors are *bindError
-// (pod_lookup).
+// invent, so beyond the rate the bind fails at once, without a read. Errors are
+// *binding.Error (pod_lookup).
 func (s *server) getPod(ctx context.Context, ns, name string) (*cache.Pod, error) {
 	if pod, ok := s.Cache.Pod(ns, name); ok {
 		return pod, nil
 	}
 	if !s.podGets.Allow() {
-		return nil, frontend.FailBind(metrics.BindPodLookup, "looking up pod %s/%s: not in the extender's pod cache, and reading "+
+		return nil, binding.Fail(metrics.BindPodLookup, "looking up pod %s/%s: not in the extender's pod cache, and reading "+
 			"such pods from the API server is over its rate limit (%g/s, burst %d); retry shortly",
 			ns, name, s.PodGetQPS, s.PodGetBurst)
 	}
 	pod, err := s.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return nil, frontend.FailBind(metrics.BindPodLookup, "looking up pod %s/%s: %w", ns, name, err)
+		return nil, binding.Fail(metrics.BindPodLookup, "looking up pod %s/%s: %w", ns, name, err)
 	}
 	return cache.NewPod(pod, s.Resources), nil
 }

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
-	"github.com/gpushare/gpushare/pkg/frontend"
 	"github.com/gpushare/gpushare/pkg/metrics"
+	"github.com/gpushare/gpushare/pkg/reasons"
 )
 
 func (s *server) installFilter(r *httprouter.Router) {
@@ -97,7 +97,7 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 
 // filterHeld passes only the node holding the pod's cards.
 func (s *server) filterHeld(names []string, node string, pass []bool, res *extenderv1.ExtenderFilterResult) {
-	reason := frontend.HeldElsewhere(node)
+	reason := reasons.HeldElsewhere(node)
 	for i, n := range names {
 		if n == node {
 			pass[i] = true

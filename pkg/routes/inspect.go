@@ -6,21 +6,16 @@ import (
 
 	"github.com/julienschmidt/httprouter"
 
-	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// inspectResult is the /inspect answer: cache.NodeInfo's JSON form, one per node by name.
-type inspectResult struct {
-	Nodes []cache.NodeInfo `json:"nodes"`
-}
-
 func (s *server) installInspect(r *httprouter.Router) {
-	r.GET(Prefix+"/inspect", s.limit("inspect", s.whenSynced("inspect", s.inspectAll)))
-	r.GET(Prefix+"/inspect/:node", s.limit("inspect", s.whenSynced("inspect", s.inspectNode)))
+	r.GET(gpushare.InspectPath, s.limit("inspect", s.whenSynced("inspect", s.inspectAll)))
+	r.GET(gpushare.InspectPath+"/:node", s.limit("inspect", s.whenSynced("inspect", s.inspectNode)))
 }
 
 func (s *server) inspectAll(w http.ResponseWriter, _ *http.Request, _ httprouter.Params) {
-	writeJSON(w, http.StatusOK, &inspectResult{Nodes: s.Cache.Inspect()})
+	writeJSON(w, http.StatusOK, &gpushare.InspectReport{Nodes: s.Cache.Inspect()})
 }
 
 func (s *server) inspectNode(w http.ResponseWriter, _ *http.Request, ps httprouter.Params) {
@@ -30,5 +25,5 @@ func (s *server) inspectNode(w http.ResponseWriter, _ *http.Request, ps httprout
 		writeError(w, http.StatusNotFound, fmt.Errorf("node %q is not a gpushare node", name))
 		return
 	}
-	writeJSON(w, http.StatusOK, &inspectResult{Nodes: []cache.NodeInfo{n}})
+	writeJSON(w, http.StatusOK, &gpushare.InspectReport{Nodes: []gpushare.InspectNode{n}})
 }

@@ -14,11 +14,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/pkg/binding"
 	"github.com/gpushare/gpushare/pkg/cache"
-	"github.com/gpushare/gpushare/pkg/frontend"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
+	"github.com/gpushare/gpushare/pkg/reasons"
 )
 
 // Prefix is the URL prefix of the extender verbs (the scheduler's urlPrefix ends with it).
@@ -53,7 +54,7 @@ const DefaultSchedulerName = corev1.DefaultSchedulerName
 // DefaultBindTimeout bounds a bind's API writes, and separately the read-back that settles
 // a failed one. They run detached from the scheduler's request (see bind), so this, not the
 // scheduler's httpTimeout, ends a stuck write.
-const DefaultBindTimeout = frontend.DefaultBindTimeout
+const DefaultBindTimeout = binding.DefaultBindTimeout
 
 // Config is what New needs.
 type Config struct {
@@ -157,8 +158,8 @@ func (c *Config) validate() error {
 
 type server struct {
 	Config
-	reasons  frontend.Reasons
-	binder   *frontend.Binder
+	wording  reasons.Wording
+	binder   *binding.Binder
 	served   sets.Set[string]
 	inflight chan struct{} // one slot per request being served (see limit)
 	podGets  *rate.Limiter // bind's API reads of pods the informer does not hold
@@ -190,12 +191,12 @@ func New(cfg Config) (*Handlers, error) {
 	}
 	s := &server{
 		Config:   cfg,
-		reasons:  frontend.NewReasons(cfg.Resources, cfg.NodeSelector),
+		wording:  reasons.NewWording(cfg.Resources, cfg.NodeSelector),
 		served:   sets.New(cfg.SchedulerNames...),
 		inflight: make(chan struct{}, cfg.MaxInflight),
 		podGets:  rate.NewLimiter(rate.Limit(cfg.PodGetQPS), cfg.PodGetBurst),
 	}
-	s.binder = &frontend.Binder{Cache: cfg.Cache, Client: cfg.Client, Reasons: s.reasons, Timeout: cfg.BindTimeout}
+	s.binder = &binding.Binder{Cache: cfg.Cache, Client: cfg.Client, Wording: s.wording, Timeout: cfg.BindTimeout}
 	verbs := newRouter()
 	s.installFilter(verbs)
 	s.installPrioritize(verbs)

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpushare/gpushare/pkg/binding"
 	"github.com/gpushare/gpushare/pkg/cache"
-	"github.com/gpushare/gpushare/pkg/frontend"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
@@ -70,7 +70,7 @@ func SetDefaults(a *GPUShareArgs) {
 		a.ReservationTTL = &metav1.Duration{Duration: cache.DefaultReservationTTL}
 	}
 	if a.BindTimeout == nil {
-		a.BindTimeout = &metav1.Duration{Duration: frontend.DefaultBindTimeout}
+		a.BindTimeout = &metav1.Duration{Duration: binding.DefaultBindTimeout}
 	}
 }
 

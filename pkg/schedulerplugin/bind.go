@@ -54,8 +54,8 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Po
 }
 
 // Bind binds a pod that requests gpu-mem with the Binding that carries its card annotations
-// (frontend.Binder: one API write, a failed one settled by reading the pod back). Other pods
-// are skipped, for DefaultBinder.
+// (binding.Binder.Write: one API write, a failed one settled by reading the pod back). Other
+// pods are skipped, for DefaultBinder.
 func (p *Plugin) Bind(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
-	"github.com/gpushare/gpushare/pkg/frontend"
+	"github.com/gpushare/gpushare/pkg/reasons"
 )
 
 // errNotReady: the ledger has not yet seen every node and pod; answering now could promise a
@@ -56,7 +56,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 	// The name is read only when needed: the node object's memory is seldom in cache here,
 	// and this runs for every node of every cycle.
 	if s.held != "" && obj.Name != s.held {
-		return fwk.NewStatus(fwk.Unschedulable, frontend.HeldElsewhere(s.held))
+		return fwk.NewStatus(fwk.Unschedulable, reasons.HeldElsewhere(s.held))
 	}
 	var d *nodeDryRun
 	if s.dryRun != nil {
@@ -70,7 +70,7 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 	if err == nil {
 		return nil
 	}
-	rej := p.reasons.Reject(err)
+	rej := p.wording.Reject(err)
 	if rej.Resolvable {
 		return fwk.NewStatus(fwk.Unschedulable, rej.Reason)
 	}

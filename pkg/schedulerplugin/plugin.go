@@ -15,11 +15,12 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/gpushare/gpushare/pkg/binding"
 	"github.com/gpushare/gpushare/pkg/cache"
-	"github.com/gpushare/gpushare/pkg/frontend"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
+	"github.com/gpushare/gpushare/pkg/reasons"
 )
 
 // Name is the plugin's name in a KubeSchedulerConfiguration.
@@ -36,8 +37,8 @@ type Plugin struct {
 	pol           policy.Policy
 	workloadAware bool // pol scores pods without gpu-mem too (fgd)
 	res           gpushare.Resources
-	reasons       frontend.Reasons
-	binder        *frontend.Binder
+	wording       reasons.Wording
+	binder        *binding.Binder
 	parallelizer  fwk.Parallelizer // nil: PreScore rates the nodes in one goroutine
 	rates         sync.Pool        // of *nodeRates, PreScore's buffers (score.go)
 }
@@ -122,12 +123,12 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			klog.FromContext(ctx).Error(err, "gpushare ledger stopped")
 		}
 	}()
-	reasons := frontend.NewReasons(res, sel.String())
+	wording := reasons.NewWording(res, sel.String())
 	klog.FromContext(ctx).Info("GPUShare plugin ready to sync", "policy", pol.Name(), "nodeSelector", sel.String(),
 		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration)
 	return &Plugin{
-		cache: c, pol: pol, workloadAware: workloadAware, res: res, reasons: reasons, parallelizer: h.Parallelizer(),
-		binder: &frontend.Binder{Cache: c, Client: h.ClientSet(), Reasons: reasons, Timeout: args.BindTimeout.Duration},
+		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, parallelizer: h.Parallelizer(),
+		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
 }
 

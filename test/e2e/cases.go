@@ -141,8 +141,8 @@ func referenceScenario(t *testing.T, e *Env, sched string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n.UsedGPU != 12 || n.TotalGPU != 14 {
-			t.Errorf("extender inspect %s: used/total %d/%d, want 12/14; JSON %s", e.RealNode, n.UsedGPU, n.TotalGPU, b)
+		if n.Used != 12 || n.Total != 14 {
+			t.Errorf("extender inspect %s: used/total %d/%d, want 12/14; JSON %s", e.RealNode, n.Used, n.Total, b)
 		}
 	})
 
@@ -297,8 +297,8 @@ func CaseDeleteFreesMemory(t *testing.T, e *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.UsedGPU != 12 {
-		t.Errorf("extender inspect %s: used %d, want 12 (b, c, d); JSON %s", node, n.UsedGPU, b)
+	if n.Used != 12 {
+		t.Errorf("extender inspect %s: used %d, want 12 (b, c, d); JSON %s", node, n.Used, b)
 	}
 }
 
@@ -420,9 +420,9 @@ func multiContainerMultiCard(t *testing.T, e *Env, sched string) {
 		t.Fatal(err)
 	}
 	gotUsed := map[int]int64{}
-	for _, d := range n.Devs {
-		if d.UsedGPU != 0 {
-			gotUsed[d.ID] = d.UsedGPU
+	for _, d := range n.Cards {
+		if d.Used != 0 {
+			gotUsed[d.Index] = d.Used
 		}
 	}
 	if diff := cmp.Diff(used, gotUsed); diff != "" {
@@ -586,7 +586,7 @@ func kubectlPlugin(t *testing.T, e *Env, args ...string) string {
 }
 
 // inspectSnapshot is the extender's view of one node with pods in a stable order.
-func inspectSnapshot(ctx context.Context, t *testing.T, e *Env, node string) inspectNode {
+func inspectSnapshot(ctx context.Context, t *testing.T, e *Env, node string) gpushare.InspectNode {
 	t.Helper()
 	b, err := extenderInspect(ctx, e, node)
 	if err != nil {
@@ -596,33 +596,12 @@ func inspectSnapshot(ctx context.Context, t *testing.T, e *Env, node string) ins
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range n.Devs {
+	for _, d := range n.Cards {
 		sort.Slice(d.Pods, func(i, j int) bool {
 			return d.Pods[i].Namespace+"/"+d.Pods[i].Name < d.Pods[j].Namespace+"/"+d.Pods[j].Name
 		})
 	}
 	return n
-}
-
-// inspectNode is the extender's /inspect/<node> document (the old gpushare JSON shape plus
-// uuid and per-pod details).
-type inspectNode struct {
-	Name     string `json:"name"`
-	TotalGPU int64  `json:"totalGPU"`
-	UsedGPU  int64  `json:"usedGPU"`
-	Devs     []struct {
-		ID       int    `json:"id"`
-		TotalGPU int64  `json:"totalGPU"`
-		UsedGPU  int64  `json:"usedGPU"`
-		UUID     string `json:"uuid"`
-		Pods     []struct {
-			Name      string    `json:"name"`
-			Namespace string    `json:"namespace"`
-			UID       types.UID `json:"uid"`
-			UsedGPU   int64     `json:"usedGPU"`
-			Reserved  bool      `json:"reserved"`
-		} `json:"pods"`
-	} `json:"devs"`
 }
 
 // waitGone waits until pid no longer runs (a zombie counts as gone: its exe link is gone).

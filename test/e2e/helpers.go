@@ -321,7 +321,7 @@ func deletePod(t *testing.T, e *Env, ns, name string) {
 
 // extenderInspect returns the raw JSON of the extender's inspect endpoint for one node.
 func extenderInspect(ctx context.Context, e *Env, node string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ExtenderDiagnosticsURL+"/gpushare-scheduler/inspect/"+node, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.ExtenderDiagnosticsURL+gpushare.InspectPath+"/"+node, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -340,19 +340,16 @@ func extenderInspect(ctx context.Context, e *Env, node string) ([]byte, error) {
 	return b, nil
 }
 
-// parseInspect accepts either a single node object or the {"nodes":[…]} form.
-func parseInspect(b []byte) (inspectNode, error) {
-	var wrapped struct {
-		Nodes []inspectNode `json:"nodes"`
+// parseInspect decodes the extender's answer for one node.
+func parseInspect(b []byte) (gpushare.InspectNode, error) {
+	var r gpushare.InspectReport
+	if err := json.Unmarshal(b, &r); err != nil {
+		return gpushare.InspectNode{}, fmt.Errorf("decoding inspect JSON %s: %w", b, err)
 	}
-	if err := json.Unmarshal(b, &wrapped); err == nil && len(wrapped.Nodes) == 1 {
-		return wrapped.Nodes[0], nil
+	if len(r.Nodes) != 1 {
+		return gpushare.InspectNode{}, fmt.Errorf("inspect JSON %s: %d nodes, want 1", b, len(r.Nodes))
 	}
-	var n inspectNode
-	if err := json.Unmarshal(b, &n); err != nil {
-		return inspectNode{}, fmt.Errorf("decoding inspect JSON %s: %w", b, err)
-	}
-	return n, nil
+	return r.Nodes[0], nil
 }
 
 // requireBinary skips the test when one of our binaries is not built yet (components are

@@ -1,4 +1,8 @@
-package frontend
+// Package reasons words why a node cannot take a pod, alike for both front ends of the
+// ledger: the HTTP extender (pkg/routes) and the kube-scheduler framework plugin
+// (pkg/schedulerplugin), at filter and, for a card choice that fails at bind, in pkg/binding.
+// Users read these words in `kubectl describe pod`.
+package reasons
 
 import (
 	"errors"
@@ -23,16 +27,16 @@ type Rejection struct {
 	Resolvable bool
 }
 
-// Reasons words rejections for one resource naming and node selector.
-type Reasons struct {
+// Wording words rejections for one resource naming and node selector.
+type Wording struct {
 	memName      string // the gpu-mem resource's name after '/', prefix of fit reasons
 	nodeSelector string
 }
 
-// NewReasons returns the Reasons of a front end serving res on the nodes nodeSelector
+// NewWording returns the Wording of a front end serving res on the nodes nodeSelector
 // (e.g. "cgpu=true") selects.
-func NewReasons(res gpushare.Resources, nodeSelector string) Reasons {
-	return Reasons{memName: ShortName(string(res.Mem)), nodeSelector: nodeSelector}
+func NewWording(res gpushare.Resources, nodeSelector string) Wording {
+	return Wording{memName: ShortName(string(res.Mem)), nodeSelector: nodeSelector}
 }
 
 // ShortName is a resource name after its last '/' ("gpu-mem" for aliyun.com/gpu-mem), the
@@ -49,7 +53,7 @@ func ShortName(resource string) string {
 // (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2". The
 // per-card shortfall reads e.g. "gpu-mem: need 10 on one card; largest free 8 (card0 8/16,
 // card1 8/16)".
-func (r Reasons) Reject(err error) Rejection {
+func (r Wording) Reject(err error) Rejection {
 	var (
 		fit *policy.FitError
 		iso *cache.IsolationError
@@ -69,7 +73,7 @@ func (r Reasons) Reject(err error) Rejection {
 }
 
 // NotGPUNode is the reason for a node the ledger does not account.
-func (r Reasons) NotGPUNode() string {
+func (r Wording) NotGPUNode() string {
 	return fmt.Sprintf("not a gpushare node (no %s label or no %s)", r.nodeSelector, r.memName)
 }
 
@@ -82,4 +86,4 @@ func HeldElsewhere(node string) string {
 
 // FitReason is the reason of a card choice that failed at bind (cache.Reserve's
 // *policy.FitError), worded as filter words it.
-func (r Reasons) FitReason(fit *policy.FitError) string { return r.memName + ": " + fit.Error() }
+func (r Wording) FitReason(fit *policy.FitError) string { return r.memName + ": " + fit.Error() }

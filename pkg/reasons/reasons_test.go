@@ -1,4 +1,4 @@
-package frontend
+package reasons
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 // TestReject: both front ends word a node's rejection from the ledger's error alike, with
 // the metric label and whether preemption could help.
 func TestReject(t *testing.T) {
-	r := NewReasons(gpushare.DefaultResources(), "cgpu=true")
+	r := NewWording(gpushare.DefaultResources(), "cgpu=true")
 	fit := &policy.FitError{Requested: 10, Cards: 1, LargestFree: 8}
 	tests := []struct {
 		name string
