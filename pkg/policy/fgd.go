@@ -43,10 +43,10 @@ import (
 // draw unconstrained pods onto the models few shapes name, however scarce (gpuspec25:
 // 6.96 % unallocated; with it 4.43 %, docs/benchmarks-replay.md).
 //
-// A placement is rated by how little it raises F (ΔF = F(after) - F(before), lower is
+// A placement is scored by how little it raises F (ΔF = F(after) - F(before), lower is
 // better); cards inside a node are chosen greedily the same way. The host part matters as
 // much as the cards: a pod that takes a node's last CPU strands its free cards, so pods
-// without gpu-mem are rated too (when the scheduler sends them, see docs/benchmarks.md).
+// without gpu-mem are scored too (when the scheduler sends them, see docs/benchmarks.md).
 // Ties, common while the workload is unknown, go to binpack's order for gpu pods and, for
 // pods without gpu-mem, to the node with the least free card capacity (where CPU is worth
 // least to gpu pods). The workload is learned from the pods seen so far (ShapeCounter);
@@ -120,12 +120,12 @@ func newFGD(w Workload, c Capacity) fgd {
 }
 
 var (
-	_ usageRater    = fgd{}
+	_ usageScorer   = fgd{}
 	_ WorkloadAware = fgd{}
 )
 
 // WorkloadAware policies take the current workload before each decision: WithWorkload
-// returns the policy rating against w (nil: not known yet) on nodes offering c in all (the
+// returns the policy scoring against w (nil: not known yet) on nodes offering c in all (the
 // zero Capacity: not known).
 type WorkloadAware interface {
 	WithWorkload(w Workload, c Capacity) Policy
@@ -203,7 +203,7 @@ type triedCard struct {
 
 // caps returns, for each shape of w, the cap that a host with `host` free puts on the
 // units the shape can use of a node whose cards have at most `bound` free (by position;
-// every state frag then rates, a candidate of choose or the node after the placement, is
+// every state frag then scores, a candidate of choose or the node after the placement, is
 // below it): -1 where the host lacks the shape's CPU or memory (every free unit stranded),
 // else hostFeeds, or noCap where the cap cannot bind: the shape fits too few cards of bound,
 // or the host feeds all it could use of them (frag then compares the cap with less, so
@@ -450,17 +450,14 @@ type cardStat struct {
 	unusable int64
 }
 
-// score is binpack's.
-func (fgd) score(node Node, p Placement) int64 { return binpack{}.score(node, p) }
-
-// Rate is -ΔF plus a tie-breaker scaled below one unit.
-func (f fgd) Rate(node Node, p Placement) float64 {
+// Score is -ΔF plus a tie-breaker scaled below one unit.
+func (f fgd) Score(node Node, p Placement) float64 {
 	var buf [16]int64
 	var s scratch
-	return f.rateUsage(node, usageOf(node, p, buf[:0]), &s)
+	return f.scoreUsage(node, usageOf(node, p, buf[:0]), &s)
 }
 
-func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
+func (f fgd) scoreUsage(node Node, u usage, s *scratch) float64 {
 	s.before, s.after = resize(s.before, len(node.Cards)), resize(s.after, len(node.Cards))
 	before, after := s.before, s.after
 	var freeUnits, totalUnits int64
@@ -478,7 +475,7 @@ func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
 	var tie float64
 	switch {
 	case u.holds:
-		tie = binpack{}.rateUsage(node, u, s)
+		tie = binpack{}.scoreUsage(node, u, s)
 	case totalUnits > 0:
 		tie = 1 - float64(freeUnits)/float64(totalUnits)
 	default:
