@@ -27,10 +27,13 @@ import (
 // (the cards a high-CPU pod cannot feed, other pods will); where they run out with the cards,
 // n × s.Cards × s.PerCard, n being how many pods of s the free CPU and memory still hold
 // (ownShare blends the two). A shape whose own pods the host feeds on every card they could
-// use is never capped. Offline (openb, seeds 42–44), the average alone leaves less GPU
-// unallocated than each shape's own requests on 12 of the 13 published families, but more
-// on the CPU-bound ones, where it strands whole cards under spent CPU (cpu235: 5.26 %
-// against 4.68 %); the blend keeps the best of both (docs/benchmarks-replay.md).
+// use is never capped. Neither rule alone serves every workload: the average judges a node
+// by what the typical pod needs, which is right while CPU is plentiful, but where the pods
+// ask for most of the cluster's CPU by the time the cards fill it lets high-CPU pods spend
+// a node's CPU under cards that then stay empty; each shape's own requests guard against
+// that but cap nodes that other pods would still fill. Blending by pressure takes the
+// average where CPU is plentiful and the own requests where it runs out (the replay figures
+// are in docs/benchmarks-replay.md).
 //
 // Node constraints, as in the FGD simulator: a shape carries its pod's node constraint
 // (Shape.Constraint; the simulator keys typical pods by their GPU model list), and a node
@@ -40,8 +43,8 @@ import (
 // (Workload.ByScarcity): a constrained shape's weight is scaled by the cluster's free units
 // over those on the nodes meeting its constraint, so the free cards of a scarce GPU model
 // weigh as much as the constrained demand for them. Without the scaling, pod counts alone
-// draw unconstrained pods onto the models few shapes name, however scarce (gpuspec25:
-// 6.96 % unallocated; with it 4.43 %, docs/benchmarks-replay.md).
+// draw unconstrained pods onto the models few shapes name, however scarce, and the pods
+// pinned to those models then find no card (docs/benchmarks-replay.md).
 //
 // A placement is scored by how little it raises F (ΔF = F(after) - F(before), lower is
 // better); cards inside a node are chosen greedily the same way. The host part matters as
@@ -280,10 +283,9 @@ func (f fgd) feed(i int, host Host, avg float64) int64 {
 
 // hostCapWeight weighs the units the host cap strands against those the cards strand. Full
 // weight steers pods away from nodes whose CPU runs low so hard that the whole-card pods of
-// the multi-GPU families lose the empty nodes they need; none lets CPU run out under free
-// cards. Offline, with each shape fed at its own requests, 0.5 left less GPU unallocated than
-// full weight on 11 of the 13 openb families FGD publishes and on the seven it does not,
-// and than none on the four families compared (docs/benchmarks-replay.md).
+// multi-GPU workloads lose the empty nodes they need; none lets CPU run out under free
+// cards. Half weight keeps both effects: the cards a spent host strands count, but less
+// than cards no pod can use at all (the weights compared are in docs/benchmarks-replay.md).
 const hostCapWeight = 0.5
 
 // unlimited is what hostFeeds answers for a shape its host does not limit (no CPU or memory
