@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -166,23 +165,10 @@ func newFGDCluster() (*cluster, error) {
 		p.Status.Phase = corev1.PodRunning
 		pods = append(pods, p)
 	}
-	nodeInf := staticInformer(&corev1.Node{}, &corev1.NodeList{}, nodes)
-	podInf := staticInformer(&corev1.Pod{}, &corev1.PodList{}, pods)
 	client := fake.NewClientset()
-	c, err := cache.New(cache.Config{Nodes: nodeInf, Pods: podInf, PodClient: client.CoreV1(), Resources: res, TrackWorkload: true})
+	c, err := startCache(cache.Config{PodClient: client.CoreV1(), Resources: res, TrackWorkload: true}, nodes, pods)
 	if err != nil {
 		return nil, err
-	}
-	ctx := context.Background() // lives as long as the test binary
-	go nodeInf.Run(ctx.Done())
-	go podInf.Run(ctx.Done())
-	go func() { _ = c.Run(ctx) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !c.Ready() {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("cache not ready after 2 minutes")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	pol, err := policy.New("fgd")
 	if err != nil {
