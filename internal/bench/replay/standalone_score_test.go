@@ -17,61 +17,31 @@ func cardsOf(totalUsed ...int64) []policy.Card {
 }
 
 func TestStandaloneScore(t *testing.T) {
-	sick := cardsOf(16, 0, 16, 8)
-	sick[0].Healthy = false
+	half := cardsOf(16, 8, 16, 0)
+	onCard0, onCard1 := gpushare.CardUnits{0: 4}, gpushare.CardUnits{1: 4}
+	sickFirst := []policy.Card{{Index: 0, Total: 16}, {Index: 1, Total: 16, Used: 8, Healthy: true}}
 	tests := []struct {
-		name   string
-		policy string
-		node   policy.Node
-		usage  gpushare.CardUnits
-		want   int64
+		name, policy string
+		cards        []policy.Card
+		usage        gpushare.CardUnits
+		want         int64
 	}{
-		{
-			// chosen card 12/16 = .75, node 12/32 = .375 → .75*.75+.25*.375 = .65625 → 7
-			name: "binpack on a half-used card", policy: "binpack",
-			node: policy.Node{Cards: cardsOf(16, 8, 16, 0)}, usage: gpushare.CardUnits{0: 4}, want: 7,
-		},
-		{
-			// chosen card 4/16 = .25, node 4/32 = .125 → .1875+.03125 = .21875 → 2
-			name: "binpack on an empty node", policy: "binpack",
-			node: policy.Node{Cards: cardsOf(16, 0, 16, 0)}, usage: gpushare.CardUnits{0: 4}, want: 2,
-		},
-		{
-			name: "binpack fills a card exactly", policy: "binpack",
-			node: policy.Node{Cards: cardsOf(16, 12)}, usage: gpushare.CardUnits{0: 4}, want: 10,
-		},
-		{
-			// 1-.65625 = .34375 → 3
-			name: "spread mirrors binpack", policy: "spread",
-			node: policy.Node{Cards: cardsOf(16, 8, 16, 0)}, usage: gpushare.CardUnits{0: 4}, want: 3,
-		},
-		{
-			name: "zero capacity scores 0 for binpack", policy: "binpack",
-			node: policy.Node{}, usage: gpushare.CardUnits{}, want: 0,
-		},
-		{
-			// node used 8+4 of 32 → .375 → 4 (binpack would say 7: it weighs the chosen card)
-			name: "bestfit is the node's used share", policy: "bestfit",
-			node: policy.Node{Cards: cardsOf(16, 8, 16, 0)}, usage: gpushare.CardUnits{0: 4}, want: 4,
-		},
-		{
-			// the unhealthy card counts for nothing: 8+6 of 16 → .875 → 9
-			name: "bestfit on healthy cards only", policy: "bestfit",
-			node: policy.Node{Cards: sick}, usage: gpushare.CardUnits{1: 6}, want: 9,
-		},
-		{
-			// an over-committed card counts as full: (16+4)/(16+16) = .625 → 6
-			name: "bestfit clamps an over-committed card", policy: "bestfit",
-			node: policy.Node{Cards: cardsOf(16, 20, 16, 0)}, usage: gpushare.CardUnits{1: 4}, want: 6,
-		},
-		{
-			name: "bestfit without capacity", policy: "bestfit",
-			node: policy.Node{}, usage: gpushare.CardUnits{}, want: 0,
-		},
-		{
-			name: "fgd is binpack's", policy: "fgd",
-			node: policy.Node{Cards: cardsOf(16, 8, 16, 0)}, usage: gpushare.CardUnits{0: 4}, want: 7,
-		},
+		// chosen card 12/16 = .75, node 12/32 = .375 → .75*.75+.25*.375 = .65625 → 7
+		{"binpack on a half-used card", "binpack", half, onCard0, 7},
+		// chosen card 4/16 = .25, node 4/32 = .125 → .1875+.03125 = .21875 → 2
+		{"binpack on an empty node", "binpack", cardsOf(16, 0, 16, 0), onCard0, 2},
+		{"binpack fills a card exactly", "binpack", cardsOf(16, 12), onCard0, 10},
+		// 1-.65625 = .34375 → 3
+		{"spread mirrors binpack", "spread", half, onCard0, 3},
+		{"zero capacity scores 0 for binpack", "binpack", nil, gpushare.CardUnits{}, 0},
+		// node used 8+4 of 32 → .375 → 4 (binpack says 7: it weighs the chosen card)
+		{"bestfit is the node's used share", "bestfit", half, onCard0, 4},
+		// the unhealthy card counts for nothing: 8+4 of 16 → .75 → 8
+		{"bestfit on healthy cards only", "bestfit", sickFirst, onCard1, 8},
+		// an over-committed card counts as full: (16+4)/(16+16) = .625 → 6
+		{"bestfit clamps an over-committed card", "bestfit", cardsOf(16, 20, 16, 0), onCard1, 6},
+		{"bestfit without capacity", "bestfit", nil, gpushare.CardUnits{}, 0},
+		{"fgd is binpack's", "fgd", half, onCard0, 7},
 	}
 	s, err := newStandaloneScorer()
 	if err != nil {
@@ -83,7 +53,7 @@ func TestStandaloneScore(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := s.score(pol, tc.node, policy.Placement{Usage: tc.usage}); got != tc.want {
+			if got := s.score(pol, policy.Node{Cards: tc.cards}, policy.Placement{Usage: tc.usage}); got != tc.want {
 				t.Errorf("standalone score = %d, want %d", got, tc.want)
 			}
 		})
