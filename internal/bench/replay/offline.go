@@ -31,8 +31,8 @@ const (
 	// ones, as kube-scheduler does; CPU-only pods as offlineConfig.CPUPods says.
 	TiesRandom = "random"
 	// TiesRandomScore is TiesRandom with each node's standalone integer (standaloneScorer)
-	// instead of policy.NormalizeScores (the extender's prioritize before it normalized
-	// scores across nodes): coarser, so many more ties.
+	// instead of policy.NormalizeScores: each node judged alone, without the others, so
+	// coarser, with many more ties.
 	TiesRandomScore = "random-score"
 )
 

@@ -7,10 +7,10 @@ import (
 )
 
 // standaloneScorer gives a node's 0..policy.MaxScore priority for a placement judged alone,
-// without comparing it with the other candidates (policy.NormalizeScores does that): the
-// coarser integer the extender answered before it normalized scores across nodes, which
-// TiesRandomScore replays to compare the two. It is not part of the policies: each one's
-// integer is rebuilt here from its exported Score.
+// without comparing it with the other candidates (policy.NormalizeScores does that): a
+// coarser integer, which TiesRandomScore replays to show what normalizing across nodes
+// gains. It is not part of the policies: each one's integer is built here from its
+// exported Score.
 type standaloneScorer struct {
 	binpack policy.Policy // fgd's integer is binpack's
 }
