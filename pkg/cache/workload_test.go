@@ -100,7 +100,7 @@ func TestPodWithoutGPUFitsEveryNode(t *testing.T) {
 	e := ct.StartTracking(t, ct.Node("n1", 16))
 	sc := policy.NewScorer(e.Cache.ForPod(fgd(t)), gpushare.PodRequest{}, policy.Host{CPUMilli: 100})
 	fits := make([]bool, 2)
-	e.Cache.ViewEach([]string{"n1", "not-a-gpu-node"}, func(i int, n policy.Node) { _, fits[i] = sc.Rate(n) })
+	e.Cache.ViewEach([]string{"n1", "not-a-gpu-node"}, func(i int, n policy.Node) { _, fits[i] = sc.Score(n) })
 	if diff := cmp.Diff([]bool{true, true}, fits); diff != "" {
 		t.Errorf("fits (-want,+got):\n%s", diff)
 	}
@@ -176,7 +176,7 @@ func TestForPodNodeConstraints(t *testing.T) {
 	rates := func(pol policy.Policy) []float64 {
 		sc := policy.NewScorer(pol, req, host)
 		out := make([]float64, 2)
-		e.Cache.ViewEach([]string{"t4", "v100"}, func(i int, n policy.Node) { out[i], _ = sc.Rate(n) })
+		e.Cache.ViewEach([]string{"t4", "v100"}, func(i int, n policy.Node) { out[i], _ = sc.Score(n) })
 		return out
 	}
 	ct.Eventually(t, "workload learned with its constraint and scarcity", func() bool {
@@ -229,7 +229,7 @@ func TestForPodGivesCapacity(t *testing.T) {
 		Host: &policy.Host{CPUMilli: 3000, MemoryMiB: 1 << 20}}
 	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 4, Cards: 1}}}
 	rate := func(pol policy.Policy) float64 {
-		r, _ := policy.NewScorer(pol, req, policy.Host{CPUMilli: 1000, MemoryMiB: 512}).Rate(node)
+		r, _ := policy.NewScorer(pol, req, policy.Host{CPUMilli: 1000, MemoryMiB: 512}).Score(node)
 		return r
 	}
 	wa := fgd(t).(policy.WorkloadAware)

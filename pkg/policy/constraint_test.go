@@ -77,14 +77,14 @@ func TestFGDUnmetConstraint(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// Rate is -ΔF plus the binpack tie-breaker, the same on every case.
-			tie := tieWeight * binpack{}.Rate(node, p)
-			if got := -(f.Rate(node, p) - tie); math.Abs(got-tc.wantDF) > 1e-9 {
+			// Score is -ΔF plus the binpack tie-breaker, the same on every case.
+			tie := tieWeight * binpack{}.Score(node, p)
+			if got := -(f.Score(node, p) - tie); math.Abs(got-tc.wantDF) > 1e-9 {
 				t.Errorf("ΔF = %v, want %v", got, tc.wantDF)
 			}
 			sc := NewScorer(f, rq, Host{})
-			if got, ok := sc.Rate(node); !ok || !sameRate(got, f.Rate(node, p)) {
-				t.Errorf("Scorer rate %v %v, want Place and Rate's %v", got, ok, f.Rate(node, p))
+			if got, ok := sc.Score(node); !ok || !sameScore(got, f.Score(node, p)) {
+				t.Errorf("Scorer score %v %v, want Place and Score's %v", got, ok, f.Score(node, p))
 			}
 		})
 	}
@@ -92,7 +92,7 @@ func TestFGDUnmetConstraint(t *testing.T) {
 
 func TestScorerMemoTellsUnmetApart(t *testing.T) {
 	// Two nodes alike in cards and host but not in the constraints they fail: the memo must
-	// not give the second the first one's rate.
+	// not give the second the first one's score.
 	w := Workload{{Cards: 1, PerCard: 600, Weight: 0.5}, {Cards: 1, PerCard: 600, Constraint: 1, Weight: 0.5}}
 	f := newFGD(w, Capacity{})
 	rq := req(app(0, 300, 1))
@@ -103,15 +103,15 @@ func TestScorerMemoTellsUnmetApart(t *testing.T) {
 	long := ConstraintSet{}.With(1).With(64)
 	for _, unmet := range []ConstraintSet{nil, ConstraintSet{}.With(1), ConstraintSet{}.With(2), long, long[:1], long[1:], ConstraintSet{0}} {
 		node := Node{Cards: cs, Unmet: unmet}
-		got, _ := sc.Rate(node)
-		want, _ := NewScorer(f, rq, Host{}).Rate(node)
-		if !sameRate(got, want) {
-			t.Errorf("unmet %v: memo rate %v, fresh %v", unmet, got, want)
+		got, _ := sc.Score(node)
+		want, _ := NewScorer(f, rq, Host{}).Score(node)
+		if !sameScore(got, want) {
+			t.Errorf("unmet %v: memo score %v, fresh %v", unmet, got, want)
 		}
 	}
 }
 
-// The memo keeps an entry per node rated: the node's Unmet set must not grow it.
+// The memo keeps an entry per node scored: the node's Unmet set must not grow it.
 func TestMemoEntrySize(t *testing.T) {
 	if got := unsafe.Sizeof(memoEntry{}); got > 72 {
 		t.Errorf("memoEntry is %d bytes, want at most 72", got)

@@ -27,10 +27,13 @@ import (
 // (the cards a high-CPU pod cannot feed, other pods will); where they run out with the cards,
 // n × s.Cards × s.PerCard, n being how many pods of s the free CPU and memory still hold
 // (ownShare blends the two). A shape whose own pods the host feeds on every card they could
-// use is never capped. Offline (openb, seeds 42–44), the average alone leaves less GPU
-// unallocated than each shape's own requests on 12 of the 13 published families, but more
-// on the CPU-bound ones, where it strands whole cards under spent CPU (cpu235: 5.26 %
-// against 4.68 %); the blend keeps the best of both (docs/benchmarks-replay.md).
+// use is never capped. Neither rule alone serves every workload: the average judges a node
+// by what the typical pod needs, which is right while CPU is plentiful, but where the pods
+// ask for most of the cluster's CPU by the time the cards fill it lets high-CPU pods spend
+// a node's CPU under cards that then stay empty; each shape's own requests guard against
+// that but cap nodes that other pods would still fill. Blending by pressure takes the
+// average where CPU is plentiful and the own requests where it runs out (the replay figures
+// are in docs/benchmarks-replay.md).
 //
 // Node constraints, as in the FGD simulator: a shape carries its pod's node constraint
 // (Shape.Constraint; the simulator keys typical pods by their GPU model list), and a node
@@ -40,13 +43,13 @@ import (
 // (Workload.ByScarcity): a constrained shape's weight is scaled by the cluster's free units
 // over those on the nodes meeting its constraint, so the free cards of a scarce GPU model
 // weigh as much as the constrained demand for them. Without the scaling, pod counts alone
-// draw unconstrained pods onto the models few shapes name, however scarce (gpuspec25:
-// 6.96 % unallocated; with it 4.43 %, docs/benchmarks-replay.md).
+// draw unconstrained pods onto the models few shapes name, however scarce, and the pods
+// pinned to those models then find no card (docs/benchmarks-replay.md).
 //
-// A placement is rated by how little it raises F (ΔF = F(after) - F(before), lower is
+// A placement is scored by how little it raises F (ΔF = F(after) - F(before), lower is
 // better); cards inside a node are chosen greedily the same way. The host part matters as
 // much as the cards: a pod that takes a node's last CPU strands its free cards, so pods
-// without gpu-mem are rated too (when the scheduler sends them, see docs/benchmarks.md).
+// without gpu-mem are scored too (when the scheduler sends them, see docs/benchmarks.md).
 // Ties, common while the workload is unknown, go to binpack's order for gpu pods and, for
 // pods without gpu-mem, to the node with the least free card capacity (where CPU is worth
 // least to gpu pods). The workload is learned from the pods seen so far (ShapeCounter);
@@ -120,12 +123,12 @@ func newFGD(w Workload, c Capacity) fgd {
 }
 
 var (
-	_ usageRater    = fgd{}
+	_ usageScorer   = fgd{}
 	_ WorkloadAware = fgd{}
 )
 
 // WorkloadAware policies take the current workload before each decision: WithWorkload
-// returns the policy rating against w (nil: not known yet) on nodes offering c in all (the
+// returns the policy scoring against w (nil: not known yet) on nodes offering c in all (the
 // zero Capacity: not known).
 type WorkloadAware interface {
 	WithWorkload(w Workload, c Capacity) Policy
@@ -203,7 +206,7 @@ type triedCard struct {
 
 // caps returns, for each shape of w, the cap that a host with `host` free puts on the
 // units the shape can use of a node whose cards have at most `bound` free (by position;
-// every state frag then rates, a candidate of choose or the node after the placement, is
+// every state frag then scores, a candidate of choose or the node after the placement, is
 // below it): -1 where the host lacks the shape's CPU or memory (every free unit stranded),
 // else hostFeeds, or noCap where the cap cannot bind: the shape fits too few cards of bound,
 // or the host feeds all it could use of them (frag then compares the cap with less, so
@@ -280,10 +283,9 @@ func (f fgd) feed(i int, host Host, avg float64) int64 {
 
 // hostCapWeight weighs the units the host cap strands against those the cards strand. Full
 // weight steers pods away from nodes whose CPU runs low so hard that the whole-card pods of
-// the multi-GPU families lose the empty nodes they need; none lets CPU run out under free
-// cards. Offline, with each shape fed at its own requests, 0.5 left less GPU unallocated than
-// full weight on 11 of the 13 openb families FGD publishes and on the seven it does not,
-// and than none on the four families compared (docs/benchmarks-replay.md).
+// multi-GPU workloads lose the empty nodes they need; none lets CPU run out under free
+// cards. Half weight keeps both effects: the cards a spent host strands count, but less
+// than cards no pod can use at all (the weights compared are in docs/benchmarks-replay.md).
 const hostCapWeight = 0.5
 
 // unlimited is what hostFeeds answers for a shape its host does not limit (no CPU or memory
@@ -450,17 +452,14 @@ type cardStat struct {
 	unusable int64
 }
 
-// score is binpack's.
-func (fgd) score(node Node, p Placement) int64 { return binpack{}.score(node, p) }
-
-// Rate is -ΔF plus a tie-breaker scaled below one unit.
-func (f fgd) Rate(node Node, p Placement) float64 {
+// Score is -ΔF plus a tie-breaker scaled below one unit.
+func (f fgd) Score(node Node, p Placement) float64 {
 	var buf [16]int64
 	var s scratch
-	return f.rateUsage(node, usageOf(node, p, buf[:0]), &s)
+	return f.scoreUsage(node, usageOf(node, p, buf[:0]), &s)
 }
 
-func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
+func (f fgd) scoreUsage(node Node, u usage, s *scratch) float64 {
 	s.before, s.after = resize(s.before, len(node.Cards)), resize(s.after, len(node.Cards))
 	before, after := s.before, s.after
 	var freeUnits, totalUnits int64
@@ -478,7 +477,7 @@ func (f fgd) rateUsage(node Node, u usage, s *scratch) float64 {
 	var tie float64
 	switch {
 	case u.holds:
-		tie = binpack{}.rateUsage(node, u, s)
+		tie = binpack{}.scoreUsage(node, u, s)
 	case totalUnits > 0:
 		tie = 1 - float64(freeUnits)/float64(totalUnits)
 	default:

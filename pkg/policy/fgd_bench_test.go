@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// BenchmarkFGDRate is fgd's rating of one pod on 1000 distinct nodes (no two alike, so the
+// BenchmarkFGDScore is fgd's scoring of one pod on 1000 distinct nodes (no two alike, so the
 // Scorer's memo never helps) against 151 shapes: the cost of a node the memo has not seen.
-func BenchmarkFGDRate(b *testing.B) {
+func BenchmarkFGDScore(b *testing.B) {
 	r := rand.New(rand.NewSource(1))
 	shapes, _ := goldenShapes(r, 151)
 	w := make(Workload, len(shapes))
@@ -33,7 +33,7 @@ func BenchmarkFGDRate(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				for _, n := range nodes {
-					sc.rate(n)
+					sc.score(n)
 				}
 			}
 		})

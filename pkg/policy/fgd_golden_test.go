@@ -16,17 +16,18 @@ import (
 // learned shapes on a small cluster whose nodes fill and drain pod after pod, as the
 // extender and the offline replay drive it. TestPlacementGoldenDigest's workloads have at
 // most four shapes; this one pins fgd where its cost lies (many shapes, many nodes sharing
-// a state, weights that change with every pod). Every rate bit, card choice and node choice
+// a state, weights that change with every pod). Every score bit, card choice and node choice
 // is written: a change here is a change of behaviour, unless fgdGoldenChoicesDigest holds,
-// when it is a sum done in another order (rates moved in their last bits, no decision did).
+// when it is a sum done in another order (scores moved in their last bits, no decision did).
 const (
 	fgdGoldenSeed   = 11
 	fgdGoldenDigest = "82bf2d9ca67dcc129cdd733d4efcd448c1399d615bd6e3b6ee9d228919bf7d73"
 )
 
 // fgdGoldenChoicesDigest and fgdConstrainedChoicesDigest are the digests of the same
-// streams without the rates' bits (choicesOf): every fit, card choice, node choice and rank.
-// They hold where an optimisation changes rates in their last bits but no decision.
+// streams without the scores' bits (choicesOf): every fit, card choice, node choice and
+// normalized score.
+// They hold where an optimisation changes scores in their last bits but no decision.
 const (
 	fgdGoldenChoicesDigest      = "c43b3fac76804d89ebe69caacc973c8c99986b4e597beb139d4f1361d74a1122"
 	fgdConstrainedChoicesDigest = "687f15c547ab20d62db4d26a3601bd2f90134565456b43a3507beb022b62ca2f"
@@ -76,7 +77,7 @@ func TestFGDGoldenDigests(t *testing.T) {
 				t.Errorf("digest of fgd's choices = %s, want %s", choices, tc.choices)
 			}
 			if all != tc.all {
-				t.Errorf("digest of fgd's rates and choices = %s, want %s", all, tc.all)
+				t.Errorf("digest of fgd's scores and choices = %s, want %s", all, tc.all)
 			}
 		})
 	}
@@ -202,8 +203,8 @@ type goldenPlaced struct {
 
 // replayFGD places steps pods on a cluster of n nodes with fgd, learning the workload pod
 // by pod (ShapeCounter, as the extender and the offline replay do), and writes to w every
-// Scorer rate (with its fit), Place's choice and Rate on a fifth of the nodes, the node
-// chosen (best rate, first on ties, where the host has room) and its allocation. About one
+// Scorer score (with its fit), Place's choice and Score on a fifth of the nodes, the node
+// chosen (best score, first on ties, where the host has room) and its allocation. About one
 // step in six also removes an earlier pod, so nodes drain as well as fill. It returns the
 // number of shapes of the last workload.
 func replayFGD(w io.Writer, seed int64, n, steps int, o goldenOptions) int {
@@ -244,7 +245,7 @@ func replayFGD(w io.Writer, seed int64, n, steps int, o goldenOptions) int {
 	pol := WorkloadAware(newFGD(nil, Capacity{}))
 	var placed []goldenPlaced
 	var shapeCount int
-	rates := make([]float64, n)
+	scores := make([]float64, n)
 	fits := make([]bool, n)
 	for step := range steps {
 		if len(placed) > 0 && r.Intn(6) == 0 {
@@ -291,26 +292,26 @@ func replayFGD(w io.Writer, seed int64, n, steps int, o goldenOptions) int {
 		sc := NewScorer(p, req, host)
 		best := -1
 		for ni, node := range nodes {
-			rates[ni], fits[ni] = sc.Rate(node)
-			fmt.Fprintf(w, "s%d n%d %v %016x\n", step, ni, fits[ni], math.Float64bits(rates[ni]))
+			scores[ni], fits[ni] = sc.Score(node)
+			fmt.Fprintf(w, "s%d n%d %v %016x\n", step, ni, fits[ni], math.Float64bits(scores[ni]))
 			if ni%5 == step%5 {
 				pl, err := p.Place(node, req)
 				if err != nil {
 					fmt.Fprintf(w, "  place err %v\n", err)
 				} else {
 					pl.Host = host
-					fmt.Fprintf(w, "  place %v %v rate %016x\n", pl.Allocation, pl.Usage, math.Float64bits(p.Rate(node, pl)))
+					fmt.Fprintf(w, "  place %v %v rate %016x\n", pl.Allocation, pl.Usage, math.Float64bits(p.Score(node, pl)))
 				}
 			}
 			roomy := (node.Host == nil || (node.Host.CPUMilli >= host.CPUMilli && node.Host.MemoryMiB >= host.MemoryMiB)) &&
 				!node.Unmet.Has(c)
 			if fits[ni] && roomy && (req.IsZero() && len(node.Cards) > 0 || !req.IsZero()) &&
-				(best < 0 || rates[ni] > rates[best]) {
+				(best < 0 || scores[ni] > scores[best]) {
 				best = ni
 			}
 		}
 		if step%50 == 0 {
-			fmt.Fprintf(w, "s%d rank %v\n", step, Rank(rates, fits))
+			fmt.Fprintf(w, "s%d rank %v\n", step, NormalizeScores(scores, fits))
 		}
 		if best < 0 {
 			fmt.Fprintf(w, "s%d none\n", step)

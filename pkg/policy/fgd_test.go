@@ -61,7 +61,7 @@ func TestFGDCardChoice(t *testing.T) {
 	}
 }
 
-func TestFGDRateHostAware(t *testing.T) {
+func TestFGDScoreHostAware(t *testing.T) {
 	// Typical gpu pods want one whole card (1000) and 8 cores. Two nodes with one free card:
 	// node a has 10 cores free, node b 40. A pod without gpu-mem asking 4 cores on node a
 	// leaves 6 < 8 cores: a's free card is stranded (ΔF = +1000); on b nothing changes.
@@ -71,13 +71,13 @@ func TestFGDRateHostAware(t *testing.T) {
 	a := Node{Name: "a", Cards: card, Host: &Host{CPUMilli: 10000, MemoryMiB: 1 << 20}}
 	b := Node{Name: "b", Cards: card, Host: &Host{CPUMilli: 40000, MemoryMiB: 1 << 20}}
 	cpuPod := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 4000}}
-	got := scores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
+	got := normalizedScores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
 	if diff := cmp.Diff([]int64{0, maxScore}, got); diff != "" {
 		t.Errorf("scores (-want,+got):\n%s", diff)
 	}
 	// Without host accounting both look the same: tie, both best.
 	a.Host, b.Host = nil, nil
-	got = scores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
+	got = normalizedScores(pol, []Node{a, b}, []Placement{cpuPod, cpuPod})
 	if diff := cmp.Diff([]int64{maxScore, maxScore}, got); diff != "" {
 		t.Errorf("scores without host (-want,+got):\n%s", diff)
 	}
@@ -92,13 +92,13 @@ func TestFGDPodsWithoutGPUPreferSpentNodes(t *testing.T) {
 	full := Node{Cards: []Card{{Index: 0, Total: 1000, Used: 1000, Healthy: true}}, Host: host}
 	empty := Node{Cards: []Card{{Index: 0, Total: 1000, Healthy: true}}, Host: host}
 	p := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 1000}}
-	if diff := cmp.Diff([]int64{maxScore, 0}, scores(pol, []Node{full, empty}, []Placement{p, p})); diff != "" {
+	if diff := cmp.Diff([]int64{maxScore, 0}, normalizedScores(pol, []Node{full, empty}, []Placement{p, p})); diff != "" {
 		t.Errorf("scores (-want,+got):\n%s", diff)
 	}
 }
 
-func TestScoresNormalisation(t *testing.T) {
-	// binpack rates: .75·card + .25·node fullness after placing 4 units.
+func TestNormalizeScores(t *testing.T) {
+	// binpack scores: .75·card + .25·node fullness after placing 4 units.
 	// n0: 12/16 → .75  → best → 10
 	// n1: 4/16 on an empty 2×16 node → .1875+.03125 = .21875 → lowest → 0
 	// n2: 8/16, node 8/16 → .5 → 9·(.5-.21875)/(.75-.21875) = 4.76 → 4
@@ -109,7 +109,7 @@ func TestScoresNormalisation(t *testing.T) {
 	}
 	p := Placement{Usage: gpushare.CardUnits{0: 4}}
 	bp, _ := New("binpack")
-	if diff := cmp.Diff([]int64{10, 0, 4}, scores(bp, nodes, []Placement{p, p, p})); diff != "" {
+	if diff := cmp.Diff([]int64{10, 0, 4}, normalizedScores(bp, nodes, []Placement{p, p, p})); diff != "" {
 		t.Errorf("scores (-want,+got):\n%s", diff)
 	}
 }
@@ -121,11 +121,11 @@ func TestBestfitPrefersLeastLeftover(t *testing.T) {
 	big := Node{Cards: []Card{{Index: 0, Total: 80, Used: 40, Healthy: true}}}
 	p := Placement{Usage: gpushare.CardUnits{0: 4}}
 	bf, _ := New("bestfit")
-	if diff := cmp.Diff([]int64{10, 0}, scores(bf, []Node{small, big}, []Placement{p, p})); diff != "" {
+	if diff := cmp.Diff([]int64{10, 0}, normalizedScores(bf, []Node{small, big}, []Placement{p, p})); diff != "" {
 		t.Errorf("bestfit (-want,+got):\n%s", diff)
 	}
 	bp, _ := New("binpack")
-	if diff := cmp.Diff([]int64{0, 10}, scores(bp, []Node{small, big}, []Placement{p, p})); diff != "" {
+	if diff := cmp.Diff([]int64{0, 10}, normalizedScores(bp, []Node{small, big}, []Placement{p, p})); diff != "" {
 		t.Errorf("binpack (-want,+got):\n%s", diff)
 	}
 }
@@ -201,7 +201,7 @@ func TestFGDHostCap(t *testing.T) {
 	b := Node{Name: "b", Cards: cards(), Host: &Host{CPUMilli: 45000, MemoryMiB: 1 << 20}}
 	cpuPod := Placement{Usage: gpushare.CardUnits{}, Host: Host{CPUMilli: 6000}}
 	c := Node{Name: "c", Cards: cards(), Host: &Host{CPUMilli: 51000, MemoryMiB: 1 << 20}}
-	got := scores(f, []Node{a, b, c}, []Placement{cpuPod, cpuPod, cpuPod})
+	got := normalizedScores(f, []Node{a, b, c}, []Placement{cpuPod, cpuPod, cpuPod})
 	if got[2] != maxScore || got[0] == maxScore || got[1] == maxScore {
 		t.Errorf("scores a, b, c = %v: want c (CPU to spare beyond its cards) best", got)
 	}

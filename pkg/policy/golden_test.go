@@ -12,18 +12,18 @@ import (
 )
 
 // goldenDigest is the SHA-256 of writeOutcomes over corpus(goldenSeed, 200, 10): every
-// placement, score and rate bit of every policy. The trace-replay results depend on every
-// card choice and every rate bit for bit: a change here is a change of behaviour, unless
-// goldenChoicesDigest holds, when it is a sum of fgd's done in another order (rates moved
+// placement and score bit of every policy. The trace-replay results depend on every card
+// choice and every score bit for bit: a change here is a change of behaviour, unless
+// goldenChoicesDigest holds, when it is a sum of fgd's done in another order (scores moved
 // in their last bits, no decision did).
 const (
 	goldenSeed   = 7
 	goldenDigest = "c4363d013291e8c317ce14e55f2b38efc252cf79ea60e5b2945fd06e2f8e2b12"
 )
 
-// goldenChoicesDigest is the same stream without the rates' bits (choicesOf): every fit,
-// allocation, score and rank. It holds where an optimisation changes rates in their last
-// bits (a sum in another order) but no decision.
+// goldenChoicesDigest is the same stream without the scores' bits (choicesOf): every fit,
+// allocation, standalone score and normalized score. It holds where an optimisation changes
+// scores in their last bits (a sum in another order) but no decision.
 const goldenChoicesDigest = "f65cb449033380cf8e8d92a31b15416a860bde49381a24ca86e239501a6308a5"
 
 func TestPlacementGoldenDigest(t *testing.T) {
@@ -34,16 +34,16 @@ func TestPlacementGoldenDigest(t *testing.T) {
 		t.Errorf("digest of placements and scores = %s, want %s", choices, goldenChoicesDigest)
 	}
 	if all != goldenDigest {
-		t.Errorf("digest of placements, rates and scores = %s, want %s", all, goldenDigest)
+		t.Errorf("digest of placements and score bits = %s, want %s", all, goldenDigest)
 	}
 }
 
-// rateBits matches a rate's exact bits in the golden streams: " rate 3fe0…" or a bare
-// 16-digit hex word at the end of a line.
-var rateBits = regexp.MustCompile(`( rate)? [0-9a-f]{16}(\n|$)`)
+// scoreBits matches a score's exact bits in the golden streams: " rate 3fe0…" (the streams'
+// label for a score, part of the digests) or a bare 16-digit hex word at the end of a line.
+var scoreBits = regexp.MustCompile(`( rate)? [0-9a-f]{16}(\n|$)`)
 
-// choicesOf is a golden stream without the rates' bits.
-func choicesOf(out []byte) []byte { return rateBits.ReplaceAll(out, []byte("$2")) }
+// choicesOf is a golden stream without the scores' bits.
+func choicesOf(out []byte) []byte { return scoreBits.ReplaceAll(out, []byte("$2")) }
 
 // digests are the SHA-256 of a golden stream and of its choices (choicesOf), in hex.
 func digests(out []byte) (all, choices string) {
@@ -52,8 +52,8 @@ func digests(out []byte) (all, choices string) {
 }
 
 // writeOutcomes writes every policy's answer for every node of every group: fit's and
-// Place's error or allocation and usage, Score and Rate's exact bits; then Rank over each
-// group's fitting nodes.
+// Place's error or allocation and usage, standaloneScore and Score's exact bits; then
+// NormalizeScores over each group's fitting nodes.
 func writeOutcomes(w io.Writer, groups []group) {
 	for gi, g := range groups {
 		names, pols := policiesFor(g)
@@ -68,20 +68,39 @@ func writeOutcomes(w io.Writer, groups []group) {
 					continue
 				}
 				p.Host = g.host
-				fmt.Fprintf(w, "alloc %v usage %v score %d", p.Allocation, p.Usage, Score(pol, node, p))
-				fmt.Fprintf(w, " rate %016x\n", math.Float64bits(pol.Rate(node, p)))
+				fmt.Fprintf(w, "alloc %v usage %v score %d", p.Allocation, p.Usage, standaloneScore(pol, node, p))
+				fmt.Fprintf(w, " rate %016x\n", math.Float64bits(pol.Score(node, p)))
 				fitNodes, fitPlacements = append(fitNodes, node), append(fitPlacements, p)
 			}
-			fmt.Fprintf(w, "%s g%d scores %v\n", names[pi], gi, scores(pol, fitNodes, fitPlacements))
+			fmt.Fprintf(w, "%s g%d scores %v\n", names[pi], gi, normalizedScores(pol, fitNodes, fitPlacements))
 		}
 	}
 }
 
-// scores is Rank over the rates of placements[i] on nodes[i], all fitting.
-func scores(pol Policy, nodes []Node, placements []Placement) []int64 {
-	rates := make([]float64, len(nodes))
+// normalizedScores is NormalizeScores over the scores of placements[i] on nodes[i], all
+// fitting.
+func normalizedScores(pol Policy, nodes []Node, placements []Placement) []int64 {
+	scores := make([]float64, len(nodes))
 	for i := range nodes {
-		rates[i] = pol.Rate(nodes[i], placements[i])
+		scores[i] = pol.Score(nodes[i], placements[i])
 	}
-	return Rank(rates, nil)
+	return NormalizeScores(scores, nil)
+}
+
+// standaloneScore is the 0..MaxScore integer of p on node judged alone, without the other
+// nodes, that the golden stream pins beside each score: binpack's and spread's score (a
+// share in [0,1]) on that scale, bestfit's the node's used share after the placement, fgd's
+// binpack's. The offline replay's TiesRandomScore builds the same integers from the exported
+// API.
+func standaloneScore(pol Policy, node Node, p Placement) int64 {
+	v := pol.Score(node, p)
+	switch pol.(type) {
+	case bestfit:
+		var buf [16]int64
+		_, v = fullness(node, usageOf(node, p, buf[:0]))
+	case fgd:
+		v = binpack{}.Score(node, p)
+	}
+	s := int64(v*float64(maxScore) + 0.5)
+	return min(max(s, 0), maxScore)
 }

@@ -2,14 +2,14 @@ package policy
 
 import "math"
 
-// rateMemo remembers a Scorer's answers by node content. Scorer.Rate is a pure function of
+// scoreMemo remembers a Scorer's answers by node content. Scorer.Score is a pure function of
 // the node's cards (index, size, use, health) and free host for one pod and policy, and the
 // nodes of a cluster repeat: empty nodes of one type, full ones, nodes running the same pods.
-// A node equal in every card and in its host to one rated before gets that node's rate and
+// A node equal in every card and in its host to one scored before gets that node's score and
 // fit, bit for bit. Entries are found by a hash and confirmed by comparing the content, so
 // a collision costs a miss, never a wrong answer. Owned by one Scorer (one prioritize call
-// or one piece of one), so it holds at most one entry per node rated and dies with the call.
-type rateMemo struct {
+// or one piece of one), so it holds at most one entry per node scored and dies with the call.
+type scoreMemo struct {
 	index   map[uint64]int32 // hash → first entry with that hash
 	entries []memoEntry
 	// free is the unused end of the current chunk the entries' cards are copied into.
@@ -28,13 +28,13 @@ type memoEntry struct {
 	cards   []Card // a copy of the node's cards
 	unmet   *uint64
 	host    Host
-	rate    float64
+	score   float64
 	hasHost bool
 	ok      bool
 }
 
 // A memo holds at most maxMemoEntries nodes, of at most maxMemoCards cards each; other
-// nodes are rated and not remembered.
+// nodes are scored and not remembered.
 const (
 	maxMemoEntries = 1 << 14
 	maxMemoCards   = 64
@@ -58,7 +58,7 @@ func nodeHash(node Node) uint64 {
 }
 
 // lookup returns the remembered answer for node, and the hash to store a new one under.
-func (m *rateMemo) lookup(node Node) (rate float64, ok, found bool, h uint64) {
+func (m *scoreMemo) lookup(node Node) (score float64, ok, found bool, h uint64) {
 	h = nodeHash(node)
 	i, in := m.index[h]
 	if !in {
@@ -66,13 +66,13 @@ func (m *rateMemo) lookup(node Node) (rate float64, ok, found bool, h uint64) {
 	}
 	for ; i >= 0; i = m.entries[i].next {
 		if e := &m.entries[i]; m.same(e, node) {
-			return e.rate, e.ok, true, h
+			return e.score, e.ok, true, h
 		}
 	}
 	return 0, false, false, h
 }
 
-func (m *rateMemo) same(e *memoEntry, node Node) bool {
+func (m *scoreMemo) same(e *memoEntry, node Node) bool {
 	if len(e.cards) != len(node.Cards) || e.hasHost != (node.Host != nil) || (e.hasHost && e.host != *node.Host) ||
 		int(e.nUnmet) != len(node.Unmet) || e.unmet != firstWord(node.Unmet) {
 		return false
@@ -86,7 +86,7 @@ func (m *rateMemo) same(e *memoEntry, node Node) bool {
 }
 
 // store remembers node's answer under h (from lookup), unless the memo is full.
-func (m *rateMemo) store(h uint64, node Node, rate float64, ok bool) {
+func (m *scoreMemo) store(h uint64, node Node, score float64, ok bool) {
 	if len(m.entries) >= maxMemoEntries || len(node.Cards) > maxMemoCards {
 		return
 	}
@@ -101,7 +101,7 @@ func (m *rateMemo) store(h uint64, node Node, rate float64, ok bool) {
 	if len(node.Unmet) > math.MaxInt32 {
 		return
 	}
-	e := memoEntry{next: -1, cards: m.free[:n:n], nUnmet: int32(len(node.Unmet)), unmet: firstWord(node.Unmet), rate: rate, ok: ok}
+	e := memoEntry{next: -1, cards: m.free[:n:n], nUnmet: int32(len(node.Unmet)), unmet: firstWord(node.Unmet), score: score, ok: ok}
 	copy(e.cards, node.Cards)
 	m.free = m.free[n:]
 	if node.Host != nil {

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestRateMemo(t *testing.T) {
+func TestScoreMemo(t *testing.T) {
 	host := &Host{CPUMilli: 8000, MemoryMiB: 1024}
 	base := Node{Name: "a", Cards: cards(16, 4, 16, 0), Host: host}
 	for _, tc := range []struct {
@@ -24,15 +24,15 @@ func TestRateMemo(t *testing.T) {
 		{"no host", Node{Cards: cards(16, 4, 16, 0)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var m rateMemo
+			var m scoreMemo
 			_, _, found, h := m.lookup(base)
 			if found {
 				t.Fatal("found in an empty memo")
 			}
 			m.store(h, base, 0.25, true)
-			rate, ok, found, _ := m.lookup(tc.other)
-			if found != tc.found || (found && (rate != 0.25 || !ok)) {
-				t.Errorf("lookup = %v, %v, found %v; want found %v", rate, ok, found, tc.found)
+			score, ok, found, _ := m.lookup(tc.other)
+			if found != tc.found || (found && (score != 0.25 || !ok)) {
+				t.Errorf("lookup = %v, %v, found %v; want found %v", score, ok, found, tc.found)
 			}
 			if tc.found {
 				return
@@ -40,16 +40,16 @@ func TestRateMemo(t *testing.T) {
 			// A colliding hash must not hand out another node's answer: store the other
 			// node under base's hash, then both are told apart by content.
 			m.store(h, tc.other, 0.5, false)
-			rate, ok, found, _ = m.lookup(base)
-			if !found || rate != 0.25 || !ok {
-				t.Errorf("base after a collision: %v, %v, found %v", rate, ok, found)
+			score, ok, found, _ = m.lookup(base)
+			if !found || score != 0.25 || !ok {
+				t.Errorf("base after a collision: %v, %v, found %v", score, ok, found)
 			}
 		})
 	}
 }
 
-func TestRateMemoBounds(t *testing.T) {
-	var m rateMemo
+func TestScoreMemoBounds(t *testing.T) {
+	var m scoreMemo
 	big := Node{Cards: make([]Card, maxMemoCards+1)}
 	_, _, _, h := m.lookup(big)
 	m.store(h, big, 1, true)
@@ -66,9 +66,9 @@ func TestRateMemoBounds(t *testing.T) {
 	}
 }
 
-// TestScorerMemoMatchesFreshRates: a Scorer remembering nodes answers, bit for bit, what a
+// TestScorerMemoMatchesFreshScores: a Scorer remembering nodes answers, bit for bit, what a
 // fresh Scorer per node answers, on nodes drawn to repeat (few card states and hosts).
-func TestScorerMemoMatchesFreshRates(t *testing.T) {
+func TestScorerMemoMatchesFreshScores(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	for g := range 200 {
 		var w Workload
@@ -87,8 +87,8 @@ func TestScorerMemoMatchesFreshRates(t *testing.T) {
 		}
 		for k := range 30 {
 			node := pool[r.Intn(len(pool))]
-			got, gotOK := sc.Rate(node)
-			want, wantOK := NewScorer(pol, rq, host).rate(node)
+			got, gotOK := sc.Score(node)
+			want, wantOK := NewScorer(pol, rq, host).score(node)
 			if gotOK != wantOK || math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("group %d node %d: memo %v %v, fresh %v %v", g, k, got, gotOK, want, wantOK)
 			}

@@ -11,10 +11,11 @@ type Capacity struct {
 // The host pressure at which fgd's host cap moves from the typical pod's requests to each
 // shape's own (ownShare): at or below pressureLow every shape is fed at the workload's
 // average CPU and memory per card unit, at or above pressureHigh at its own, in proportion
-// between. Offline (openb, seeds 42–44), ramps starting anywhere in 0.8–0.9 and ending in
-// 0.95–1.1 leave the same GPU share unallocated within the spread between seeds; the
-// families that need the shapes' own requests reach 1.0 (cpu235) and 1.14 (cpu300), the
-// others 0.73–0.93 (docs/benchmarks-replay.md).
+// between. The ramp lies in the gap between the workloads whose pods ask for all of the
+// cluster's CPU or memory by the time the cards fill (pressure 1 and above: they need each
+// shape's own requests) and the others (below it); where exactly in that gap it starts and
+// ends does not change the result beyond the spread between seeds
+// (docs/benchmarks-replay.md).
 const (
 	pressureLow  = 0.8
 	pressureHigh = 1.0

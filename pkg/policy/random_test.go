@@ -99,7 +99,7 @@ func randomWorkload(r *rand.Rand) Workload {
 	return w
 }
 
-// group is one pod request rated on several nodes, as in one prioritize call, and the
+// group is one pod request scored on several nodes, as in one prioritize call, and the
 // workload fgd is given for it.
 type group struct {
 	req   gpushare.PodRequest

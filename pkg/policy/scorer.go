@@ -2,64 +2,65 @@ package policy
 
 import "github.com/gpushare/gpushare/pkg/gpushare"
 
-// usageRater is what the registered policies implement besides Policy, so that a Scorer can
-// place and rate without building a Placement: the card order their Place uses, and their
-// Rate over a usage (Rate(node, p) is rateUsage of p's usage). s provides buffers.
-type usageRater interface {
+// usageScorer is what the registered policies implement besides Policy, so that a Scorer
+// can place and score without building a Placement: the card order their Place uses, and
+// their Score over a usage (Score(node, p) is scoreUsage of p's usage). s provides buffers.
+type usageScorer interface {
 	Policy
 	chooser() chooser
-	rateUsage(node Node, u usage, s *scratch) float64
+	scoreUsage(node Node, u usage, s *scratch) float64
 }
 
-// Scorer rates one pod's placement on node after node, as one prioritize call does. Rate
+// Scorer scores one pod's placement on node after node, as one prioritize call does. Score
 // gives the same fit answer as the policy's Place and, bit for bit, the same value as its
-// Rate of that placement, but for the registered policies it builds no Placement: once its buffers have grown to the largest
-// node, it allocates nothing. Not safe for concurrent use; make one per call.
+// Score of that placement, but for the registered policies it builds no Placement: once its
+// buffers have grown to the largest node, it allocates nothing. Not safe for concurrent
+// use; make one per call.
 type Scorer struct {
 	pol    Policy
-	fast   usageRater // nil for a policy defined elsewhere: Rate then calls Place
-	choose chooser    // fast's card order, built once
+	fast   usageScorer // nil for a policy defined elsewhere: Score then calls Place
+	choose chooser     // fast's card order, built once
 	req    gpushare.PodRequest
 	host   Host // the pod's CPU and memory request
 	s      scratch
-	// memo is on for fgd with a workload, whose rating costs far more than finding a node
-	// equal to one rated before (rateMemo); the cheap policies rate every node afresh.
-	memo *rateMemo
+	// memo is on for fgd with a workload, whose scoring costs far more than finding a node
+	// equal to one scored before (scoreMemo); the cheap policies score every node afresh.
+	memo *scoreMemo
 }
 
 // NewScorer returns a Scorer of req placed by pol; host is the pod's CPU and memory request
 // (what Placement.Host carries).
 func NewScorer(pol Policy, req gpushare.PodRequest, host Host) *Scorer {
 	sc := &Scorer{pol: pol, req: req, host: host}
-	if f, ok := pol.(usageRater); ok {
+	if f, ok := pol.(usageScorer); ok {
 		sc.fast, sc.choose = f, f.chooser()
 	}
 	if f, ok := pol.(fgd); ok && len(f.w) > 0 {
-		sc.memo = &rateMemo{}
+		sc.memo = &scoreMemo{}
 	}
 	return sc
 }
 
-// Rate places the pod on node and rates the placement; ok is false where it does not fit.
-// A pod without gpu-mem fits every node, with cards or without (the scheduler judges its
-// CPU and memory), and takes nothing on them. node is only read, and not kept.
-func (sc *Scorer) Rate(node Node) (rate float64, ok bool) {
+// Score places the pod on node and scores the placement; ok is false where it does not
+// fit. A pod without gpu-mem fits every node, with cards or without (the scheduler judges
+// its CPU and memory), and takes nothing on them. node is only read, and not kept.
+func (sc *Scorer) Score(node Node) (score float64, ok bool) {
 	if sc.fast == nil {
-		return sc.rateByPlace(node)
+		return sc.scoreByPlace(node)
 	}
 	if sc.memo == nil || len(node.Cards) > maxMemoCards {
-		return sc.rate(node)
+		return sc.score(node)
 	}
-	rate, ok, found, h := sc.memo.lookup(node)
+	score, ok, found, h := sc.memo.lookup(node)
 	if !found {
-		rate, ok = sc.rate(node)
-		sc.memo.store(h, node, rate, ok)
+		score, ok = sc.score(node)
+		sc.memo.store(h, node, score, ok)
 	}
-	return rate, ok
+	return score, ok
 }
 
-// rate is Rate without the memo.
-func (sc *Scorer) rate(node Node) (float64, bool) {
+// score is Score without the memo.
+func (sc *Scorer) score(node Node) (float64, bool) {
 	s := &sc.s
 	switch {
 	case sc.req.IsZero():
@@ -69,11 +70,11 @@ func (sc *Scorer) rate(node Node) (float64, bool) {
 		return 0, false
 	}
 	u := usage{units: s.held, holds: holdsAny(s.held), host: sc.host}
-	return sc.fast.rateUsage(node, u, s), true
+	return sc.fast.scoreUsage(node, u, s), true
 }
 
-// rateByPlace is Rate through the public API, for policies without rateUsage.
-func (sc *Scorer) rateByPlace(node Node) (float64, bool) {
+// scoreByPlace is Score through the public API, for policies without scoreUsage.
+func (sc *Scorer) scoreByPlace(node Node) (float64, bool) {
 	p := Placement{Usage: gpushare.CardUnits{}}
 	if !sc.req.IsZero() {
 		var err error
@@ -82,5 +83,5 @@ func (sc *Scorer) rateByPlace(node Node) (float64, bool) {
 		}
 	}
 	p.Host = sc.host
-	return sc.pol.Rate(node, p), true
+	return sc.pol.Score(node, p), true
 }

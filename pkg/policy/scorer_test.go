@@ -9,9 +9,9 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// placeAndRate is what prioritize computed before the Scorer: Place, then Rate of the
+// placeAndScore is the Scorer's answer through the Policy interface: Place, then Score of the
 // placement with the pod's host request.
-func placeAndRate(pol Policy, node Node, req gpushare.PodRequest, host Host) (Placement, float64, bool) {
+func placeAndScore(pol Policy, node Node, req gpushare.PodRequest, host Host) (Placement, float64, bool) {
 	p := Placement{Usage: gpushare.CardUnits{}}
 	if !req.IsZero() {
 		var err error
@@ -20,13 +20,13 @@ func placeAndRate(pol Policy, node Node, req gpushare.PodRequest, host Host) (Pl
 		}
 	}
 	p.Host = host
-	return p, pol.Rate(node, p), true
+	return p, pol.Score(node, p), true
 }
 
-// sameRate is exact equality of the bits, stricter than == (it tells -0 from +0).
-func sameRate(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+// sameScore is exact equality of the bits, stricter than == (it tells -0 from +0).
+func sameScore(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 
-func TestScorerMatchesPlaceAndRate(t *testing.T) {
+func TestScorerMatchesPlaceAndScore(t *testing.T) {
 	// fgd's workload: one card of 6 units and 8 cores.
 	w := Workload{{Cards: 1, PerCard: 6, Host: Host{CPUMilli: 8000}, Weight: 1}}
 	host := &Host{CPUMilli: 10000, MemoryMiB: 1 << 16}
@@ -66,13 +66,13 @@ func TestScorerMatchesPlaceAndRate(t *testing.T) {
 			}
 			for _, pol := range pols {
 				t.Run(tc.name+"/"+name, func(t *testing.T) {
-					_, want, wantOK := placeAndRate(pol, tc.node, tc.req, tc.host)
-					got, ok := NewScorer(pol, tc.req, tc.host).Rate(tc.node)
+					_, want, wantOK := placeAndScore(pol, tc.node, tc.req, tc.host)
+					got, ok := NewScorer(pol, tc.req, tc.host).Score(tc.node)
 					if ok != tc.wantOK || wantOK != tc.wantOK {
 						t.Fatalf("fits: Scorer %v, Place %v, want %v", ok, wantOK, tc.wantOK)
 					}
-					if !sameRate(got, want) {
-						t.Errorf("rate: Scorer %v, Place+Rate %v", got, want)
+					if !sameScore(got, want) {
+						t.Errorf("score: Scorer %v, Place+Score %v", got, want)
 					}
 				})
 			}
@@ -80,18 +80,18 @@ func TestScorerMatchesPlaceAndRate(t *testing.T) {
 	}
 }
 
-// foreign stands for a policy defined outside this package: the Scorer knows no rateUsage
-// for it and goes through Place and Rate.
+// foreign stands for a policy defined outside this package: the Scorer knows no scoreUsage
+// for it and goes through Place and Score.
 type foreign struct{ Policy }
 
-// TestScorerMatchesPlaceAndRateRandom holds the Scorer to Place+Rate on 2000 random nodes
+// TestScorerMatchesPlaceAndScoreRandom holds the Scorer to Place+Score on 2000 random nodes
 // (0..16 cards, mixed sizes, unhealthy and over-committed cards, half with host resources)
 // for random pods (several containers of every kind, multi-card containers, no gpu-mem),
 // for every registered policy, fgd with and without a workload, and for policies it does
 // not know. One Scorer serves each pod's ten nodes of varying sizes, as in a prioritize
-// call, so its reused buffers are exercised. Rank over all nodes must equal Rank over the
-// fitting nodes' placements.
-func TestScorerMatchesPlaceAndRateRandom(t *testing.T) {
+// call, so its reused buffers are exercised. NormalizeScores over all nodes must equal
+// NormalizeScores over the fitting nodes' placements.
+func TestScorerMatchesPlaceAndScoreRandom(t *testing.T) {
 	var fits, misses, multi, inits, fellBack int
 	for gi, g := range corpus(11, 200, 10) {
 		names, pols := policiesFor(g)
@@ -101,17 +101,17 @@ func TestScorerMatchesPlaceAndRateRandom(t *testing.T) {
 		}
 		for pi, pol := range pols {
 			sc := NewScorer(pol, g.req, g.host)
-			rates, ok := make([]float64, len(g.nodes)), make([]bool, len(g.nodes))
+			scores, ok := make([]float64, len(g.nodes)), make([]bool, len(g.nodes))
 			var fitNodes []Node
 			var fitPlacements []Placement
 			for ni, node := range g.nodes {
-				p, want, wantOK := placeAndRate(pol, node, g.req, g.host)
-				rates[ni], ok[ni] = sc.Rate(node)
+				p, want, wantOK := placeAndScore(pol, node, g.req, g.host)
+				scores[ni], ok[ni] = sc.Score(node)
 				if ok[ni] != wantOK {
 					t.Fatalf("%s group %d node %d: Scorer fits %v, Place %v\nnode %+v\nreq %+v", names[pi], gi, ni, ok[ni], wantOK, node, g.req)
 				}
-				if !sameRate(rates[ni], want) {
-					t.Fatalf("%s group %d node %d: Scorer rate %v, Place+Rate %v\nnode %+v\nreq %+v", names[pi], gi, ni, rates[ni], want, node, g.req)
+				if !sameScore(scores[ni], want) {
+					t.Fatalf("%s group %d node %d: Scorer score %v, Place+Score %v\nnode %+v\nreq %+v", names[pi], gi, ni, scores[ni], want, node, g.req)
 				}
 				if wantOK {
 					fitNodes, fitPlacements = append(fitNodes, node), append(fitPlacements, p)
@@ -121,14 +121,14 @@ func TestScorerMatchesPlaceAndRateRandom(t *testing.T) {
 				}
 			}
 			want := make([]int64, len(g.nodes))
-			fitRanks := scores(pol, fitNodes, fitPlacements)
+			fitNormalized := normalizedScores(pol, fitNodes, fitPlacements)
 			for ni := range g.nodes {
 				if ok[ni] {
-					want[ni], fitRanks = fitRanks[0], fitRanks[1:]
+					want[ni], fitNormalized = fitNormalized[0], fitNormalized[1:]
 				}
 			}
-			if diff := cmp.Diff(want, Rank(rates, ok)); diff != "" {
-				t.Fatalf("%s group %d: Rank (-fitting nodes only,+all nodes):\n%s", names[pi], gi, diff)
+			if diff := cmp.Diff(want, NormalizeScores(scores, ok)); diff != "" {
+				t.Fatalf("%s group %d: NormalizeScores (-fitting nodes only,+all nodes):\n%s", names[pi], gi, diff)
 			}
 		}
 	}
@@ -164,7 +164,7 @@ func count(node Node, req gpushare.PodRequest, ok bool, fits, misses, multi, ini
 	return fits, misses, multi, inits, fellBack
 }
 
-// TestScorerAllocatesNothing: after the first node, rating more nodes allocates nothing,
+// TestScorerAllocatesNothing: after the first node, scoring more nodes allocates nothing,
 // whatever the pod's shape, for every registered policy.
 func TestScorerAllocatesNothing(t *testing.T) {
 	w := Workload{{Cards: 1, PerCard: 6, Host: Host{CPUMilli: 8000}, Weight: 0.5}, {Cards: 2, PerCard: 4, Weight: 0.5}}
@@ -188,11 +188,11 @@ func TestScorerAllocatesNothing(t *testing.T) {
 		for rname, r := range reqs {
 			sc := NewScorer(pol, r, Host{CPUMilli: 1000})
 			for _, n := range nodes {
-				sc.Rate(n) // grows the buffers
+				sc.Score(n) // grows the buffers
 			}
 			allocs := testing.AllocsPerRun(20, func() {
 				for _, n := range nodes {
-					sc.Rate(n)
+					sc.Score(n)
 				}
 			})
 			if allocs != 0 {

@@ -1,8 +1,8 @@
 package policy
 
-// scratch is the working memory of placing and rating one pod on one node. Per-card buffers
+// scratch is the working memory of placing and scoring one pod on one node. Per-card buffers
 // are indexed by card position (0..len(node.Cards)-1, the order of node.Cards), never by NVML
-// card index. A Scorer keeps one and reuses it node after node, so rating allocates nothing
+// card index. A Scorer keeps one and reuses it node after node, so scoring allocates nothing
 // once the buffers have grown to the largest node; Place uses a fresh one per call.
 type scratch struct {
 	free     []int64 // units each card still offers a container (Card.Free, less what was taken)
@@ -19,12 +19,12 @@ type scratch struct {
 
 	work   []int64     // fgd's card choice: free units while trying each candidate
 	picked []int       // fgd's card choice: positions picked for the current container
-	before []int64     // fgd's rate: free units per card before the placement
-	after  []int64     // fgd's rate: free units per card after the placement
+	before []int64     // fgd's score: free units per card before the placement
+	after  []int64     // fgd's score: free units per card after the placement
 	tried  []triedCard // fgd's card choice: the candidate values of the current round
 	stats  []cardStat  // fgd's frag: per card shape
 	// caps are fgd's host caps per shape for the last hosts seen (fgd.caps), used round
-	// robin: a node's rating needs the host before and after the placement.
+	// robin: a node's score needs the host before and after the placement.
 	caps     [2]capsEntry
 	nextCaps int
 	// need is fgd's podsToUse for needBound under the workload whose first shape is needW.

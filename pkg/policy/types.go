@@ -47,25 +47,26 @@ type Placement struct {
 	// Usage is what the pod holds on each card (gpushare.PodAllocation.CardUsage).
 	Usage gpushare.CardUnits
 	// Host is the pod's CPU and memory request. Place leaves it zero; callers that account
-	// host resources set it before rating, so a rate can see what the pod takes from the node.
+	// host resources set it before scoring, so a score can see what the pod takes from the
+	// node.
 	Host Host
 }
 
-// Policy chooses cards and rates placements. Implementations are stateless values.
+// Policy chooses cards and scores placements. Implementations are stateless values.
 type Policy interface {
 	// Name is the flag value that selects the policy.
 	Name() string
 	// Place chooses cards for every container of req on node, or returns a *FitError.
 	Place(node Node, req gpushare.PodRequest) (Placement, error)
-	// Rate rates placing p on node on a continuous scale, higher is better; only the order
-	// of the rates of one pod on several nodes means anything (Rank turns them into
-	// priorities).
-	Rate(node Node, p Placement) float64
+	// Score scores placing p on node on a continuous scale, higher is better; only the
+	// order of one pod's scores on several nodes means anything (NormalizeScores turns them
+	// into 0..MaxScore).
+	Score(node Node, p Placement) float64
 }
 
-// MaxScore is the top of Rank's and Score's 0..MaxScore priorities. It equals
+// MaxScore is the top of NormalizeScores' 0..MaxScore. It equals
 // extenderv1.MaxExtenderPriority (kept here so this package stays free of scheduler imports;
-// a test checks they agree); the framework plugin scales it to the framework's 0-100.
+// a test checks they agree); the framework plugin multiplies it up to the framework's 0-100.
 const MaxScore int64 = 10
 
 const maxScore = MaxScore

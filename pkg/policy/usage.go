@@ -1,7 +1,7 @@
 package policy
 
-// usage is a placement reduced to what rating reads. Rating from it rather than from a
-// Placement lets a Scorer rate without building the annotation-shaped maps.
+// usage is a placement reduced to what scoring reads. Scoring from it rather than from a
+// Placement lets a Scorer score without building the annotation-shaped maps.
 type usage struct {
 	// units is what the pod takes on each card, by card position (units[i] is on
 	// node.Cards[i]), in gpu-mem units.
@@ -13,7 +13,7 @@ type usage struct {
 
 // usageOf reduces p on node, appending the per-card units to buf: a caller passing a slice
 // of a stack array allocates nothing for nodes of up to that many cards. Usage on an index
-// that node lacks is ignored, as every rate always did. Card indexes must be distinct.
+// that node lacks is ignored, as every score always did. Card indexes must be distinct.
 func usageOf(node Node, p Placement, buf []int64) usage {
 	for _, c := range node.Cards {
 		buf = append(buf, p.Usage[c.Index])

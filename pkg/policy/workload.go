@@ -22,11 +22,11 @@ type Shape struct {
 // Workload is the popularity of typical shapes, most popular first.
 type Workload []Shape
 
-// The workload fgd rates against, as the extender and the offline replay learn it: every
+// The workload fgd scores against, as the extender and the offline replay learn it: every
 // shape seen (coverage 1; the paper keeps the shapes covering 95 % of pods, but the rare
 // ones it drops are the large multi-card pods that most need whole cards and nodes kept
 // free), at most WorkloadMaxShapes of them (the default trace has 151 distinct shapes with
-// CPU and memory), which bounds the cost of a rating.
+// CPU and memory), which bounds the cost of scoring a node.
 const (
 	WorkloadCoverage  = 1.0
 	WorkloadMaxShapes = 256

@@ -128,7 +128,7 @@ func TestPrioritize(t *testing.T) {
 	}{
 		{
 			// binpack rate = 0.75*chosen-card fullness + 0.25*node fullness, after placing; the
-			// best node gets 10, the others 9*(rate-min)/(max-min) (policy.Rank):
+			// best node gets 10, the others 9*(rate-min)/(max-min) (policy.NormalizeScores):
 			// half:  card0 12/16=0.75, node 20/32=0.625 → 0.71875 (best) → 10
 			// empty: card0  4/16=0.25, node  4/32=0.125 → 0.21875 (min)  → 0
 			name: "4 GiB", pod: ct.Pod("p", 4),

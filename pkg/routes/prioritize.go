@@ -14,8 +14,8 @@ func (s *server) installPrioritize(r *httprouter.Router) {
 	r.POST(Prefix+"/prioritize", s.limit("prioritize", s.whenLeading("prioritize", s.whenSynced("prioritize", s.prioritize))))
 }
 
-// prioritize scores the candidate nodes 0..10 with policy.Rank over the rates of the
-// placements the policy's Place would choose (policy.Scorer rates them without building
+// prioritize scores the candidate nodes 0..10 with policy.NormalizeScores over the rates of
+// the placements the policy's Place would choose (policy.Scorer rates them without building
 // them): the policy's best node gets 10, the others less by their rate. Nodes where the pod
 // does not fit, and every node for a pod with an invalid gpu-mem request, score 0. Pods
 // without gpu-mem (sent only when the scheduler configuration gives the extender all pods)
@@ -55,9 +55,9 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 		scorer := policy.NewScorer(pol, req, cache.HostRequest(args.Pod))
 		rates, fits := make([]float64, len(names)), make([]bool, len(names))
 		s.Cache.ViewEach(names, func(i int, node policy.Node) {
-			rates[i], fits[i] = scorer.Rate(node)
+			rates[i], fits[i] = scorer.Score(node)
 		})
-		scores = policy.Rank(rates, fits)
+		scores = policy.NormalizeScores(rates, fits)
 	}
 	writePriorities(w, names, scores)
 }

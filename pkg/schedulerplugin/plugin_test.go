@@ -145,8 +145,8 @@ func TestPreemptionDryRun(t *testing.T) {
 }
 
 // TestScoreRanksAsPrioritize: PreScore + Score + NormalizeScore give each node the
-// extender's prioritize priority (policy.Rank of the Scorer's rates), scaled to 0-100, on
-// more nodes than one PreScore piece rates, and for a node list in another order.
+// extender's prioritize priority (policy.NormalizeScores of the Scorer's rates), scaled to
+// 0-100, on more nodes than one PreScore piece rates, and for a node list in another order.
 func TestScoreRanksAsPrioritize(t *testing.T) {
 	for _, name := range []string{"binpack", "spread", "fgd"} {
 		t.Run(name, func(t *testing.T) {
@@ -194,8 +194,8 @@ func TestScoreRanksAsPrioritize(t *testing.T) {
 				req, _ := f.pl.res.PodRequest(pod)
 				sc := policy.NewScorer(pol, req, policy.Host{})
 				rates, fits := make([]float64, len(order)), make([]bool, len(order))
-				f.pl.cache.ViewEach(order, func(i int, node policy.Node) { rates[i], fits[i] = sc.Rate(node) })
-				return policy.Rank(rates, fits)
+				f.pl.cache.ViewEach(order, func(i int, node policy.Node) { rates[i], fits[i] = sc.Score(node) })
+				return policy.NormalizeScores(rates, fits)
 			}
 			check := func(st fwk.CycleState, order []string) {
 				t.Helper()

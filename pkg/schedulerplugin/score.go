@@ -40,7 +40,7 @@ func (r *nodeRates) release(pool *sync.Pool) {
 	pool.Put(r)
 }
 
-// PreScore rates the placement the policy would choose on each node (policy.Scorer.Rate,
+// PreScore rates the placement the policy would choose on each node (policy.Scorer.Score,
 // as the extender's prioritize does), in parallel pieces of the node list, each under one
 // read of the ledger: a framework call per node would cost more than the rating itself.
 // Each piece also collects its nodes' objects from the framework's NodeInfos, so that work
@@ -72,7 +72,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		sc := policy.NewScorer(s.pol, s.req, host)
 		p.cache.ViewNodes(r.objs[lo:hi], func(i int, node policy.Node) {
 			r.names[lo+i] = node.Name
-			r.rates[lo+i], r.fits[lo+i] = sc.Rate(node)
+			r.rates[lo+i], r.fits[lo+i] = sc.Score(node)
 		})
 	}
 	if p.parallelizer != nil && pieces > 1 {
@@ -95,8 +95,8 @@ func (p *Plugin) Score(context.Context, fwk.CycleState, *v1.Pod, fwk.NodeInfo) (
 // ScoreExtensions implements fwk.ScorePlugin: NormalizeScore.
 func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }
 
-// NormalizeScore ranks the nodes' rates as the extender's prioritize does (policy.Rank: the
-// policy's best node gets the top score, the others spread below by rate, unfit nodes 0),
+// NormalizeScore ranks the nodes' rates as the extender's prioritize does
+// (policy.NormalizeScores: the policy's best node gets the top score, the others spread below by rate, unfit nodes 0),
 // scaled to 0-100. The framework lists the nodes in the order PreScore was given them; a
 // list in another order is rated afresh.
 func (p *Plugin) NormalizeScore(_ context.Context, state fwk.CycleState, pod *v1.Pod, scores fwk.NodeScoreList) *fwk.Status {
@@ -108,7 +108,7 @@ func (p *Plugin) NormalizeScore(_ context.Context, state fwk.CycleState, pod *v1
 	if r == nil || !r.sameNodes(scores) {
 		r = p.rateNames(s, pod, scores)
 	}
-	for i, v := range policy.Rank(r.rates, r.fits) {
+	for i, v := range policy.NormalizeScores(r.rates, r.fits) {
 		scores[i].Score = v * (fwk.MaxNodeScore / policy.MaxScore)
 	}
 	if r == s.scores {
@@ -139,6 +139,6 @@ func (p *Plugin) rateNames(s *cycleState, pod *v1.Pod, scores fwk.NodeScoreList)
 		r.names[i] = scores[i].Name
 	}
 	sc := policy.NewScorer(s.pol, s.req, cache.HostRequest(pod))
-	p.cache.ViewEach(r.names, func(i int, node policy.Node) { r.rates[i], r.fits[i] = sc.Rate(node) })
+	p.cache.ViewEach(r.names, func(i int, node policy.Node) { r.rates[i], r.fits[i] = sc.Score(node) })
 	return r
 }

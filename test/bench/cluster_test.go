@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -80,23 +81,10 @@ func newCluster() (*cluster, error) {
 		p.Status.Phase = corev1.PodRunning
 		pods[k] = p
 	}
-	nodeInf := staticInformer(&corev1.Node{}, &corev1.NodeList{}, nodes)
-	podInf := staticInformer(&corev1.Pod{}, &corev1.PodList{}, pods)
 	client := fake.NewClientset()
-	c, err := cache.New(cache.Config{Nodes: nodeInf, Pods: podInf, PodClient: client.CoreV1(), Resources: objs.Resources})
+	c, err := startCache(cache.Config{PodClient: client.CoreV1(), Resources: objs.Resources}, nodes, pods)
 	if err != nil {
 		return nil, err
-	}
-	ctx := context.Background() // lives as long as the test binary
-	go nodeInf.Run(ctx.Done())
-	go podInf.Run(ctx.Done())
-	go func() { _ = c.Run(ctx) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !c.Ready() {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("cache not ready after 2 minutes")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	pol, err := policy.New(policy.Default)
 	if err != nil {
@@ -107,6 +95,28 @@ func newCluster() (*cluster, error) {
 		return nil, err
 	}
 	return &cluster{objs: objs, names: names, cache: c, policy: pol, handler: h.Verbs()}, nil
+}
+
+// startCache starts a cache configured by cfg over static informers of nodes and pods, for
+// as long as the test binary lives, and waits until it is ready.
+func startCache(cfg cache.Config, nodes, pods []runtime.Object) (*cache.Cache, error) {
+	cfg.Nodes = staticInformer(&corev1.Node{}, &corev1.NodeList{}, nodes)
+	cfg.Pods = staticInformer(&corev1.Pod{}, &corev1.PodList{}, pods)
+	c, err := cache.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the cache: %w", err)
+	}
+	ctx := context.Background()
+	go cfg.Nodes.Run(ctx.Done())
+	go cfg.Pods.Run(ctx.Done())
+	go func() { _ = c.Run(ctx) }()
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ready := func(context.Context) (bool, error) { return c.Ready(), nil }
+	if err := wait.PollUntilContextCancel(wctx, 10*time.Millisecond, true, ready); err != nil {
+		return nil, fmt.Errorf("waiting for the cache to load %d nodes and %d pods: %w", len(nodes), len(pods), err)
+	}
+	return c, nil
 }
 
 // staticInformer is an informer whose list returns items once and whose watch never

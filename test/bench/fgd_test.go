@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
@@ -28,9 +27,9 @@ import (
 	"github.com/gpushare/gpushare/pkg/routes"
 )
 
-// The fgd benchmarks rate against the workload of the default trace: the ledger has seen one
-// pending pod per pod of the trace (testdata/openb-default-shapes.csv, 151 shapes with CPU
-// and memory), and the placed pods are the trace's single-card pods in turn, so they add no
+// The fgd benchmarks score against the workload of the default trace: the ledger has seen
+// one pending pod per pod of the trace (testdata/openb-default-shapes.csv, 151 shapes with
+// CPU and memory), and the placed pods are the trace's single-card pods in turn, so they add no
 // shape. Cards have 1000 units, the trace's GPU-milli, so every shape is exact.
 const (
 	fgdCardUnits = 1000
@@ -166,23 +165,10 @@ func newFGDCluster() (*cluster, error) {
 		p.Status.Phase = corev1.PodRunning
 		pods = append(pods, p)
 	}
-	nodeInf := staticInformer(&corev1.Node{}, &corev1.NodeList{}, nodes)
-	podInf := staticInformer(&corev1.Pod{}, &corev1.PodList{}, pods)
 	client := fake.NewClientset()
-	c, err := cache.New(cache.Config{Nodes: nodeInf, Pods: podInf, PodClient: client.CoreV1(), Resources: res, TrackWorkload: true})
+	c, err := startCache(cache.Config{PodClient: client.CoreV1(), Resources: res, TrackWorkload: true}, nodes, pods)
 	if err != nil {
 		return nil, err
-	}
-	ctx := context.Background() // lives as long as the test binary
-	go nodeInf.Run(ctx.Done())
-	go podInf.Run(ctx.Done())
-	go func() { _ = c.Run(ctx) }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !c.Ready() {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("cache not ready after 2 minutes")
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	pol, err := policy.New("fgd")
 	if err != nil {
@@ -199,7 +185,7 @@ func newFGDCluster() (*cluster, error) {
 }
 
 // fgdPods are the pods of the fgd benchmarks: the trace's most common pod (810 milli of one
-// card), a whole card, two whole cards, and a pod without gpu-mem (which fgd rates too).
+// card), a whole card, two whole cards, and a pod without gpu-mem (which fgd scores too).
 var fgdPods = []struct {
 	name  string
 	shape traceShape
@@ -232,9 +218,9 @@ func BenchmarkPrioritizeHandlerFGD(b *testing.B) {
 	}
 }
 
-// BenchmarkCacheRatesFGD is BenchmarkCacheRates on newFGDCluster: the rating of one
+// BenchmarkCacheScoresFGD is BenchmarkCacheScores on newFGDCluster: the scoring of one
 // prioritize call under fgd, without HTTP and JSON.
-func BenchmarkCacheRatesFGD(b *testing.B) {
+func BenchmarkCacheScoresFGD(b *testing.B) {
 	c := getFGDCluster(b)
 	for _, s := range fgdPods {
 		b.Run(s.name, func(b *testing.B) {
@@ -250,9 +236,9 @@ func BenchmarkCacheRatesFGD(b *testing.B) {
 			cpu := startCPU(b)
 			for b.Loop() {
 				sc := policy.NewScorer(c.cache.ForPod(c.policy), req, host)
-				rates, fits := make([]float64, len(c.names)), make([]bool, len(c.names))
-				c.cache.ViewEach(c.names, func(i int, n policy.Node) { rates[i], fits[i] = sc.Rate(n) })
-				_ = policy.Rank(rates, fits)
+				scores, fits := make([]float64, len(c.names)), make([]bool, len(c.names))
+				c.cache.ViewEach(c.names, func(i int, n policy.Node) { scores[i], fits[i] = sc.Score(n) })
+				_ = policy.NormalizeScores(scores, fits)
 				fitting = 0
 				for _, f := range fits {
 					if f {

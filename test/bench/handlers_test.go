@@ -126,10 +126,10 @@ func BenchmarkCacheFits(b *testing.B) {
 	}
 }
 
-// BenchmarkCacheRates is the work of one prioritize call besides HTTP: each node's
-// placement rated under its lock (cache.ViewEach with a policy.Scorer), then the ranking
-// (policy.Rank). It replaced BenchmarkCacheViews (a copy and a Place per node).
-func BenchmarkCacheRates(b *testing.B) {
+// BenchmarkCacheScores is the work of one prioritize call besides HTTP: each node's
+// placement scored under its lock (cache.ViewEach with a policy.Scorer), then the scores
+// normalized (policy.NormalizeScores).
+func BenchmarkCacheScores(b *testing.B) {
 	c := getCluster(b)
 	for _, s := range shapes {
 		b.Run(s.name, func(b *testing.B) {
@@ -139,9 +139,9 @@ func BenchmarkCacheRates(b *testing.B) {
 			cpu := startCPU(b)
 			for b.Loop() {
 				sc := policy.NewScorer(c.policy, req, policy.Host{})
-				rates, fits := make([]float64, len(c.names)), make([]bool, len(c.names))
-				c.cache.ViewEach(c.names, func(i int, n policy.Node) { rates[i], fits[i] = sc.Rate(n) })
-				_ = policy.Rank(rates, fits)
+				scores, fits := make([]float64, len(c.names)), make([]bool, len(c.names))
+				c.cache.ViewEach(c.names, func(i int, n policy.Node) { scores[i], fits[i] = sc.Score(n) })
+				_ = policy.NormalizeScores(scores, fits)
 			}
 			cpu.report(b)
 		})

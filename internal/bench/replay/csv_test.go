@@ -184,31 +184,58 @@ func TestParsePods(t *testing.T) {
 	}
 }
 
-// TestParseShippedTraces reads every trace of ../shared/traces/openb when present and
-// checks the totals its README states.
-func TestParseShippedTraces(t *testing.T) {
-	const dir = "../../../shared/traces/openb/"
-	nodes, err := readNodesFile(dir + "openb_node_list_gpu_node.csv")
-	if err != nil {
-		t.Skipf("traces not available: %v", err)
+// TestParseSampleTraces reads the openb sample in testdata and checks it against what awk
+// counts in the files: both pod formats (with gpu_spec and the time columns, and the
+// multigpu files without them) and the node list.
+func TestParseSampleTraces(t *testing.T) {
+	type nodeTotals struct {
+		Nodes                         int
+		GPUMilli, MilliCPU, MemoryMiB int64
+		GPUsByModel                   map[string]int
 	}
-	if got := totalGPUMilli(nodes); len(nodes) != 1213 || got != 6212000 {
-		t.Errorf("gpu nodes: %d nodes, %d GPU-milli; want 1213, 6212000", len(nodes), got)
+	var gotNodes nodeTotals
+	gotNodes.GPUsByModel = map[string]int{}
+	for _, n := range sampleNodes(t) {
+		gotNodes.Nodes++
+		gotNodes.GPUMilli += n.GPUMilli()
+		gotNodes.MilliCPU += n.MilliCPU
+		gotNodes.MemoryMiB += n.MemoryMiB
+		gotNodes.GPUsByModel[n.Model] += n.GPUs
 	}
-	pods, err := readPodsFile(dir + "openb_pod_list_default.csv")
-	if err != nil {
-		t.Fatal(err)
+	wantNodes := nodeTotals{
+		Nodes: 61, GPUMilli: 314000, MilliCPU: 5576000, MemoryMiB: 25862144,
+		GPUsByModel: map[string]int{"G2": 232, "G3": 24, "P100": 10, "T4": 42, "V100M16": 6},
 	}
-	var req int64
-	for _, p := range pods {
-		req += p.TotalGPUMilli()
+	if diff := cmp.Diff(wantNodes, gotNodes); diff != "" {
+		t.Errorf("sample nodes (-want,+got):\n%s", diff)
 	}
-	if len(pods) != 8152 || req != 6086800 {
-		t.Errorf("default trace: %d pods, %d GPU-milli; want 8152, 6086800", len(pods), req)
+	type podTotals struct {
+		Pods, CPUOnly, MultiGPU, WithSpec int
+		RequestMilli                      int64
 	}
-	for _, name := range []string{"multigpu20", "gpuspec25", "gpushare40", "cpu050"} {
-		if _, err := readPodsFile(dir + "openb_pod_list_" + name + ".csv"); err != nil {
-			t.Errorf("%s: %v", name, err)
+	for _, tc := range []struct {
+		family string
+		want   podTotals
+	}{
+		{"gpuspec25", podTotals{Pods: 300, CPUOnly: 38, MultiGPU: 7, WithSpec: 67, RequestMilli: 257800}},
+		{"multigpu20", podTotals{Pods: 300, CPUOnly: 38, MultiGPU: 7, RequestMilli: 257800}},
+	} {
+		var got podTotals
+		for _, p := range samplePods(t, tc.family) {
+			got.Pods++
+			got.RequestMilli += p.TotalGPUMilli()
+			switch {
+			case p.NumGPU == 0:
+				got.CPUOnly++
+			case p.NumGPU > 1:
+				got.MultiGPU++
+			}
+			if len(p.GPUSpec) > 0 {
+				got.WithSpec++
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s sample pods (-want,+got):\n%s", tc.family, diff)
 		}
 	}
 }

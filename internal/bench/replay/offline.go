@@ -23,16 +23,16 @@ type offlineNode struct {
 
 // Tie-breaking of replayOffline.
 const (
-	// TiesFirst: the best-rated node (Policy.Rate), lowest node index on ties.
-	// Deterministic; the policy's own ranking at full resolution.
+	// TiesFirst: the best-scored node (Policy.Score), lowest node index on ties.
+	// Deterministic; the policy's own order at full resolution.
 	TiesFirst = "first"
 	// TiesRandom emulates the cluster path: nodes get the extender's integer priorities
-	// (policy.Rank over the candidates) and a seeded random pick among the top ones, as
-	// kube-scheduler does; CPU-only pods as offlineConfig.CPUPods says.
+	// (policy.NormalizeScores over the candidates) and a seeded random pick among the top
+	// ones, as kube-scheduler does; CPU-only pods as offlineConfig.CPUPods says.
 	TiesRandom = "random"
-	// TiesRandomScore is TiesRandom with each node's own integer policy.Score instead of
-	// policy.Rank (the extender's prioritize before it ranked nodes against each other):
-	// coarser, so many more ties.
+	// TiesRandomScore is TiesRandom with each node's standalone integer (standaloneScorer)
+	// instead of policy.NormalizeScores: each node judged alone, without the others, so
+	// coarser, with many more ties.
 	TiesRandomScore = "random-score"
 )
 
@@ -57,7 +57,7 @@ const (
 	// CPURandom: the extender sees them (REPLAY_ALL_PODS=yes) but scores every node alike:
 	// a random feasible node.
 	CPURandom = "random"
-	// CPURanked: the extender ranks them like GPU pods (policy.Rank).
+	// CPURanked: the extender ranks them like GPU pods (policy.NormalizeScores).
 	CPURanked = "ranked"
 	// CPUExtender: what the extender's prioritize does with them (REPLAY_ALL_PODS=yes):
 	// CPURanked for a policy.WorkloadAware policy, CPURandom for the others, which score
@@ -107,6 +107,12 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 		state = append(state, on)
 	}
 	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed)), view: make([]policy.Node, len(state))}
+	if cfg.Ties == TiesRandomScore {
+		var err error
+		if o.standalone, err = newStandaloneScorer(); err != nil {
+			return 0, err
+		}
+	}
 	bar := newProgress(progress, len(pods))
 	defer bar.Done()
 	wa, learns := cfg.Policy.(policy.WorkloadAware)
@@ -148,6 +154,8 @@ type offline struct {
 	state []*offlineNode
 	rng   *rand.Rand
 	view  []policy.Node // nodes' buffer
+	// standalone gives TiesRandomScore its per-node integers.
+	standalone standaloneScorer
 }
 
 // nodes returns every node as the policy sees it (a buffer reused from call to call).
@@ -159,10 +167,11 @@ func (o *offline) nodes() []policy.Node {
 }
 
 // place chooses a node for pod, applies the placement and returns the node name ("" when
-// nothing fits). Candidates are rated with one policy.Scorer, as one prioritize call does
-// (the same fit and, bit for bit, the same rate as Place then Rate, without building a
-// Placement per node); only the chosen node's placement is built. TiesRandomScore needs
-// each node's Placement for Score, and builds them all.
+// nothing fits). Candidates are scored with one policy.Scorer, as one prioritize call does
+// (the same fit and, bit for bit, the same score as Place then Policy.Score, without
+// building a Placement per node); only the chosen node's placement is built.
+// TiesRandomScore needs each node's Placement for its standalone integer, and builds them
+// all.
 func (o *offline) place(p policy.Policy, pod PodSpec) string {
 	req := podRequest(o.cfg.Units, pod)
 	host := policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}
@@ -174,7 +183,7 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 	}
 	var (
 		idx        []int
-		rates      []float64
+		scores     []float64
 		nodes      []policy.Node
 		placements []policy.Placement
 	)
@@ -187,11 +196,11 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 			continue
 		}
 		if !byScore {
-			rate, ok := sc.Rate(n.policy)
+			score, ok := sc.Score(n.policy)
 			if !ok {
 				continue // does not fit here
 			}
-			idx, rates = append(idx, i), append(rates, rate)
+			idx, scores = append(idx, i), append(scores, score)
 			continue
 		}
 		pl, err := p.Place(n.policy, req)
@@ -209,14 +218,14 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 	var best int
 	var pl policy.Placement
 	if byScore {
-		scores := make([]int64, len(nodes))
+		standalone := make([]int64, len(nodes))
 		for i := range nodes {
-			scores[i] = policy.Score(p, nodes[i], placements[i])
+			standalone[i] = o.standalone.score(p, nodes[i], placements[i])
 		}
-		best = o.choose(pod, nil, scores)
+		best = o.choose(pod, nil, standalone)
 		pl = placements[best]
 	} else {
-		best = o.choose(pod, rates, nil)
+		best = o.choose(pod, scores, nil)
 		var err error
 		if pl, err = p.Place(o.state[idx[best]].policy, req); err != nil {
 			panic(fmt.Sprintf("offline replay: Place fails where the Scorer fits: %v", err)) // a policy bug
@@ -232,27 +241,27 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 	return n.spec.Name
 }
 
-// choose returns the position of the chosen candidate, given the candidates' rates
-// (TiesFirst, TiesRandom) or, for TiesRandomScore, their integer scores.
-func (o *offline) choose(pod PodSpec, rates []float64, scores []int64) int {
+// choose returns the position of the chosen candidate, given the candidates' scores
+// (TiesFirst, TiesRandom) or, for TiesRandomScore, their standalone integers.
+func (o *offline) choose(pod PodSpec, scores []float64, priorities []int64) int {
 	if o.cfg.Ties == TiesRandom || o.cfg.Ties == TiesRandomScore {
 		if pod.NumGPU == 0 {
 			switch o.cfg.CPUPods {
 			case CPUFirstFit:
 				return 0
 			case CPURandom:
-				return o.rng.Intn(max(len(rates), len(scores)))
+				return o.rng.Intn(max(len(scores), len(priorities)))
 			}
 		}
 		if o.cfg.Ties == TiesRandom {
-			scores = policy.Rank(rates, nil)
+			priorities = policy.NormalizeScores(scores, nil)
 		}
 		best, ties := 0, 0
-		for i, s := range scores {
+		for i, s := range priorities {
 			switch {
-			case s > scores[best]:
+			case s > priorities[best]:
 				best, ties = i, 1
-			case s == scores[best]:
+			case s == priorities[best]:
 				ties++
 				if o.rng.Intn(ties) == 0 { // reservoir sampling, as kube-scheduler's selectHost
 					best = i
@@ -262,8 +271,8 @@ func (o *offline) choose(pod PodSpec, rates []float64, scores []int64) int {
 		return best
 	}
 	best := 0
-	for i := range rates {
-		if i == 0 || rates[i] > rates[best] {
+	for i := range scores {
+		if i == 0 || scores[i] > scores[best] {
 			best = i
 		}
 	}

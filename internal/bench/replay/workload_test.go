@@ -166,21 +166,13 @@ func TestWorkloadErrors(t *testing.T) {
 	}
 }
 
-// TestWorkloadDefaultTrace pins the seed-42 workload of the real default trace: the order
-// comes from math/rand's seeded generator (stable under the Go 1 compatibility promise,
-// the same generator the FGD simulator uses), so a change here means the replay no longer
-// mirrors the simulator's order.
-func TestWorkloadDefaultTrace(t *testing.T) {
-	const dir = "../../../shared/traces/openb/"
-	nodes, err := readNodesFile(dir + "openb_node_list_gpu_node.csv")
-	if err != nil {
-		t.Skipf("traces not available: %v", err)
-	}
-	pods, err := readPodsFile(dir + "openb_pod_list_default.csv")
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, st, err := buildWorkload(pods, totalGPUMilli(nodes), 42, 1.3)
+// TestWorkloadSampleTrace pins the seed-42 workload of the openb sample: the order comes
+// from math/rand's seeded generator (stable under the Go 1 compatibility promise, the same
+// generator the FGD simulator uses), so a change here means the replay no longer mirrors
+// the simulator's order.
+func TestWorkloadSampleTrace(t *testing.T) {
+	nodes, trace := sampleNodes(t), samplePods(t, "gpuspec25")
+	got, st, err := buildWorkload(trace, totalGPUMilli(nodes), 42, 1.3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,11 +182,16 @@ func TestWorkloadDefaultTrace(t *testing.T) {
 		Pods    int
 		Request int64
 	}
-	// 8152 trace pods + 2714 clones; 8,075,080 ≤ 1.3 × 6,212,000.
-	want := pin{First: []string{"openb-pod-0255", "openb-pod-1685"}, Last: "openb-pod-5877-tuned-2713", Pods: 10866, Request: 8075080}
+	// 300 sample pods + 180 clones; 407,920 ≤ 1.3 × 314,000.
+	want := pin{First: []string{"openb-pod-7614", "openb-pod-0810"}, Last: "openb-pod-4698-tuned-179", Pods: 480, Request: 407920}
 	gotPin := pin{First: names(got[:2]), Last: got[len(got)-1].Name, Pods: len(got), Request: st.RequestMilli}
 	if diff := cmp.Diff(want, gotPin); diff != "" {
 		t.Errorf("seed-42 workload (-want,+got):\n%s", diff)
+	}
+	// The sample requests 257,800 GPU-milli; clones fill it up to 1.3 × 314,000 = 408,200
+	// less than one pod.
+	if st.Clones != len(got)-len(trace) || st.RequestMilli > 408200 || st.RequestMilli+1000 <= 408200 {
+		t.Errorf("stats %+v: want the clones to fill 257800 up to 408200 within one pod", st)
 	}
 }
 

@@ -87,7 +87,7 @@ func newCommand() *cobra.Command {
 	fs.IntVar(&f.burst, "burst", 2000, "client burst to the API server")
 	fs.BoolVar(&f.offline, "offline", false, "place pods with pkg/policy in memory, no cluster")
 	fs.StringVar(&f.policy, "policy", "", "policy for --offline (binpack, spread, ...)")
-	fs.StringVar(&f.OfflineTies, "offline-ties", replay.TiesFirst, "--offline node choice: first (best rate, lowest index), random (the cluster path: policy.Rank priorities, random ties) or random-score (each node's own Score, random ties)")
+	fs.StringVar(&f.OfflineTies, "offline-ties", replay.TiesFirst, "--offline node choice: first (best score, lowest index), random (the cluster path: normalized scores, random ties) or random-score (each node's standalone 0..10 score, random ties)")
 	fs.StringVar(&f.OfflineCPUPods, "offline-cpu-pods", replay.CPUFirstFit, "--offline-ties random*: CPU-only pods go first-fit (as the replay cluster), random (extender scores them alike), ranked (by the policy) or extender (what the extender does with REPLAY_ALL_PODS=yes: ranked for fgd, random otherwise)")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
