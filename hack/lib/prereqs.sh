@@ -57,7 +57,9 @@ missing_packages() {
   local line cmd pkg need
   for line in "${HOST_TOOLS[@]}"; do
     read -r cmd pkg need <<<"$line"
-    [[ " $* " == *" $need "* ]] && [ "$pkg" != go.dev/dl ] && host_tool_missing "$cmd" && echo "$pkg"
+    if [[ " $* " == *" $need "* ]] && [ "$pkg" != go.dev/dl ] && host_tool_missing "$cmd"; then
+      echo "$pkg"
+    fi
   done | sort -u
 }
 
