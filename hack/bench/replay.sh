@@ -22,7 +22,9 @@
 #            (default: 0 = the whole tuned workload; 100 gives unallocated@100% in about
 #            half the time, since past 100 % most pods fail and failures are the slow part)
 #   OUT      result folder (default: _output/replay/$TRACE/$POLICY/seed$SEED)
-#   TRACES_DIR  folder of the CSVs (default: ../shared/traces/openb next to the repo)
+#   TRACES_DIR  folder of the openb CSVs: cluster-trace-gpu-v2023 of Alibaba's clusterdata
+#            repository, https://github.com/alibaba/clusterdata (default: ../shared/traces/openb
+#            next to the repository)
 #   REPLAY_KCM  yes: also run kube-controller-manager (default: no; see below)
 #   REPLAY_ALL_PODS yes (default): drop managedResources from the scheduler config so
 #                CPU-only pods go through the extender too and its prioritize ranks them,
@@ -93,7 +95,7 @@ source "$REPO/hack/lib/controlplane.sh"
 
 NODES_CSV=$TRACES_DIR/openb_node_list_gpu_node.csv
 PODS_CSV=$TRACES_DIR/openb_pod_list_$TRACE.csv
-[ -f "$NODES_CSV" ] || die "no node list $NODES_CSV (set TRACES_DIR)"
+[ -f "$NODES_CSV" ] || die "no node list $NODES_CSV: set TRACES_DIR to the openb CSVs of cluster-trace-gpu-v2023 (https://github.com/alibaba/clusterdata)"
 [ -f "$PODS_CSV" ] || die "no pod list $PODS_CSV; traces: $(find "$TRACES_DIR" -maxdepth 1 -name 'openb_pod_list_*.csv' -printf '%f\n' | sed 's/openb_pod_list_//; s/\.csv//' | sort | tr '\n' ' ')"
 
 log "building extender and gpushare-replay"
