@@ -29,7 +29,7 @@ SCHED_LDFLAGS := $(LDFLAGS) -X k8s.io/component-base/version.gitVersion=$(SCHED_
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image dist clean chart-docs
+.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image dist clean chart-docs doctor
 
 all: build
 
@@ -43,7 +43,10 @@ build: ## Build every command into ./bin
 	@echo "go build cmd/gpushare-scheduler (CGO_ENABLED=0)"
 	@cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(SCHED_LDFLAGS)" -o $(BIN)/gpushare-scheduler .
 
-test: lint unit race e2e ## What .ci/run runs: lint, unit tests, race tests, e2e on the local cluster
+test: doctor lint unit race e2e ## What .ci/run runs: the host check, lint, unit tests, race tests, e2e on the local cluster
+
+doctor: ## Say which host tools are missing and how to install them (as root: install them with apt-get)
+	hack/doctor.sh
 
 # The chart tests (test/manifests) and the chart e2e run the pinned helm, built once; a
 # failed build stops the target (errexit) rather than letting those tests skip.
@@ -55,7 +58,7 @@ unit:
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
-lint: ## go vet + gofmt check + no committed binaries
+lint: ## go vet + gofmt check + shellcheck of hack/ and deploy/ + no committed binaries
 	$(GO) vet ./...
 	@# CGO_ENABLED=0 as make build builds it: vet then reuses the same compiled dependencies.
 	cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) vet ./...
@@ -63,6 +66,7 @@ lint: ## go vet + gofmt check + no committed binaries
 	@# A build output committed by mistake is downloaded by every clone: no tracked file is an ELF binary.
 	@bad=$$(git ls-files -z | while IFS= read -r -d '' f; do [ -f "$$f" ] && [ "$$(head -c4 "$$f" | od -An -tx1 | tr -d ' \n')" = 7f454c46 ] && echo "$$f"; done; true); \
 	  if [ -n "$$bad" ]; then echo "binaries tracked by git (git rm --cached them and ignore their path):"; echo "$$bad"; exit 1; fi
+	hack/shellcheck.sh
 
 verify: lint
 
@@ -92,7 +96,7 @@ dist: ## Release artefacts in dist/ with goreleaser: binaries per platform, the 
 # (kube-scheduler + the gpushare extender) or plugin (gpushare-scheduler).
 MODE ?= extender
 
-demo: k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4); MODE=extender|plugin
+demo: doctor k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4); MODE=extender|plugin
 	GPUSHARE_MODE=$(MODE) hack/demo.sh
 
 demo-down: ## Stop the demo cluster: every process by PID, mounts, cni0, cgroups

@@ -37,7 +37,7 @@ log "missing: ${missing[*]} (a cold build takes about 20 min on 2 cores)"
 # ./staging paths in its own go.mod; the list changes between minor versions.
 staging_modules() {
   local mod
-  mod=$(cd "$CACHE" && GOFLAGS= go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
+  mod=$(cd "$CACHE" && GOFLAGS='' go mod download -json "k8s.io/kubernetes@$K8S_VERSION" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
   [ -f "$mod" ] || { log "cannot download k8s.io/kubernetes@$K8S_VERSION"; exit 1; }
   sed -n 's#^[[:space:]]*\(k8s\.io/[a-z0-9-]*\) => \./staging/.*#\1#p' "$mod"
 }

@@ -15,13 +15,14 @@ if [ ! -d "$STATE" ]; then
   log "no cluster state in $STATE"
   exit 0
 fi
+# The binaries the cluster was started with; none recorded: nothing of the real node runs.
 K8S_BIN=${GPUSHARE_K8S_BIN:-$(cat "$STATE/k8s-bin" 2>/dev/null || true)}
 
 # No new bindings while the real node is drained.
 stop_proc kube-scheduler
 stop_proc gpushare-scheduler
 stop_proc extender
-if [ -x "${K8S_BIN:-/nonexistent}/kubectl" ]; then
+if [ -n "$K8S_BIN" ] && tool_path kubectl >/dev/null 2>&1; then
   drain_real_node
 fi
 stop_proc share-plugin

@@ -32,7 +32,7 @@ source "$REPO/hack/lib/realnode.sh"
 source "$REPO/hack/lib/controlplane.sh"
 
 K8S_BIN=$(k8s_bin_dir)
-[ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
+tool_path kube-apiserver >/dev/null || die "no Kubernetes binaries in $K8S_BIN"
 mkdir -p "$STATE" "$PIDS" "$LOGS"
 echo "$K8S_BIN" >"$STATE/k8s-bin"
 
@@ -90,7 +90,7 @@ for c in "${components[@]}"; do
   kube-controller-manager) start_controller_manager ;;
   kube-scheduler) start_scheduler_for_mode "$CLUSTER_MODE" ;;
   extender) start_extender ;;
-  gpushare-scheduler) start_gpushare_scheduler ;;
+  gpushare-scheduler) start_gpushare_scheduler "$REPO/deploy/gpushare-scheduler/scheduler-config.yaml" ;;
   kwok) start_kwok ;;
   containerd) start_containerd ;;
   kubelet) start_kubelet ;;

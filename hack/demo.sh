@@ -18,8 +18,15 @@ K8S_BIN=$(k8s_bin_dir)
 GPUSHARE_K8S_BIN=$K8S_BIN "$REPO/hack/cluster-up.sh"
 mode=$(cat "$STATE/node-mode")
 sched_mode=$(cat "$STATE/scheduler-mode")
-export PATH="$GPUSHARE_BIN:$K8S_BIN:$PATH"
+# kubectl finds the inspect plugin on PATH, as a user's does; a plugin takes no kubectl flags
+# before its name, so the cluster comes from KUBECONFIG.
+export PATH="$GPUSHARE_BIN:$PATH"
 export KUBECONFIG=$KUBECONFIG_FILE
+kubectl_plugin() {
+  local kubectl
+  kubectl=$(tool_path kubectl) || return 1
+  "$kubectl" "$@"
+}
 node=$(node_name)
 
 banner() { printf '\n=== %s\n' "$*"; }
@@ -27,7 +34,7 @@ banner() { printf '\n=== %s\n' "$*"; }
 if [ "$mode" = kwok ]; then
   # No kubelet here: a kwok node with the T4's shape stands in for the real node.
   node=gpushare-t4
-  kubectl apply -f - >/dev/null <<EOF
+  kubectl_ apply -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Node
 metadata:
@@ -45,7 +52,7 @@ fi
 # cards). The manifests stay scheduler-neutral, as users apply them.
 apply_examples() {
   if [ "$sched_mode" != plugin ]; then
-    kubectl apply -f "$1" >/dev/null
+    kubectl_ apply -f "$1" >/dev/null
     return
   fi
   local rendered deployments named
@@ -57,38 +64,38 @@ apply_examples() {
   # which binds without choosing a card.
   deployments=$(grep -c '^kind: Deployment$' <<<"$rendered" || true)
   named=$(grep -c '^      schedulerName: gpushare-scheduler$' <<<"$rendered" || true)
-  [ "$deployments" -gt 0 ] && [ "$deployments" = "$named" ] ||
+  { [ "$deployments" -gt 0 ] && [ "$deployments" = "$named" ]; } ||
     die "could not set schedulerName in $1 ($named of $deployments Deployments)"
-  kubectl apply -f - >/dev/null <<<"$rendered"
+  kubectl_ apply -f - >/dev/null <<<"$rendered"
 }
 
 apply_examples "$REPO/deploy/examples"
 log "waiting for tf-notebook, tf-notebook-2, tf-notebook-3 to be Available"
-if ! kubectl wait --for=condition=Available --timeout=180s deployment/tf-notebook deployment/tf-notebook-2 deployment/tf-notebook-3 >/dev/null; then
-  kubectl get pods -o wide
-  kubectl get events --field-selector type=Warning | tail -n 20
+if ! kubectl_ wait --for=condition=Available --timeout=180s deployment/tf-notebook deployment/tf-notebook-2 deployment/tf-notebook-3 >/dev/null; then
+  kubectl_ get pods -o wide
+  kubectl_ get events --field-selector type=Warning | tail -n 20
   die "the notebooks did not become Available; logs: $LOGS"
 fi
 # Only now the one that cannot fit, so it is the one left Pending.
 apply_examples "$REPO/deploy/examples/overflow"
 pending_reason() {
   local pod
-  pod=$(kubectl get pods -l app=tf-notebook-4 -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null) || return 1
-  kubectl get events --field-selector "involvedObject.name=$pod,reason=FailedScheduling" \
+  pod=$(kubectl_ get pods -l app=tf-notebook-4 -o 'jsonpath={.items[0].metadata.name}' 2>/dev/null) || return 1
+  kubectl_ get events --field-selector "involvedObject.name=$pod,reason=FailedScheduling" \
     -o 'jsonpath={.items[-1:].message}' 2>/dev/null | grep .
 }
 wait_for "tf-notebook-4's FailedScheduling event" 60 pending_reason || true
 
 banner "kubectl get pods -o wide"
-kubectl get pods -o wide
+kubectl_ get pods -o wide
 
 banner "GPU environment of each notebook (kubectl logs)"
 for d in tf-notebook tf-notebook-2 tf-notebook-3; do
-  pod=$(kubectl get pods -l "app=$d" -o 'jsonpath={.items[0].metadata.name}')
+  pod=$(kubectl_ get pods -l "app=$d" -o 'jsonpath={.items[0].metadata.name}')
   if [ "$mode" = real ]; then
-    kubectl logs "$pod" | grep -E '^(NVIDIA_VISIBLE_DEVICES|ALIYUN_COM_GPU_MEM_)' | sed "s/^/$pod: /" || echo "$pod: (no GPU env in log)"
+    kubectl_ logs "$pod" | grep -E '^(NVIDIA_VISIBLE_DEVICES|ALIYUN_COM_GPU_MEM_)' | sed "s/^/$pod: /" || echo "$pod: (no GPU env in log)"
   else
-    echo "$pod: (kwok node, no container runs) card annotation ALIYUN_COM_GPU_MEM_IDX=$(kubectl get pod "$pod" -o 'jsonpath={.metadata.annotations.ALIYUN_COM_GPU_MEM_IDX}')"
+    echo "$pod: (kwok node, no container runs) card annotation ALIYUN_COM_GPU_MEM_IDX=$(kubectl_ get pod "$pod" -o 'jsonpath={.metadata.annotations.ALIYUN_COM_GPU_MEM_IDX}')"
   fi
 done
 
@@ -97,9 +104,9 @@ pending_reason || echo "(no FailedScheduling event yet)"
 
 banner "kubectl inspect gpushare"
 if [ -x "$GPUSHARE_BIN/kubectl-inspect-gpushare" ]; then
-  kubectl inspect gpushare
+  kubectl_plugin inspect gpushare
   banner "kubectl inspect gpushare $node"
-  kubectl inspect gpushare "$node" || true
+  kubectl_plugin inspect gpushare "$node" || true
 elif [ "$sched_mode" = plugin ]; then
   log "bin/kubectl-inspect-gpushare not built (make build)"
 else

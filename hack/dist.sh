@@ -11,6 +11,8 @@
 set -o errexit -o nounset -o pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=hack/lib/bins.sh
+source "$REPO/hack/lib/bins.sh"
 cd "$REPO"
 log() { printf '[dist %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() {
@@ -50,7 +52,7 @@ while read -r _ name; do
   case $name in *.tar.gz | *.zip) continue ;; esac
   IFS=_ read -r c _ os arch <<<"$name"
   src=(dist/"${c}_${os}_${arch}"_*/"$c")
-  [ ${#src[@]} = 1 ] && [ -f "${src[0]}" ] || die "$name: no single build in dist/${c}_${os}_${arch}_*/"
+  { [ ${#src[@]} = 1 ] && [ -f "${src[0]}" ]; } || die "$name: no single build in dist/${c}_${os}_${arch}_*/"
   ln -f "${src[0]}" "dist/$name"
 done <"$checksums"
 (cd dist && sha256sum --quiet -c "$(basename "$checksums")") || die "dist/ does not match $checksums"
@@ -76,9 +78,12 @@ done
 (cd "$images" && sha256sum -- *.tar >"../gpushare_${version}_images_checksums.txt")
 
 # The Helm chart, versioned like the release: its appVersion is the images' tag.
-helm=$(hack/tools.sh helm)
+helm=$(tool_path helm)
 "$helm" package deploy/helm/gpushare --version "${version#v}" --app-version "$version" -d dist >/dev/null ||
   die "helm package deploy/helm/gpushare failed"
 (cd dist && sha256sum -- "gpushare-${version#v}.tgz" >"gpushare_${version}_chart_checksums.txt")
-log "dist/: $(cd dist && ls -- *.tar.gz *.tgz *.zip *_checksums.txt krew/*.yaml | tr '\n' ' ')"
-log "images: $(ls "$images" | tr '\n' ' ')"
+(
+  cd dist
+  log "dist/: $(printf '%s ' *.tar.gz *.tgz *.zip *_checksums.txt krew/*.yaml)"
+)
+log "images: $(cd "$images" && printf '%s ' *)"

@@ -11,6 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/cluster.sh"
 # shellcheck source=hack/lib/realnode.sh
 source "$REPO/hack/lib/realnode.sh"
 
+K8S_BIN=$(k8s_bin_dir)
 [ -S "$CONTAINERD_SOCK" ] || die "no containerd socket at $CONTAINERD_SOCK: start the cluster with a real node (hack/cluster-up.sh)"
 if [ $# -eq 0 ]; then
   set -- "$IMAGES_DIR/extender.tar" "$IMAGES_DIR/gpushare-scheduler.tar" "$IMAGES_DIR/share-plugin.tar"

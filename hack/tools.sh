@@ -16,7 +16,7 @@ CERT_MANAGER_VERSION=v1.21.2
 
 # module_dir MODULE@VERSION: the module's folder in the Go module cache (downloaded once).
 module_dir() {
-  (cd "${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS= go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  (cd "${TMPDIR:-/tmp}" && GOWORK=off GOFLAGS='' go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 }
 
 case $tool in

@@ -8,6 +8,8 @@
 # share-plugin hands these folders to each container of an isolation=mps node, with the
 # container's grant as CUDA_MPS_PINNED_DEVICE_MEM_LIMIT (docs/isolation.md). The script exits,
 # and the pod restarts, when any daemon stops; on SIGTERM it tells every daemon to quit.
+# This file is the source: the chart's files/mps-daemon.sh is a byte copy (Helm packages only
+# the chart's folder), which test/manifests compares with it.
 set -o errexit -o nounset -o pipefail
 
 root=${GPUSHARE_MPS_ROOT:-/run/gpushare/mps}
@@ -56,6 +58,7 @@ for u in "${uuids[@]}"; do
 	fi
 	# The daemon, and the servers it starts, see the card alone and that tmpfs as /dev/shm,
 	# in a mount namespace of their own.
+	# shellcheck disable=SC2016 # $1 is the inner shell's: the tmpfs folder
 	CUDA_VISIBLE_DEVICES=$u CUDA_MPS_PIPE_DIRECTORY=$d/pipe CUDA_MPS_LOG_DIRECTORY=$d/log \
 		unshare --mount --propagation private -- \
 		/bin/sh -c 'mount --bind "$1" /dev/shm && exec nvidia-cuda-mps-control -f' sh "$d/shm" &

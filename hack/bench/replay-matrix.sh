@@ -26,7 +26,7 @@
 #             $ROOT/$TRACE/$POLICY/seed$SEED; table.md and chart-$TRACE.svg to $ROOT
 #   RUNNER    name of this runner (default: 1). Two runners may share a ROOT, each with
 #             its own cluster: give the second RUNNER=2 and its own GPUSHARE_STATE_DIR,
-#             GPUSHARE_REPLAY_BIN and GPUSHARE_*_PORT values (see hack/bench/replay.sh); each
+#             GPUSHARE_REPLAY_BIN and GPUSHARE_PORT_BASE (a free block: hack/lib/ports.sh); each
 #             claims a cell before running it. On 2 cores two runners give about 1.25×
 #             the cells per hour of one, at lower pods/s each. A killed runner leaves
 #             its cell's .claim folder behind: remove it to have the cell run again.
@@ -92,7 +92,7 @@ for seed in $SEEDS; do
         echo "[matrix] $trace $policy seed $seed: done before, skipped"
         continue
       fi
-      # Claim the cell: runners started with other ports (GPUSHARE_*_PORT,
+      # Claim the cell: runners started with other ports (GPUSHARE_PORT_BASE,
       # GPUSHARE_STATE_DIR, GPUSHARE_REPLAY_BIN) share one matrix, each cell run once.
       mkdir -p "$(dirname "$out")"
       mkdir "$out.claim" 2>/dev/null || { echo "[matrix] $trace $policy seed $seed: another runner has it"; continue; }

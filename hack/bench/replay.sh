@@ -22,7 +22,9 @@
 #            (default: 0 = the whole tuned workload; 100 gives unallocated@100% in about
 #            half the time, since past 100 % most pods fail and failures are the slow part)
 #   OUT      result folder (default: _output/replay/$TRACE/$POLICY/seed$SEED)
-#   TRACES_DIR  folder of the CSVs (default: ../shared/traces/openb next to the repo)
+#   TRACES_DIR  folder of the openb CSVs: cluster-trace-gpu-v2023 of Alibaba's clusterdata
+#            repository, https://github.com/alibaba/clusterdata (default: ../shared/traces/openb
+#            next to the repository)
 #   REPLAY_KCM  yes: also run kube-controller-manager (default: no; see below)
 #   REPLAY_ALL_PODS yes (default): drop managedResources from the scheduler config so
 #                CPU-only pods go through the extender too and its prioritize ranks them,
@@ -79,15 +81,8 @@ export GPUSHARE_BIN=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin}
 export GPUSHARE_NODE_MODE=kwok
 export GPUSHARE_KWOK_NODES=no
 export GPUSHARE_EXTENDER_POLICY=$POLICY
-export GPUSHARE_ETCD_PORT=${GPUSHARE_ETCD_PORT:-23790}
-export GPUSHARE_ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-23800}
-export GPUSHARE_APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-16443}
-export GPUSHARE_KCM_PORT=${GPUSHARE_KCM_PORT:-10357}
-export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-10359}
-# 12445-12446: clear of the demo's extender (12345 verbs, 12346 diagnostics).
-export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12445}
-export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-10348}
-export GPUSHARE_PLUGIN_SCHEDULER_PORT=${GPUSHARE_PLUGIN_SCHEDULER_PORT:-10369}
+# The replay's port block (hack/lib/ports.sh), apart from the demo's and the e2e suite's.
+export GPUSHARE_PORT_BASE=${GPUSHARE_PORT_BASE:-replay}
 export GPUSHARE_PLUGIN_POLICY=$POLICY
 
 LOG_TAG=replay
@@ -100,8 +95,8 @@ source "$REPO/hack/lib/controlplane.sh"
 
 NODES_CSV=$TRACES_DIR/openb_node_list_gpu_node.csv
 PODS_CSV=$TRACES_DIR/openb_pod_list_$TRACE.csv
-[ -f "$NODES_CSV" ] || die "no node list $NODES_CSV (set TRACES_DIR)"
-[ -f "$PODS_CSV" ] || die "no pod list $PODS_CSV; traces: $(cd "$TRACES_DIR" && ls openb_pod_list_*.csv | sed 's/openb_pod_list_//; s/\.csv//' | tr '\n' ' ')"
+[ -f "$NODES_CSV" ] || die "no node list $NODES_CSV: set TRACES_DIR to the openb CSVs of cluster-trace-gpu-v2023 (https://github.com/alibaba/clusterdata)"
+[ -f "$PODS_CSV" ] || die "no pod list $PODS_CSV; traces: $(find "$TRACES_DIR" -maxdepth 1 -name 'openb_pod_list_*.csv' -printf '%f\n' | sed 's/openb_pod_list_//; s/\.csv//' | sort | tr '\n' ' ')"
 
 log "building extender and gpushare-replay"
 mkdir -p "$GPUSHARE_BIN"
@@ -121,10 +116,12 @@ echo kwok >"$STATE/node-mode"
 start_replay_kwok() {
   local lease=0
   if [ "$REPLAY_KCM" = yes ]; then lease=40; fi
-  awk '/^---/ { exit } { print }' "$K8S_BIN/kwok-stages.yaml" >"$STATE/kwok-replay-stages.yaml"
+  local stages
+  stages=$(tool_path kwok-stages.yaml) || die "no kwok-stages.yaml"
+  awk '/^---/ { exit } { print }' "$stages" >"$STATE/kwok-replay-stages.yaml"
   grep -q 'name: node-initialize' "$STATE/kwok-replay-stages.yaml" ||
-    die "$K8S_BIN/kwok-stages.yaml does not start with the node-initialize stage"
-  start_proc kwok "$K8S_BIN/kwok" \
+    die "$stages does not start with the node-initialize stage"
+  start_proc kwok "$(tool_path kwok)" \
     --kubeconfig "$KUBECONFIG_FILE" \
     --config "$STATE/kwok-replay-stages.yaml" \
     --manage-all-nodes=false \
@@ -138,6 +135,7 @@ start_replay_kwok() {
 REPLAY_CONFIG=$REPO/hack/bench/replay-config.yaml
 REPLAY_CONFIG_EDITS=()
 if [ "$REPLAY_ALL_PODS" = yes ]; then
+  # shellcheck disable=SC2016 # a sed expression: $ is the last line
   REPLAY_CONFIG_EDITS=('/^  managedResources:/,$d')
   if sed "${REPLAY_CONFIG_EDITS[0]}" "$REPLAY_CONFIG" | grep -v '^[[:space:]]*#' | grep -q 'ignoredByScheduler\|managedResources'; then
     die "could not drop managedResources from $REPLAY_CONFIG"

@@ -38,8 +38,8 @@
 # the median b/a: on a shared machine one a/b pair moves by ±10 % with the host's load, and
 # alternating cancels slow drifts (profiles, when asked, are taken in the first round).
 # The state dir and every port are apart from the demo, e2e and replay clusters:
-# GPUSHARE_STATE_DIR=_output/scale, etcd 32379/32380, apiserver 36443, scheduler 30259,
-# extender 32345, gpushare-scheduler 30269.
+# GPUSHARE_STATE_DIR=_output/scale and the port block "scale" of hack/lib/ports.sh
+# (apiserver 36443, etcd 36379, scheduler 36259, extender 36345, gpushare-scheduler 36269).
 #
 # No kwok and no kube-controller-manager: the nodes are Node objects created with a Ready
 # condition and nobody heartbeats them (the node lifecycle controller would taint them
@@ -97,14 +97,8 @@ export GPUSHARE_STATE_DIR=${GPUSHARE_STATE_DIR:-$REPO/_output/scale}
 export GPUSHARE_BIN=${GPUSHARE_BIN:-$GPUSHARE_STATE_DIR/bin}
 export GPUSHARE_NODE_MODE=kwok
 export GPUSHARE_KWOK_NODES=no
-export GPUSHARE_ETCD_PORT=${GPUSHARE_ETCD_PORT:-32379}
-export GPUSHARE_ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-32380}
-export GPUSHARE_APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-36443}
-export GPUSHARE_KCM_PORT=${GPUSHARE_KCM_PORT:-30257}
-export GPUSHARE_SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-30259}
-export GPUSHARE_EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-32345}
-export GPUSHARE_KWOK_PORT=${GPUSHARE_KWOK_PORT:-30247}
-export GPUSHARE_PLUGIN_SCHEDULER_PORT=${GPUSHARE_PLUGIN_SCHEDULER_PORT:-30269}
+# The scale benchmark's port block (hack/lib/ports.sh).
+export GPUSHARE_PORT_BASE=${GPUSHARE_PORT_BASE:-scale}
 export GPUSHARE_PLUGIN_POLICY=$POLICY
 # Read by the extender itself (its flags have GPUSHARE_<FLAG> mirrors).
 export GPUSHARE_KUBE_API_QPS=$EXTENDER_QPS
@@ -157,7 +151,7 @@ start_bench_plugin_scheduler() {
     '/^clientConnection:$/a\  qps: 1000\n  burst: 2000' \
     "\$a percentageOfNodesToScore: $PCT"
   local config=$STATE/gpushare-scheduler-config.yaml
-  grep -q '^  qps: 1000$' "$config" && grep -q "^percentageOfNodesToScore: $PCT\$" "$config" ||
+  { grep -q '^  qps: 1000$' "$config" && grep -q "^percentageOfNodesToScore: $PCT\$" "$config"; } ||
     die "$config lacks the bench settings (qps 1000, percentageOfNodesToScore $PCT)"
 }
 

@@ -80,10 +80,12 @@ issue_extender_cert() {
   local dir=$EXTENDER_PKI name=$1 cn=$2 usage=$3 ext=${4:-}
   local extfile=$dir/$name.ext
   printf 'basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\nextendedKeyUsage=%s\n%s\n' "$usage" "$ext" >"$extfile"
-  openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
-    -keyout "$dir/$name.key" -out "$dir/$name.csr" -subj "/CN=$cn" 2>/dev/null &&
-    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
-      -set_serial "0x$(openssl rand -hex 16)" -days 365 -extfile "$extfile" -out "$dir/$name.crt" 2>/dev/null ||
+  {
+    openssl req -new -nodes -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 \
+      -keyout "$dir/$name.key" -out "$dir/$name.csr" -subj "/CN=$cn" 2>/dev/null &&
+      openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+        -set_serial "0x$(openssl rand -hex 16)" -days 365 -extfile "$extfile" -out "$dir/$name.crt" 2>/dev/null
+  } ||
     die "could not issue the extender's $name certificate in $dir"
   rm -f "$dir/$name.csr" "$extfile"
   chmod 600 "$dir/$name.key"

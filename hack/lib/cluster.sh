@@ -9,19 +9,12 @@ STATE=${GPUSHARE_STATE_DIR:-$REPO/_output/cluster}
 IMAGES_DIR=${GPUSHARE_IMAGES_DIR:-$REPO/_output/images}
 GPUSHARE_BIN=${GPUSHARE_BIN:-$REPO/bin}
 
-ETCD_PORT=${GPUSHARE_ETCD_PORT:-2379}
-ETCD_PEER_PORT=${GPUSHARE_ETCD_PEER_PORT:-2380}
-APISERVER_PORT=${GPUSHARE_APISERVER_PORT:-6443}
-KCM_PORT=${GPUSHARE_KCM_PORT:-10257}
-SCHEDULER_PORT=${GPUSHARE_SCHEDULER_PORT:-10259}
-EXTENDER_PORT=${GPUSHARE_EXTENDER_PORT:-12345}
-# The extender's second listener: /metrics, /healthz, /readyz, /version, inspect, pprof.
-EXTENDER_DIAGNOSTICS_PORT=${GPUSHARE_EXTENDER_DIAGNOSTICS_PORT:-$((EXTENDER_PORT + 1))}
-KWOK_PORT=${GPUSHARE_KWOK_PORT:-10247}
-# gpushare-scheduler's secure port (/readyz, /metrics), apart from kube-scheduler's: in
-# CLUSTER_MODE=both the two run side by side.
-PLUGIN_SCHEDULER_PORT=${GPUSHARE_PLUGIN_SCHEDULER_PORT:-10269}
-SHARE_PLUGIN_METRICS_PORT=${GPUSHARE_SHARE_PLUGIN_METRICS_PORT:-9401}
+# shellcheck source=hack/lib/ports.sh
+source "$REPO/hack/lib/ports.sh"
+# shellcheck source=hack/lib/bins.sh
+source "$REPO/hack/lib/bins.sh"
+# shellcheck source=hack/lib/prereqs.sh
+source "$REPO/hack/lib/prereqs.sh"
 # The local cluster runs binpack, not the product's default fgd: the e2e cases check card
 # choices that binpack makes the same way whatever pods came before
 # (GPUSHARE_EXTENDER_POLICY=fgd make demo shows fgd).
@@ -98,15 +91,6 @@ cluster_mode() {
   esac
 }
 
-# k8s_bin_dir prints the folder of the pinned Kubernetes binaries, building them on first use.
-k8s_bin_dir() {
-  if [ -n "${GPUSHARE_K8S_BIN:-}" ]; then
-    echo "$GPUSHARE_K8S_BIN"
-    return
-  fi
-  "$REPO/hack/build-k8s.sh" | tail -n1
-}
-
 # node_name is the name the real node registers: the lower-cased host name when it resolves to
 # a loopback address (the apiserver reaches kubelet, which listens on 127.0.0.1 only, by that
 # name: kubelet refuses a loopback --node-ip), else "localhost". GPUSHARE_NODE_NAME overrides
@@ -132,20 +116,18 @@ real_node_possible() {
     echo "not root"
     return 1
   fi
-  command -v runc >/dev/null || {
-    echo "runc not installed"
+  local missing
+  missing=$(missing_packages node | tr '\n' ' ')
+  if [ -n "$missing" ]; then
+    echo "not installed: ${missing% } (hack/doctor.sh)"
     return 1
-  }
+  fi
   for b in containerd containerd-shim-runc-v2 ctr; do
-    [ -x "$K8S_BIN/$b" ] || {
+    tool_path "$b" >/dev/null 2>&1 || {
       echo "$b not in $K8S_BIN (hack/build-k8s.sh builds it)"
       return 1
     }
   done
-  [ -x /usr/lib/cni/bridge ] || {
-    echo "CNI plugins not installed (/usr/lib/cni/bridge)"
-    return 1
-  }
 }
 
 # proc_exe NAME prints the executable of the recorded process, with " (deleted)" kept when
@@ -247,7 +229,11 @@ wait_for() {
 }
 
 # kubectl_ runs the pinned kubectl against this cluster.
-kubectl_() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+kubectl_() {
+  local kubectl
+  kubectl=$(tool_path kubectl) || return 1
+  "$kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"
+}
 
 # prepare_bench_cluster: the common start of the benchmark scripts (replay, scale), which run
 # a fresh control plane of their own: finds the Kubernetes binaries, refuses to start over a
@@ -255,7 +241,7 @@ kubectl_() { "$K8S_BIN/kubectl" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 # the cluster (or, with KEEP_CLUSTER=yes, says how to reach and stop it).
 prepare_bench_cluster() {
   K8S_BIN=$(k8s_bin_dir)
-  [ -x "$K8S_BIN/kube-apiserver" ] || die "no Kubernetes binaries in $K8S_BIN"
+  tool_path kube-apiserver >/dev/null || die "no Kubernetes binaries in $K8S_BIN"
   export GPUSHARE_K8S_BIN=$K8S_BIN
   if is_running kube-apiserver; then
     die "a cluster already runs in $STATE; stop it first: GPUSHARE_STATE_DIR=$STATE hack/cluster-down.sh"

@@ -5,7 +5,7 @@
 
 start_etcd() {
   mkdir -p "$STATE/etcd"
-  start_proc etcd "$K8S_BIN/etcd" \
+  start_proc etcd "$(tool_path etcd)" \
     --name gpushare \
     --data-dir "$STATE/etcd" \
     --listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
@@ -19,7 +19,7 @@ start_etcd() {
 
 start_apiserver() {
   local pki=$STATE/pki
-  start_proc kube-apiserver "$K8S_BIN/kube-apiserver" \
+  start_proc kube-apiserver "$(tool_path kube-apiserver)" \
     --etcd-servers "http://127.0.0.1:$ETCD_PORT" \
     --bind-address 127.0.0.1 \
     --advertise-address 127.0.0.1 \
@@ -49,7 +49,7 @@ apply_admission_policies() {
 start_controller_manager() {
   local root_ca=()
   [ -f "$STATE/pki/apiserver/apiserver.crt" ] && root_ca=(--root-ca-file "$STATE/pki/apiserver/apiserver.crt")
-  start_proc kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+  start_proc kube-controller-manager "$(tool_path kube-controller-manager)" \
     --kubeconfig "$KUBECONFIG_FILE" \
     --authentication-kubeconfig "$KUBECONFIG_FILE" \
     --authorization-kubeconfig "$KUBECONFIG_FILE" \
@@ -86,7 +86,7 @@ start_scheduler() {
     -e "s#/etc/kubernetes/gpushare/#$EXTENDER_PKI/#")
   for expr in "${@:2}"; do sed_args+=(-e "$expr"); done
   sed "${sed_args[@]}" "$template" >"$config" || die "could not render $template"
-  start_proc kube-scheduler "$K8S_BIN/kube-scheduler" \
+  start_proc kube-scheduler "$(tool_path kube-scheduler)" \
     --config "$config" \
     --authentication-kubeconfig "$KUBECONFIG_FILE" \
     --authorization-kubeconfig "$KUBECONFIG_FILE" \
@@ -104,6 +104,7 @@ start_scheduler_for_mode() {
   case $1 in
   extender | both) start_scheduler ;;
   plugin)
+    # shellcheck disable=SC2016 # a sed expression: $ is the last line
     local template=$REPO/deploy/scheduler/scheduler-config.yaml cut='/^extenders:/,$d'
     if sed "$cut" "$template" | grep -v '^[[:space:]]*#' | grep -q 'extenders\|urlPrefix'; then
       die "could not drop the extenders: section from $template"
@@ -142,9 +143,11 @@ start_gpushare_scheduler() {
   sed "${sed_args[@]}" "$template" >"$config" || die "could not render $template"
   # Fail closed: a template whose layout the expressions missed would run with another
   # policy, or campaign for a Lease nobody else holds and wait.
-  grep -q "^[[:space:]]*kubeconfig: $KUBECONFIG_FILE\$" "$config" &&
-    grep -q '^[[:space:]]*leaderElect: false$' "$config" &&
-    grep -q "^[[:space:]]*policy: $PLUGIN_POLICY\$" "$config" ||
+  {
+    grep -q "^[[:space:]]*kubeconfig: $KUBECONFIG_FILE\$" "$config" &&
+      grep -q '^[[:space:]]*leaderElect: false$' "$config" &&
+      grep -q "^[[:space:]]*policy: $PLUGIN_POLICY\$" "$config"
+  } ||
     die "could not render $template into $config (kubeconfig, leaderElect: false, policy: $PLUGIN_POLICY)"
   start_proc gpushare-scheduler "$GPUSHARE_BIN/gpushare-scheduler" \
     --config "$config" \
@@ -182,9 +185,9 @@ start_extender() {
 }
 
 start_kwok() {
-  start_proc kwok "$K8S_BIN/kwok" \
+  start_proc kwok "$(tool_path kwok)" \
     --kubeconfig "$KUBECONFIG_FILE" \
-    --config "$K8S_BIN/kwok-stages.yaml" \
+    --config "$(tool_path kwok-stages.yaml)" \
     --manage-all-nodes=false \
     --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
     --server-address "127.0.0.1:$KWOK_PORT"

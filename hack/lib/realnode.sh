@@ -1,30 +1,16 @@
 # The real node of the local cluster: containerd + kubelet (+ share-plugin), and its clean-up.
-# Sourced after hack/lib/cluster.sh. Facts behind the settings: ../shared/docs/local-cluster.md
-# and docs/local-cluster.md.
+# Sourced after hack/lib/cluster.sh. Facts behind the settings: docs/local-cluster.md.
 # shellcheck shell=bash
 
-# install_packages installs, from Debian, what the cluster needs and the machine lacks: curl
-# and openssl always; runc, the CNI plugins and iproute2 for the real node (unless
-# GPUSHARE_NODE_MODE=kwok). containerd itself is built from Go modules (hack/build-k8s.sh). Only as root on an apt system; GPUSHARE_NO_APT=1 turns it off.
+# install_packages installs, from Debian, what the cluster needs and the machine lacks
+# (hack/lib/prereqs.sh): curl and openssl always; runc, the CNI plugins and iproute2 for the
+# real node (unless GPUSHARE_NODE_MODE=kwok). containerd itself is built from Go modules
+# (hack/build-k8s.sh). Only as root on an apt system; GPUSHARE_NO_APT=1 turns it off.
 install_packages() {
-  [ "$(id -u)" = 0 ] && [ "${GPUSHARE_NO_APT:-0}" != 1 ] && command -v apt-get >/dev/null || return 0
-  local want=() pair
-  local needs=(curl:curl openssl:openssl)
-  [ "$NODE_MODE" = kwok ] || needs+=(runc:runc ip:iproute2
-    /usr/lib/cni/bridge:containernetworking-plugins)
-  for pair in "${needs[@]}"; do
-    if [[ ${pair%%:*} == /* ]]; then
-      [ -x "${pair%%:*}" ] && continue
-    else
-      command -v "${pair%%:*}" >/dev/null && continue
-    fi
-    [[ " ${want[*]} " == *" ${pair#*:} "* ]] || want+=("${pair#*:}")
-  done
-  [ ${#want[@]} -gt 0 ] || return 0
-  log "installing ${want[*]} (apt-get)"
-  if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${want[@]}"; } >&2; then
-    log "WARNING: apt-get install ${want[*]} failed"
+  if [ "$NODE_MODE" = kwok ]; then
+    install_missing build
+  else
+    install_missing build node
   fi
 }
 
@@ -138,11 +124,10 @@ evictionHard:
 EOF
 }
 
-# ctr_ runs the ctr built with the node's containerd (hack/build-k8s.sh), or the machine's
-# when the cluster's binaries predate it.
+# ctr_ runs the ctr built with the node's containerd (hack/build-k8s.sh) against it.
 ctr_() {
-  local ctr=ctr
-  [ -x "${K8S_BIN:-/nonexistent}/ctr" ] && ctr=$K8S_BIN/ctr
+  local ctr
+  ctr=$(tool_path ctr) || return 1
   # containerd 2.2 warns on every call that cgroup v1 is deprecated; this machine has no
   # choice, so keep the warning out of the logs. ctr's exit status is kept (pipefail).
   { "$ctr" -n k8s.io -a "$CONTAINERD_SOCK" "$@" 2>&1 1>&3 3>&- | sed '/support for cgroup v1 is deprecated/d' >&2; } 3>&1
@@ -167,7 +152,10 @@ start_containerd() {
   write_containerd_config
   is_running containerd || touch "$CONTAINERD_DIR/started"
   # containerd finds its runc shim on PATH: the one built beside it.
-  (PATH="$K8S_BIN:$PATH" start_proc containerd "$K8S_BIN/containerd" --config "$CONTAINERD_DIR/config.toml")
+  local containerd shim
+  containerd=$(tool_path containerd) || die "no containerd built"
+  shim=$(tool_path containerd-shim-runc-v2) || die "no containerd-shim-runc-v2 built"
+  (PATH="$(dirname "$shim"):$PATH" start_proc containerd "$containerd" --config "$CONTAINERD_DIR/config.toml")
   wait_for "containerd socket" 30 ctr_ version
   import_images
 }
@@ -175,7 +163,7 @@ start_containerd() {
 start_kubelet() {
   write_kubelet_config
   mkdir -p "$KUBELET_DIR"
-  start_proc kubelet "$K8S_BIN/kubelet" \
+  start_proc kubelet "$(tool_path kubelet)" \
     --config "$STATE/kubelet/config.yaml" \
     --kubeconfig "$KUBECONFIG_FILE" \
     --cert-dir "$STATE/kubelet/pki" \

@@ -34,8 +34,7 @@ const realNodeLabel = "demo.gpushare.io/real-node"
 // (hack/lib/cluster.sh REAL_NODE_LOCK).
 const realNodeLock = "/run/gpushare-real-node"
 
-// config is where the suite's cluster lives and how hack/cluster-up.sh is told so. Ports
-// differ from the demo's defaults so the two never talk to each other by mistake.
+// config is where the suite's cluster lives and how hack/cluster-up.sh is told so.
 type config struct {
 	repo   string
 	state  string
@@ -67,25 +66,79 @@ func configFromEnv() (*config, error) {
 	if state == "" {
 		state = filepath.Join(repo, "_output", "e2e")
 	}
-	c := &config{repo: repo, state: state, extenderPort: 22345, extenderDiagnosticsPort: 22346, sharePluginPort: 29401}
-	c.scriptEnv = []string{
-		"GPUSHARE_STATE_DIR=" + state,
-		"GPUSHARE_ETCD_PORT=22379",
-		"GPUSHARE_ETCD_PEER_PORT=22380",
-		"GPUSHARE_APISERVER_PORT=22443",
-		"GPUSHARE_KCM_PORT=22257",
-		"GPUSHARE_SCHEDULER_PORT=22259",
-		"GPUSHARE_KWOK_PORT=22247",
-		"GPUSHARE_EXTENDER_PORT=" + strconv.Itoa(c.extenderPort),
-		"GPUSHARE_EXTENDER_DIAGNOSTICS_PORT=" + strconv.Itoa(c.extenderDiagnosticsPort),
-		"GPUSHARE_SHARE_PLUGIN_METRICS_PORT=" + strconv.Itoa(c.sharePluginPort),
+	c := &config{repo: repo, state: state}
+	ports, err := c.ports()
+	if err != nil {
+		return nil, err
+	}
+	hostPath, err := c.hostPath()
+	if err != nil {
+		return nil, err
+	}
+	c.scriptEnv = append(ports,
+		"GPUSHARE_STATE_DIR="+state,
+		// Only the host tools hack/lib/prereqs.sh declares: a script that calls anything else
+		// (a ctr or kubectl of the machine's instead of the project's) fails here on any machine.
+		"PATH="+hostPath,
 		"GPUSHARE_KWOK_NODES=no", // each test makes the kwok nodes it needs
 		// The extender's cases and gpushare-scheduler's run on one cluster: kube-scheduler with
 		// the extender, and gpushare-scheduler beside it for pods that name it.
 		"GPUSHARE_MODE=both",
-		"GPUSHARE_PLUGIN_SCHEDULER_PORT=22269",
-	}
+	)
 	return c, nil
+}
+
+// e2ePortBlock is the suite's block of ports in hack/lib/ports.sh, apart from the demo's so
+// the two never talk to each other by mistake.
+const e2ePortBlock = "e2e"
+
+// ports reads the suite's ports from hack/lib/ports.sh (GPUSHARE_*_PORT=N lines), keeps the
+// ones the tests dial and returns the lines for the scripts' environment.
+func (c *config) ports() ([]string, error) {
+	cmd := exec.Command("bash", "-c", `source "$1" && ports_env`, "ports", filepath.Join(c.repo, "hack", "lib", "ports.sh"))
+	cmd.Env = append(os.Environ(), "GPUSHARE_PORT_BASE="+e2ePortBlock)
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("reading the e2e ports from hack/lib/ports.sh: %w", err)
+	}
+	lines := strings.Fields(string(out))
+	want := map[string]*int{
+		"GPUSHARE_EXTENDER_PORT":             &c.extenderPort,
+		"GPUSHARE_EXTENDER_DIAGNOSTICS_PORT": &c.extenderDiagnosticsPort,
+		"GPUSHARE_SHARE_PLUGIN_METRICS_PORT": &c.sharePluginPort,
+	}
+	for _, l := range lines {
+		name, value, ok := strings.Cut(l, "=")
+		if !ok {
+			return nil, fmt.Errorf("hack/lib/ports.sh: line %q is not NAME=PORT", l)
+		}
+		if p, ok := want[name]; ok {
+			if *p, err = strconv.Atoi(value); err != nil {
+				return nil, fmt.Errorf("hack/lib/ports.sh: %s: %w", name, err)
+			}
+			delete(want, name)
+		}
+	}
+	for name := range want {
+		return nil, fmt.Errorf("hack/lib/ports.sh prints no %s", name)
+	}
+	return append(lines, "GPUSHARE_PORT_BASE="+e2ePortBlock), nil
+}
+
+// hostPath makes a folder of links to the host tools hack/lib/prereqs.sh declares
+// (hack/doctor.sh --link, which also says what is missing) and returns it: the PATH the
+// suite runs the scripts with.
+func (c *config) hostPath() (string, error) {
+	dir := filepath.Join(c.state, "host-path")
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("clearing %s: %w", dir, err)
+	}
+	cmd := exec.Command(filepath.Join(c.repo, "hack", "doctor.sh"), "--link", dir)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("hack/doctor.sh --link %s: %w", dir, err)
+	}
+	return dir, nil
 }
 
 // script runs a hack/ script (or make) in the repository with the suite's environment,
