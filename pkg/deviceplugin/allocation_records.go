@@ -63,7 +63,7 @@ func (p *Plugin) restoreAllocationRecords(ctx context.Context, pods []*corev1.Po
 // drifted returns what the pod's allocation record must say when this plugin served
 // (grants) every gpu-mem container of the live pod and the record says something else.
 func (p *Plugin) drifted(pod *corev1.Pod, grants snapshot) (gpushare.PodAllocation, bool) {
-	if !livePod(pod, p.cfg.NodeName) {
+	if !holdsMemory(pod, p.cfg.NodeName) {
 		return gpushare.PodAllocation{}, false
 	}
 	req, err := p.cfg.Resources.PodRequest(pod)
@@ -140,7 +140,7 @@ func clip(s string) string {
 func (p *Plugin) adoptServedPods(pods []*corev1.Pod) int {
 	n := 0
 	for _, pod := range pods {
-		if !livePod(pod, p.cfg.NodeName) {
+		if !holdsMemory(pod, p.cfg.NodeName) {
 			continue
 		}
 		req, alloc, err := p.validAllocation(pod)

@@ -144,15 +144,16 @@ func (p *Plugin) claimOf(pod *corev1.Pod, grants snapshot) gpushare.PodAllocatio
 	return mergeClaim(base, grants.claim(pod.UID))
 }
 
-// heldByOthers returns, per card index, the units the live pods of the view other than skip
-// hold (gpushare.PodAllocation.CardUsage of each pod's claim), counting granted pods the
-// view does not show yet.
+// heldByOthers returns, per card index, the units the pods of the view other than skip
+// hold while they may hold memory (holdsMemory: terminating pods too), by
+// gpushare.PodAllocation.CardUsage of each pod's claim, counting granted pods the view does
+// not show yet.
 func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits {
 	held := gpushare.CardUnits{}
 	shown := map[types.UID]bool{}
 	for _, pod := range view.pods {
 		shown[pod.UID] = true
-		if pod.UID == skip || !livePod(pod, p.cfg.NodeName) {
+		if pod.UID == skip || !holdsMemory(pod, p.cfg.NodeName) {
 			continue
 		}
 		for c, u := range p.claimOf(pod, view.grants).CardUsage(pod) {

@@ -58,10 +58,11 @@ type grant struct {
 	at     time.Time // last granted or refused
 }
 
-// keep reports whether the grant's pod still lives, given the node's pods by UID.
+// keep reports whether the grant's pod may still hold its cards' memory, given the node's
+// pods by UID.
 func (g *grant) keep(byUID map[types.UID]*corev1.Pod, node string, now time.Time) bool {
 	if pod, ok := byUID[g.pod.UID]; ok {
-		return livePod(pod, node)
+		return holdsMemory(pod, node)
 	}
 	return g.seen == unseen && now.Sub(g.at) <= forgetAfter
 }
@@ -91,10 +92,12 @@ func newLedger(node string, clk clock.PassiveClock) *ledger {
 	return &ledger{node: node, clock: clk, grants: map[types.UID]*grant{}}
 }
 
-// livePod reports a pod on node whose containers may hold GPU memory: bound there, not
-// terminating, not finished.
-func livePod(pod *corev1.Pod, node string) bool {
-	return pod.Spec.NodeName == node && pod.DeletionTimestamp == nil &&
+// holdsMemory reports a pod on node whose containers may hold GPU memory: bound there and
+// not finished (Succeeded or Failed), whatever its deletionTimestamp. A terminating pod's
+// containers keep running, and their memory, for the whole grace period; only the pod
+// object's deletion or a terminal phase says they are gone.
+func holdsMemory(pod *corev1.Pod, node string) bool {
+	return pod.Spec.NodeName == node &&
 		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
 }
 
@@ -141,7 +144,7 @@ func (l *ledger) snapshotLocked() snapshot {
 }
 
 // podSeen marks the grant of a pod the informer shows as seen (its later absence then
-// means it is gone, see grant.keep), and drops it once the pod is terminal or terminating.
+// means it is gone, see grant.keep), and drops it once the pod is terminal.
 func (l *ledger) podSeen(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -152,7 +155,7 @@ func (l *ledger) podSeen(obj any) {
 	g := l.grants[pod.UID]
 	switch {
 	case g == nil:
-	case !livePod(pod, l.node):
+	case !holdsMemory(pod, l.node):
 		delete(l.grants, pod.UID)
 	default:
 		g.pod, g.seen = pod, seen

@@ -320,3 +320,111 @@ func TestLedgerStates(t *testing.T) {
 		t.Errorf("an unseen grant outlived forgetAfter: %+v", g)
 	}
 }
+
+// TestTerminatingPodKeepsItsCard: a served pod holds its card until the pod object is gone
+// or terminal, whatever its deletionTimestamp: its containers run, with their memory, for
+// the whole grace period. A self-placed pod admitted meanwhile must not be put on that card
+// over its capacity.
+func TestTerminatingPodKeepsItsCard(t *testing.T) {
+	deleting := func(pod *corev1.Pod) {
+		now := metav1.NewTime(epoch.Add(time.Minute))
+		pod.DeletionTimestamp = &now
+		pod.Status.Phase = corev1.PodRunning
+	}
+	tests := []struct {
+		name     string
+		change   func(*corev1.Pod)
+		wantHeld bool // a's 10 units still count on card 0
+	}{
+		{name: "running", change: func(pod *corev1.Pod) { pod.Status.Phase = corev1.PodRunning }, wantHeld: true},
+		{name: "terminating, still running", change: deleting, wantHeld: true},
+		{name: "terminating, pending", change: func(pod *corev1.Pod) { deleting(pod); pod.Status.Phase = corev1.PodPending }, wantHeld: true},
+		{name: "succeeded", change: func(pod *corev1.Pod) { pod.Status.Phase = corev1.PodSucceeded }},
+		{name: "terminating, failed", change: func(pod *corev1.Pod) { deleting(pod); pod.Status.Phase = corev1.PodFailed }},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, "t4", makePod("a", 1, 10, []ctr{{name: "main", units: 10}}, app(gpushare.CardUnits{0: 10})))
+			if got, err := e.allocate(t, 10); err != nil || got[gpushare.EnvIndex] != "0" {
+				t.Fatalf("a: Allocate(10) = %v, %v; want card 0", got, err)
+			}
+			ctx := context.Background()
+			a, err := e.client.CoreV1().Pods("default").Get(ctx, "a", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.change(a)
+			if _, err := e.client.CoreV1().Pods("default").Update(ctx, a, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitInformerShows(t, e, "a", func(p *corev1.Pod) bool {
+				return p.Status.Phase == a.Status.Phase && (p.DeletionTimestamp != nil) == (a.DeletionTimestamp != nil)
+			})
+			if _, err := e.client.CoreV1().Pods("default").Create(ctx, handWritten("q", 2, 10, nil), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitInformer(t, e, 2)
+			got, err := e.allocate(t, 10)
+			if !tc.wantHeld {
+				if err != nil || got[gpushare.EnvIndex] != "0" {
+					t.Errorf("q after a finished: Allocate(10) = %v, %v; want card 0", got, err)
+				}
+				return
+			}
+			want := "card 0 (" + uuid(0) + ", 14 units) has 10 units held by other pods"
+			if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), want) {
+				t.Errorf("q: Allocate(10) = %v, %v; want FailedPrecondition containing %q", got, err, want)
+			}
+			if held := e.heldByOthers(); held[0] != 10 {
+				t.Errorf("ledger holds %v, want a's 10 units on card 0", held)
+			}
+		})
+	}
+}
+
+// waitInformerShows waits until the pod informer shows pod name as ok accepts it.
+func waitInformerShows(t *testing.T, e *testEnv, name string, ok func(*corev1.Pod) bool) {
+	t.Helper()
+	for i := 0; i < 200; i++ {
+		for _, p := range e.plugin.podsOnNode() {
+			if p.Name == name && ok(p) {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("informer never showed pod %s as expected", name)
+}
+
+// TestTerminatingPodIsNoCandidate: a terminating pod holds memory but is never the pod
+// kubelet admits (it starts no container of a pod being deleted), so Allocate never serves
+// it; a finished pod or one of another node neither holds memory nor is a candidate.
+func TestTerminatingPodIsNoCandidate(t *testing.T) {
+	now := metav1.NewTime(epoch)
+	tests := []struct {
+		name          string
+		change        func(*corev1.Pod)
+		wantHolds     bool
+		wantCandidate bool
+	}{
+		{"pending", func(*corev1.Pod) {}, true, true},
+		{"terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &now }, true, false},
+		{"failed", func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, false, false},
+		{"succeeded", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, false, false},
+		{"other node", func(p *corev1.Pod) { p.Spec.NodeName = "other" }, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
+			tc.change(pod)
+			if got := holdsMemory(pod, testNode); got != tc.wantHolds {
+				t.Errorf("holdsMemory = %v, want %v", got, tc.wantHolds)
+			}
+			none := func(*corev1.Pod) map[gpushare.ContainerRef]bool { return nil }
+			got := findContainers([]*corev1.Pod{pod}, testNode, gpushare.DefaultResources(), none, 4)
+			if (len(got) == 1) != tc.wantCandidate {
+				t.Errorf("candidates %d, want candidate %v", len(got), tc.wantCandidate)
+			}
+		})
+	}
+}

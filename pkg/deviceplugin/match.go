@@ -215,11 +215,12 @@ func findContainers(pods []*corev1.Pod, node string, res gpushare.Resources, ser
 	return cands
 }
 
-// nextContainer returns the pod's next unserved gpu-mem container, if the pod is live on
-// node and not marked fully served. Pods with or without allocation annotations qualify:
-// those without are placed by the plugin itself.
+// nextContainer returns the pod's next unserved gpu-mem container, if the pod is on node,
+// neither finished nor terminating (kubelet starts no container of a pod being deleted) and
+// not marked fully served. Pods with or without allocation annotations qualify: those
+// without are placed by the plugin itself.
 func nextContainer(pod *corev1.Pod, node string, res gpushare.Resources, served func(*corev1.Pod) map[gpushare.ContainerRef]bool) (candidate, bool) {
-	if !livePod(pod, node) || pod.Annotations[gpushare.AnnotationAssigned] == "true" {
+	if !holdsMemory(pod, node) || pod.DeletionTimestamp != nil || pod.Annotations[gpushare.AnnotationAssigned] == "true" {
 		return candidate{}, false
 	}
 	req, err := res.PodRequest(pod)

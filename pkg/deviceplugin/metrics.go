@@ -68,11 +68,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// allocatedUnits sums, per card index, what the live pods on this node hold.
+// allocatedUnits sums, per card index, what the pods on this node hold while they may hold
+// memory (holdsMemory).
 func (p *Plugin) allocatedUnits() map[int]int64 {
 	out := map[int]int64{}
 	for _, pod := range p.podsOnNode() {
-		if !livePod(pod, p.cfg.NodeName) {
+		if !holdsMemory(pod, p.cfg.NodeName) {
 			continue
 		}
 		a, ok, err := p.cfg.Resources.ReadAllocation(pod)
