@@ -84,7 +84,13 @@ func (c *Client) device(i int) (Device, error) {
 	if ret != nvml.SUCCESS {
 		return Device{}, fmt.Errorf("reading memory of NVML device %d: %v", i, ret)
 	}
-	return Device{Index: i, UUID: uuid, Model: name, MemoryMiB: int64(mem.Total >> 20)}, nil
+	minor, ret := h.GetMinorNumber()
+	if ret != nvml.SUCCESS {
+		// Only a per-allocation CDI spec needs it; that refuses the card then.
+		klog.InfoS("NVML does not tell the card's device-node minor number", "index", i, "error", ret)
+		minor = -1
+	}
+	return Device{Index: i, UUID: uuid, Model: name, MemoryMiB: int64(mem.Total >> 20), Minor: minor}, nil
 }
 
 // UsedMemoryMiB returns the memory in use on card index, in MiB.

@@ -35,8 +35,8 @@ func TestClientDevicesOverSimulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []Device{
-		{Index: 0, UUID: SimulatedUUID("node-1", 0), Model: "Tesla T4", MemoryMiB: 15079},
-		{Index: 1, UUID: SimulatedUUID("node-1", 1), Model: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920},
+		{Index: 0, UUID: SimulatedUUID("node-1", 0), Model: "Tesla T4", MemoryMiB: 15079, Minor: 0},
+		{Index: 1, UUID: SimulatedUUID("node-1", 1), Model: "NVIDIA A100-SXM4-80GB", MemoryMiB: 81920, Minor: 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Devices (-want,+got):\n%s", diff)

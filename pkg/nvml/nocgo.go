@@ -43,7 +43,7 @@ func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
 		if c.UUID == "" {
 			c.UUID = SimulatedUUID(node, i)
 		}
-		s.devices = append(s.devices, Device{Index: i, UUID: c.UUID, Model: c.Model, MemoryMiB: c.MemoryMiB})
+		s.devices = append(s.devices, Device{Index: i, UUID: c.UUID, Model: c.Model, MemoryMiB: c.MemoryMiB, Minor: i})
 	}
 	return s, nil
 }

@@ -33,7 +33,7 @@ func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
 		if c.UUID == "" {
 			c.UUID = SimulatedUUID(node, i)
 		}
-		s.cards = append(s.cards, Device{Index: i, UUID: c.UUID, Model: c.Model, MemoryMiB: c.MemoryMiB})
+		s.cards = append(s.cards, Device{Index: i, UUID: c.UUID, Model: c.Model, MemoryMiB: c.MemoryMiB, Minor: i})
 		d := newSimDevice(i, c)
 		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return s.processInfos(i) }
 		s.devices = append(s.devices, d)
@@ -61,9 +61,10 @@ func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
 func newSimDevice(i int, c SimCard) *mock.Device {
 	total := uint64(c.MemoryMiB) << 20
 	return &mock.Device{
-		GetIndexFunc: func() (int, nvml.Return) { return i, nvml.SUCCESS },
-		GetUUIDFunc:  func() (string, nvml.Return) { return c.UUID, nvml.SUCCESS },
-		GetNameFunc:  func() (string, nvml.Return) { return c.Model, nvml.SUCCESS },
+		GetIndexFunc:       func() (int, nvml.Return) { return i, nvml.SUCCESS },
+		GetMinorNumberFunc: func() (int, nvml.Return) { return i, nvml.SUCCESS },
+		GetUUIDFunc:        func() (string, nvml.Return) { return c.UUID, nvml.SUCCESS },
+		GetNameFunc:        func() (string, nvml.Return) { return c.Model, nvml.SUCCESS },
 		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
 			return nvml.Memory{Total: total, Free: total}, nvml.SUCCESS
 		},

@@ -11,6 +11,9 @@ type Device struct {
 	UUID      string // "GPU-…"
 	Model     string // product name, e.g. "Tesla T4"
 	MemoryMiB int64  // total memory in MiB (a T4 reports 15079)
+	// Minor is the card's device-node minor number, /dev/nvidia<Minor> (NVML's minor
+	// number, not always the index); -1 when NVML cannot tell.
+	Minor int
 }
 
 // Fault is a critical XID event that is not caused by an application: the card it names
