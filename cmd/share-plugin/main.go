@@ -83,10 +83,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.nodeResync, "node-resync", time.Minute, "how often the node's gpu-count and inventory annotation are re-checked")
 	fs.DurationVar(&o.allocateWait, "allocate-wait", 5*time.Second, "how long Allocate waits for a just-bound pod to reach the informer")
 	fs.StringVar(&o.deviceList, "device-list-strategy", string(deviceplugin.DeviceListEnvVar),
-		"how Allocate hands the cards to the runtime: envvar (NVIDIA_VISIBLE_DEVICES=<UUIDs>; the runtime must trust that variable from unprivileged pods) "+
-			"or cdi-cri (CDI device names <cdi-kind>=<UUID> through the CRI, kubelet >= 1.28, a CDI-enabled runtime and the node's CDI spec)")
+		"how Allocate hands the cards to the runtime: envvar (NVIDIA_VISIBLE_DEVICES=<UUIDs>; the runtime must trust that variable from unprivileged pods, so any pod can widen its cards: cooperative tenants only), "+
+			"cdi-cri (CDI device names <cdi-kind>=<UUID> through the CRI, kubelet >= 1.28, a CDI-enabled runtime and the node's CDI spec) "+
+			"or cdi-allocation (one CDI device "+deviceplugin.AllocationCDIKind+"=<pod UID>_<container> per container, from a spec share-plugin writes into --cdi-spec-dir with the cards' device nodes and the variables, which a pod's env cannot override; kubelet >= 1.28, a CDI-enabled runtime)")
 	fs.StringVar(&o.cdiKind, "cdi-kind", deviceplugin.DefaultCDIKind, "with --device-list-strategy=cdi-cri: the CDI vendor/class of the card devices")
-	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", "/var/run/cdi", "with --device-list-strategy=cdi-cri and simulated GPUs: the runtime's CDI spec folder, where share-plugin writes the simulated cards' spec (real GPUs: generate the spec with nvidia-ctk cdi generate)")
+	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", deviceplugin.DefaultCDISpecDir, "the runtime's CDI spec folder, seen by share-plugin at the same path: with --device-list-strategy=cdi-allocation, where it writes the per-allocation specs; with cdi-cri or cdi-allocation and simulated GPUs, where it writes the simulated cards' spec and files (real GPUs with cdi-cri: generate the spec with nvidia-ctk cdi generate)")
 	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
 		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
@@ -189,14 +190,18 @@ func run(ctx context.Context, o options) error {
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
+	var simulatedCardDir string // the per-allocation specs mount simulated cards' files
+	if simulated && deviceList == deviceplugin.DeviceListCDIAllocation {
+		simulatedCardDir = deviceplugin.SimulatedCardDir(o.cdiSpecDir)
+	}
 
 	plugin, err := deviceplugin.New(deviceplugin.Config{
 		NodeName: o.nodeName, Resources: res, Unit: unit, PluginDir: o.pluginDir,
 		NVML: nv, Client: client, Pods: pods,
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
-		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, MPSRoot: o.mpsRoot,
-		UsageInterval: usageInterval, ProcRoot: o.procRoot,
+		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
+		MPSRoot: o.mpsRoot, UsageInterval: usageInterval, ProcRoot: o.procRoot,
 		OverGrant: watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
 	})
 	if err != nil {
@@ -205,7 +210,7 @@ func run(ctx context.Context, o options) error {
 	for _, c := range plugin.Cards() {
 		klog.InfoS("GPU", "index", c.Index, "uuid", c.UUID, "model", c.Model, "memoryMiB", c.MemoryMiB, "units", c.Units, "unit", unit)
 	}
-	if simulated && deviceList == deviceplugin.DeviceListCDICRI {
+	if simulated && deviceList != deviceplugin.DeviceListEnvVar {
 		path, err := deviceplugin.WriteSimulatedCDISpec(o.cdiSpecDir, o.cdiKind, plugin.Cards())
 		if err != nil {
 			return fmt.Errorf("writing the simulated GPUs' CDI spec: %w", err)

@@ -101,7 +101,10 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	klog.InfoS("Allocated", "pod", klog.KObj(c.pod), "container", c.cont.Name, "units", n,
 		"cards", env[gpushare.EnvIndex], "uuids", env[gpushare.EnvVisibleDevices], "perCard", d.units, "placedByPlugin", d.placed, "podAssigned", all,
 		"isolation", iso, "mpsLimit", mpsEnv[gpushare.EnvMPSPinnedMemLimit])
-	resp := p.handOver(env, d.cards)
+	resp, err := p.handOver(c, env, d.cards)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "gpushare: handing over the cards of pod %s container %q: %v", klog.KObj(c.pod), c.cont.Name, err)
+	}
 	resp.Mounts = mounts
 	return resp, nil
 }

@@ -62,12 +62,16 @@ func simulatedCDISpec(kind, cardDir string, cards []gpushare.Device) (*cdi.Spec,
 	return spec, nil
 }
 
+// SimulatedCardDir is the folder, in the CDI spec folder dir, of the simulated cards' files
+// that WriteSimulatedCDISpec writes.
+func SimulatedCardDir(dir string) string { return filepath.Join(dir, simulatedCardDir) }
+
 // WriteSimulatedCDISpec writes the simulated cards' files and their CDI spec
 // (simulatedCDISpecFile) into dir, the runtime's CDI spec folder, each file replaced
 // atomically so the runtime never reads half a spec. Returns the spec's path. Errors: an
 // invalid kind or UUID, or a file that cannot be written.
 func WriteSimulatedCDISpec(dir, kind string, cards []gpushare.Device) (string, error) {
-	cardDir := filepath.Join(dir, simulatedCardDir)
+	cardDir := SimulatedCardDir(dir)
 	spec, err := simulatedCDISpec(kind, cardDir, cards)
 	if err != nil {
 		return "", err

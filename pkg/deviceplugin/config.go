@@ -47,6 +47,14 @@ type Config struct {
 	// (default DefaultCDIKind).
 	DeviceListStrategy DeviceListStrategy
 	CDIKind            string
+	// CDISpecDir is the runtime's CDI spec folder, where DeviceListCDIAllocation writes the
+	// per-allocation specs (default DefaultCDISpecDir; share-plugin must see it at the same
+	// path as the runtime).
+	CDISpecDir string
+	// SimulatedCardDir, for simulated cards, is the folder of their files
+	// (SimulatedCardDir(CDISpecDir), written by WriteSimulatedCDISpec), which the
+	// per-allocation specs mount instead of device nodes; empty: real cards.
+	SimulatedCardDir string
 	// MPSRoot is the host folder of the cards' MPS daemon folders, <MPSRoot>/<UUID>/..., used
 	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
 	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
@@ -67,10 +75,20 @@ func checkCDIConfig(c *Config) error {
 	if c.CDIKind == "" {
 		c.CDIKind = DefaultCDIKind
 	}
-	if c.DeviceListStrategy != DeviceListCDICRI {
-		return nil
+	if c.CDISpecDir == "" {
+		c.CDISpecDir = DefaultCDISpecDir
 	}
-	return checkCDIKind(c.CDIKind)
+	switch c.DeviceListStrategy {
+	case DeviceListCDICRI:
+		return checkCDIKind(c.CDIKind)
+	case DeviceListCDIAllocation:
+		for _, d := range []string{c.CDISpecDir, c.SimulatedCardDir} {
+			if d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
+				return fmt.Errorf("CDI folder %q: want a clean absolute path", d)
+			}
+		}
+	}
+	return nil
 }
 
 func (c *Config) validate() error {
@@ -140,18 +158,29 @@ const (
 	// runtime injects them from the node's CDI spec (e.g. `nvidia-ctk cdi generate`) and
 	// need not trust environment variables. NVIDIA_VISIBLE_DEVICES is not set.
 	DeviceListCDICRI DeviceListStrategy = "cdi-cri"
+	// DeviceListCDIAllocation hands each container one CDI device naming its allocation,
+	// gpushare.io/allocation=<pod UID>_<container>, from a spec share-plugin writes into
+	// CDISpecDir before answering: the cards' device nodes (or simulated cards' files) and
+	// the variables Allocate hands over, which the runtime applies after the container's
+	// own environment, so a pod's env cannot widen its cards or change its grant. The
+	// response itself sets no variable. The spec is removed when the pod is gone or
+	// finished.
+	DeviceListCDIAllocation DeviceListStrategy = "cdi-allocation"
 )
+
+// DefaultCDISpecDir is the CDI spec folder containerd and CRI-O read by default.
+const DefaultCDISpecDir = "/var/run/cdi"
 
 // DefaultCDIKind is the CDI vendor/class of NVIDIA's CDI spec, whose devices are named by
 // card UUID among others.
 const DefaultCDIKind = "nvidia.com/gpu"
 
 // ParseDeviceListStrategy reads a --device-list-strategy value. Errors: anything but
-// envvar or cdi-cri.
+// envvar, cdi-cri or cdi-allocation.
 func ParseDeviceListStrategy(s string) (DeviceListStrategy, error) {
 	switch d := DeviceListStrategy(s); d {
-	case DeviceListEnvVar, DeviceListCDICRI:
+	case DeviceListEnvVar, DeviceListCDICRI, DeviceListCDIAllocation:
 		return d, nil
 	}
-	return "", fmt.Errorf("device list strategy %q: want %s or %s", s, DeviceListEnvVar, DeviceListCDICRI)
+	return "", fmt.Errorf("device list strategy %q: want %s, %s or %s", s, DeviceListEnvVar, DeviceListCDICRI, DeviceListCDIAllocation)
 }

@@ -83,13 +83,27 @@ func (g *grant) copy() *grant {
 type ledger struct {
 	node  string
 	clock clock.PassiveClock
+	// released is told, outside the lock, the UID of each pod whose grant the ledger drops
+	// (the pod is gone or finished) and of each pod the informer deletes; nil: nobody is.
+	released func(types.UID)
 
 	mu     sync.Mutex
 	grants map[types.UID]*grant
 }
 
-func newLedger(node string, clk clock.PassiveClock) *ledger {
-	return &ledger{node: node, clock: clk, grants: map[types.UID]*grant{}}
+func newLedger(node string, clk clock.PassiveClock, released func(types.UID)) *ledger {
+	return &ledger{node: node, clock: clk, released: released, grants: map[types.UID]*grant{}}
+}
+
+// release tells l.released of the pods whose grants were dropped. Not under l.mu: the
+// callback may do file I/O.
+func (l *ledger) release(uids ...types.UID) {
+	if l.released == nil {
+		return
+	}
+	for _, uid := range uids {
+		l.released(uid)
+	}
 }
 
 // holdsMemory reports a pod on node whose containers may hold GPU memory: bound there and
@@ -114,11 +128,14 @@ func podsByUID(pods []*corev1.Pod) map[types.UID]*corev1.Pod {
 func (l *ledger) sync(pods []*corev1.Pod) snapshot {
 	byUID := podsByUID(pods)
 	now := l.clock.Now()
+	var dropped []types.UID
+	defer func() { l.release(dropped...) }()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for uid, g := range l.grants {
 		if !g.keep(byUID, l.node, now) {
 			delete(l.grants, uid)
+			dropped = append(dropped, uid)
 			continue
 		}
 		if pod, ok := byUID[uid]; ok {
@@ -151,18 +168,22 @@ func (l *ledger) podSeen(obj any) {
 		return
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	g := l.grants[pod.UID]
 	switch {
 	case g == nil:
 	case !holdsMemory(pod, l.node):
 		delete(l.grants, pod.UID)
+		l.mu.Unlock()
+		l.release(pod.UID)
+		return
 	default:
 		g.pod, g.seen = pod, seen
 	}
+	l.mu.Unlock()
 }
 
-// podGone drops the grant of a pod the informer deleted (a tombstone too).
+// podGone drops the grant of a pod the informer deleted (a tombstone too) and tells
+// l.released.
 func (l *ledger) podGone(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
@@ -172,8 +193,10 @@ func (l *ledger) podGone(obj any) {
 		return
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	delete(l.grants, pod.UID)
+	l.mu.Unlock()
+	// Also without a grant: a pod an earlier process served may not have been adopted.
+	l.release(pod.UID)
 }
 
 // grantContainers remembers that containers refs of pod were served and the pod's claim.

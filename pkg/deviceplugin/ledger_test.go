@@ -279,7 +279,7 @@ func waitInformer(t *testing.T, e *testEnv, n int) {
 // gone as soon as the view drops it; refused holds nothing until served again.
 func TestLedgerStates(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
-	l := newLedger(testNode, clk)
+	l := newLedger(testNode, clk, nil)
 	pod := makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
 	claim := app(gpushare.CardUnits{0: 4})
 	ref := gpushare.ContainerRef{Index: 0}

@@ -19,8 +19,11 @@ type Plugin struct {
 	// Unimplemented instead of breaking the build.
 	pluginapi.UnimplementedDevicePluginServer
 
-	cfg    Config
-	cards  cardSet
+	cfg   Config
+	cards cardSet
+	// minors is each card's device-node minor number by UUID (-1: unknown), for the
+	// per-allocation CDI specs.
+	minors map[string]int
 	health *health
 	// registrations is notified after each successful registration with kubelet.
 	registrations *broadcast
@@ -64,9 +67,14 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
+	minors := make(map[string]int, len(devs))
+	for _, d := range devs {
+		minors[d.UUID] = d.Minor
+	}
 	p := &Plugin{
 		cfg:           cfg,
 		cards:         newCardSet(cards),
+		minors:        minors,
 		health:        newHealth(cfg.Clock, cfg.HealthRecovery, cards),
 		registrations: newBroadcast(),
 		policy:        pol,
@@ -74,8 +82,8 @@ func New(cfg Config) (*Plugin, error) {
 			Name: "gpushare_plugin_allocate_ambiguous_total",
 			Help: "Allocate calls whose pod kubelet's PodResources API did not single out, served to the oldest matching pod, by reason (several, none, unavailable).",
 		}, []string{"reason"}),
-		ledger: newLedger(cfg.NodeName, cfg.Clock),
 	}
+	p.ledger = newLedger(cfg.NodeName, cfg.Clock, p.removeAllocationSpecs)
 	p.usage = watchdog.New(watchdog.Config{
 		NodeName: cfg.NodeName, Cards: cards, Unit: cfg.Unit, Processes: cfg.NVML.Processes,
 		Client: cfg.Client, Recorder: cfg.Recorder, Clock: cfg.Clock,

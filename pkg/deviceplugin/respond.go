@@ -156,16 +156,27 @@ func containerEnv(c candidate, cards []gpushare.Device) map[string]string {
 	}
 }
 
-// handOver is the container's answer: env (containerEnv's) and, per the strategy, the
-// cards as NVIDIA_VISIBLE_DEVICES or as CDI devices.
-func (p *Plugin) handOver(env map[string]string, cards []gpushare.Device) *pluginapi.ContainerAllocateResponse {
+// handOver is candidate c's answer: env (containerEnv's, and on an MPS node the daemon's)
+// and, per the strategy, the cards as NVIDIA_VISIBLE_DEVICES (envvar), as the node's CDI
+// devices by UUID (cdi-cri), or as one CDI device naming this allocation whose spec carries
+// the cards and env, CUDA_VISIBLE_DEVICES added, instead of the response (cdi-allocation).
+// Errors: the allocation's spec could not be written.
+func (p *Plugin) handOver(c candidate, env map[string]string, cards []gpushare.Device) (*pluginapi.ContainerAllocateResponse, error) {
 	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
-	if p.cfg.DeviceListStrategy != DeviceListCDICRI {
-		return resp
+	switch p.cfg.DeviceListStrategy {
+	case DeviceListCDICRI:
+		delete(env, gpushare.EnvVisibleDevices)
+		for _, card := range cards {
+			resp.CdiDevices = append(resp.CdiDevices, &pluginapi.CDIDevice{Name: p.cfg.CDIKind + "=" + card.UUID})
+		}
+	case DeviceListCDIAllocation:
+		env[envCUDAVisibleDevices] = env[gpushare.EnvVisibleDevices]
+		name, err := p.writeAllocationSpec(c.pod, c.cont.Name, cards, env)
+		if err != nil {
+			return nil, err
+		}
+		resp.Envs = nil
+		resp.CdiDevices = []*pluginapi.CDIDevice{{Name: name}}
 	}
-	delete(env, gpushare.EnvVisibleDevices)
-	for _, c := range cards {
-		resp.CdiDevices = append(resp.CdiDevices, &pluginapi.CDIDevice{Name: p.cfg.CDIKind + "=" + c.UUID})
-	}
-	return resp
+	return resp, nil
 }

@@ -14,7 +14,8 @@ import (
 // Run watches card health, keeps the node's GPU facts current, and serves and registers
 // the plugin with kubelet (again after each kubelet restart). It waits for the pod informer
 // to sync before registering, since Allocate reads it, then adopts into the ledger the pods
-// an earlier process served (adoptServedPods), keeps their allocation records true
+// an earlier process served (adoptServedPods), with cdi-allocation removes the specs of
+// pods that went meanwhile (removeStaleAllocationSpecs), keeps their allocation records true
 // (keepAllocationRecordsTrue) and, with a UsageInterval, runs the usage watchdog. Returns
 // when ctx is done, or early with an error when the informer never syncs or the plugin
 // folder cannot be watched.
@@ -48,8 +49,14 @@ func (p *Plugin) Run(ctx context.Context) error {
 		}
 		return fmt.Errorf("pod informer of node %s never synced", p.cfg.NodeName)
 	}
-	if n := p.adoptServedPods(p.podsOnNode()); n > 0 {
+	pods := p.podsOnNode()
+	if n := p.adoptServedPods(pods); n > 0 {
 		klog.InfoS("Rebuilt the served-pod ledger from the pods' annotations", "pods", n)
+	}
+	if p.cfg.DeviceListStrategy == DeviceListCDIAllocation {
+		if n := p.removeStaleAllocationSpecs(pods); n > 0 {
+			klog.InfoS("Removed the per-allocation CDI specs of pods that are gone", "files", n, "dir", p.cfg.CDISpecDir)
+		}
 	}
 	wg.Add(1)
 	go func() {
