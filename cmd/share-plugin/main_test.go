@@ -50,6 +50,11 @@ func TestFlagsAndEnv(t *testing.T) {
 			},
 		},
 		{
+			name: "per-allocation CDI specs",
+			env:  map[string]string{"GPUSHARE_DEVICE_LIST_STRATEGY": "cdi-allocation", "GPUSHARE_CDI_SPEC_DIR": "/etc/cdi"},
+			want: func(o *options) { o.deviceList, o.cdiSpecDir = "cdi-allocation", "/etc/cdi" },
+		},
+		{
 			name: "empty metrics address disables",
 			env:  map[string]string{"GPUSHARE_METRICS_ADDRESS": ""},
 			want: func(o *options) { o.metricsAddress = "" },
