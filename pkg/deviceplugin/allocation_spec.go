@@ -29,7 +29,7 @@ const (
 	AllocationCDIVendor = "gpushare.io"
 	AllocationCDIClass  = "allocation"
 	// envCUDAVisibleDevices is set to the container's card UUIDs, so that a value the pod
-	// sets itself does not decide which of its cards CUDA numbers 0.
+	// sets itself does not decide which of its cards CUDA sees, or in which order.
 	envCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
 )
 
@@ -73,11 +73,7 @@ func cardEdits(cards []gpushare.Device, minors map[string]int, simulatedCardDir 
 	var e cdi.ContainerEdits
 	for _, c := range cards {
 		if simulatedCardDir != "" {
-			e.Mounts = append(e.Mounts, &cdi.Mount{
-				HostPath:      filepath.Join(simulatedCardDir, c.UUID),
-				ContainerPath: gpushare.SimulatedGPUDir + "/" + c.UUID,
-				Options:       []string{"ro", "bind"},
-			})
+			e.Mounts = append(e.Mounts, simulatedCardMount(simulatedCardDir, c.UUID))
 			continue
 		}
 		minor, ok := minors[c.UUID]
@@ -192,11 +188,7 @@ func (p *Plugin) removeAllocationSpecs(uid types.UID) {
 		klog.ErrorS(err, "Listing the per-allocation CDI specs failed", "dir", p.cfg.CDISpecDir)
 		return
 	}
-	for _, path := range specs[uid] {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			klog.ErrorS(err, "Removing a per-allocation CDI spec failed", "path", path)
-		}
-	}
+	removeSpecFiles(specs[uid])
 }
 
 // removeStaleAllocationSpecs removes the spec files of pods that no longer may hold memory
@@ -215,13 +207,21 @@ func (p *Plugin) removeStaleAllocationSpecs(pods []*corev1.Pod) int {
 		if pod, ok := byUID[uid]; ok && holdsMemory(pod, p.cfg.NodeName) {
 			continue
 		}
-		for _, path := range paths {
-			if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				klog.ErrorS(err, "Removing a stale per-allocation CDI spec failed", "path", path)
-				continue
-			}
-			n++
+		n += removeSpecFiles(paths)
+	}
+	return n
+}
+
+// removeSpecFiles removes the spec files paths, logging failures (one already gone is no
+// failure), and returns how many it removed.
+func removeSpecFiles(paths []string) int {
+	n := 0
+	for _, path := range paths {
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			klog.ErrorS(err, "Removing a per-allocation CDI spec failed", "path", path)
+			continue
 		}
+		n++
 	}
 	return n
 }

@@ -46,12 +46,8 @@ func simulatedCDISpec(kind, cardDir string, cards []gpushare.Device) (*cdi.Spec,
 			return nil, fmt.Errorf("card %d: UUID %q as a CDI device name: %w", c.Index, c.UUID, err)
 		}
 		spec.Devices = append(spec.Devices, cdi.Device{
-			Name: c.UUID,
-			ContainerEdits: cdi.ContainerEdits{Mounts: []*cdi.Mount{{
-				HostPath:      filepath.Join(cardDir, c.UUID),
-				ContainerPath: gpushare.SimulatedGPUDir + "/" + c.UUID,
-				Options:       []string{"ro", "bind"},
-			}}},
+			Name:           c.UUID,
+			ContainerEdits: cdi.ContainerEdits{Mounts: []*cdi.Mount{simulatedCardMount(cardDir, c.UUID)}},
 		})
 	}
 	v, err := cdi.MinimumRequiredVersion(spec)
@@ -65,6 +61,16 @@ func simulatedCDISpec(kind, cardDir string, cards []gpushare.Device) (*cdi.Spec,
 // SimulatedCardDir is the folder, in the CDI spec folder dir, of the simulated cards' files
 // that WriteSimulatedCDISpec writes.
 func SimulatedCardDir(dir string) string { return filepath.Join(dir, simulatedCardDir) }
+
+// simulatedCardMount shows the simulated card uuid's file in cardDir to a container,
+// read-only, at gpushare.SimulatedGPUDir/<uuid>.
+func simulatedCardMount(cardDir, uuid string) *cdi.Mount {
+	return &cdi.Mount{
+		HostPath:      filepath.Join(cardDir, uuid),
+		ContainerPath: gpushare.SimulatedGPUDir + "/" + uuid,
+		Options:       []string{"ro", "bind"},
+	}
+}
 
 // WriteSimulatedCDISpec writes the simulated cards' files and their CDI spec
 // (simulatedCDISpecFile) into dir, the runtime's CDI spec folder, each file replaced
