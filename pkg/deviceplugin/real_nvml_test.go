@@ -75,3 +75,57 @@ func TestAllocateRealNVML(t *testing.T) {
 		t.Errorf("ASSIGNED = %q after Allocate, want true", a)
 	}
 }
+
+// TestAllocationSpecRealNVML: on a real GPU the per-allocation spec of a container names
+// its card's device node, and the CDI library injects it (it reads the node's type and
+// numbers from the host) with the allocation's variables.
+func TestAllocationSpecRealNVML(t *testing.T) {
+	nv, err := gpunvml.New(gpunvml.SystemLibrary(""))
+	if err != nil {
+		t.Fatalf("opening the driver's NVML: %v", err)
+	}
+	defer nv.Shutdown()
+	devs, err := nv.Devices()
+	if err != nil || len(devs) == 0 {
+		t.Fatalf("devices: %v, %v", devs, err)
+	}
+	card := devs[len(devs)-1]
+	pod := makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{card.Index: 4}))
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, pod)
+	factory := informers.NewSharedInformerFactory(client, 0)
+	pods := factory.Core().V1().Pods().Informer()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
+		t.Fatal("pod informer did not sync")
+	}
+	dir := t.TempDir()
+	p, err := New(Config{
+		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: gpushare.GiB,
+		PluginDir: shortTempDir(t), NVML: nv, Client: client, Pods: pods,
+		Clock: clocktesting.NewFakeClock(epoch), HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond,
+		DeviceListStrategy: DeviceListCDIAllocation, CDISpecDir: dir,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &testEnv{plugin: p, client: client}
+	resp, err := e.allocateResp(t, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, spec := containerEnvAfterCDI(t, dir, resp.CdiDevices[0].Name)
+	t.Logf("card %d (%s), minor %d: devices %+v", card.Index, card.UUID, card.Minor, spec.Linux.Devices)
+	if env[gpushare.EnvVisibleDevices] != card.UUID || env[gpushare.EnvContainerUnits] != "4" {
+		t.Errorf("env %v, want the card's UUID and 4 units", env)
+	}
+	want := "/dev/nvidia" + strconv.Itoa(card.Minor)
+	found := false
+	for _, d := range spec.Linux.Devices {
+		found = found || (d.Path == want && d.Type == "c")
+	}
+	if !found {
+		t.Errorf("devices %+v, want the character device %s", spec.Linux.Devices, want)
+	}
+}

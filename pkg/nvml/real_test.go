@@ -6,6 +6,8 @@ package nvml
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +42,11 @@ func TestRealNVML(t *testing.T) {
 		}
 		if d.Model == "" || d.MemoryMiB < 1024 {
 			t.Errorf("card %d: implausible model %q / %d MiB", i, d.Model, d.MemoryMiB)
+		}
+		// The per-allocation CDI spec names /dev/nvidia<minor>: it must be this card's node.
+		node := "/dev/nvidia" + strconv.Itoa(d.Minor)
+		if _, err := os.Stat(node); d.Minor < 0 || err != nil {
+			t.Errorf("card %d: minor number %d, device node %s: %v", i, d.Minor, node, err)
 		}
 		used, err := c.UsedMemoryMiB(d.Index)
 		if err != nil {
