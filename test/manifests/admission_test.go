@@ -152,7 +152,7 @@ func compile(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy)
 type request struct {
 	user        user.Info
 	op          admission.Operation
-	resource    string // pods, nodes
+	resource    string // pods, nodes, bindings
 	subresource string // "", status, binding
 	object, old runtime.Object
 }
@@ -161,7 +161,7 @@ type request struct {
 func (c compiled) admit(t *testing.T, r request, authz authorizer.UnconditionalAuthorizer) string {
 	t.Helper()
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: r.resource}
-	kind := schema.GroupVersionKind{Version: "v1", Kind: map[string]string{"pods": "Pod", "nodes": "Node"}[r.resource]}
+	kind := schema.GroupVersionKind{Version: "v1", Kind: map[string]string{"pods": "Pod", "nodes": "Node", "bindings": "Binding"}[r.resource]}
 	if r.subresource == "binding" {
 		kind.Kind = "Binding"
 	}
@@ -369,6 +369,18 @@ func TestAllocationAnnotations(t *testing.T) {
 			request{user: sa(extenderSA, ""), op: admission.Update, resource: "pods", old: pod("", bound()), object: pod("", map[string]string{})}, ""},
 		{"gpushare-scheduler binds with an allocation",
 			request{user: sa(gpushareSchedulerSA, ""), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())}, ""},
+		{"tenant binds with an allocation through the legacy bindings endpoint",
+			request{user: tenant(), op: admission.Create, resource: "bindings", object: binding(bound())},
+			refusedAllocation},
+		{"a second scheduler on system:kube-scheduler binds with an allocation through bindings",
+			request{user: scheduler, op: admission.Create, resource: "bindings", object: binding(with(bound(), "team", "<delete>"))},
+			gpushare.AnnotationAllocation},
+		{"kube-scheduler binds through bindings without annotations",
+			request{user: scheduler, op: admission.Create, resource: "bindings", object: binding(map[string]string{"team": "a"})}, ""},
+		{"extender binds with an allocation through bindings",
+			request{user: sa(extenderSA, ""), op: admission.Create, resource: "bindings", object: binding(bound())}, ""},
+		{"gpushare-scheduler binds with an allocation through bindings",
+			request{user: sa(gpushareSchedulerSA, ""), op: admission.Create, resource: "bindings", object: binding(bound())}, ""},
 		{"another service account binds with an allocation",
 			request{user: sa("system:serviceaccount:kube-system:other-scheduler", ""), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())},
 			refusedAllocation},
