@@ -21,7 +21,6 @@ import (
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -93,9 +92,20 @@ func load(t *testing.T) manifests {
 // compiled is a policy made ready to evaluate the way the API server's
 // ValidatingAdmissionPolicy plugin does it (its compilePolicy is not exported).
 type compiled struct {
-	policy    *admissionregistrationv1.ValidatingAdmissionPolicy
+	policy *admissionregistrationv1.ValidatingAdmissionPolicy
+	// binding, when set, narrows which requests reach the policy (its matchResources); nil
+	// is a binding that narrows nothing, as TestManifests requires of most policies.
+	binding   *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	validator validating.Validator
 	errs      []string // compile errors of single expressions
+}
+
+// compileBound compiles the policy name of m together with its binding.
+func compileBound(t *testing.T, m manifests, name string) compiled {
+	t.Helper()
+	c := compile(t, m.policies[name])
+	c.binding = m.bindings[name]
+	return c
 }
 
 func compile(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy) compiled {
@@ -172,12 +182,7 @@ func (c compiled) admit(t *testing.T, r request, authz authorizer.UnconditionalA
 		}
 	}
 	attr := admission.NewAttributesRecord(r.object, r.old, kind, ns, name, gvr, r.subresource, r.op, nil, false, r.user)
-	matched := false
-	for _, rule := range c.policy.Spec.MatchConstraints.ResourceRules {
-		m := rules.Matcher{Rule: rule.RuleWithOperations, Attr: attr}
-		matched = matched || m.Matches()
-	}
-	if !matched {
+	if !c.matches(t, attr) {
 		return ""
 	}
 	va := &admission.VersionedAttributes{Attributes: attr, VersionedKind: kind}
@@ -271,9 +276,12 @@ func with(m map[string]string, kv ...string) map[string]string {
 	return out
 }
 
+// policyNames are the policies of deploy/admission, each bound by a binding of its name.
+var policyNames = []string{"gpushare-allocation-annotations", "gpushare-reserved-env", "gpushare-share-plugin-node-scope"}
+
 func TestManifests(t *testing.T) {
 	m := load(t)
-	for _, name := range []string{"gpushare-allocation-annotations", "gpushare-share-plugin-node-scope"} {
+	for _, name := range policyNames {
 		p, ok := m.policies[name]
 		if !ok {
 			t.Fatalf("no ValidatingAdmissionPolicy %s in deploy/admission", name)
@@ -288,15 +296,20 @@ func TestManifests(t *testing.T) {
 		if b.Spec.PolicyName != name || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
 			t.Errorf("binding %s: policy %q actions %v, want %q [Deny]", name, b.Spec.PolicyName, b.Spec.ValidationActions, name)
 		}
-		if b.Spec.MatchResources != nil || b.Spec.ParamRef != nil {
+		if name == "gpushare-reserved-env" {
+			// Its exemptions are namespaces, and nothing else.
+			if err := narrowsOnlyByNamespaceName(b); err != nil {
+				t.Errorf("binding %s: %v", name, err)
+			}
+		} else if b.Spec.MatchResources != nil || b.Spec.ParamRef != nil {
 			t.Errorf("binding %s narrows the policy (matchResources/paramRef); it must cover the whole cluster", name)
 		}
 		if errs := compile(t, p).errs; len(errs) > 0 {
 			t.Errorf("%s: CEL compile errors:\n%s", name, strings.Join(errs, "\n"))
 		}
 	}
-	if len(m.policies) != 2 || len(m.bindings) != 2 {
-		t.Errorf("deploy/admission has %d policies and %d bindings, want the 2 tested here", len(m.policies), len(m.bindings))
+	if len(m.policies) != len(policyNames) || len(m.bindings) != len(policyNames) {
+		t.Errorf("deploy/admission has %d policies and %d bindings, want the %d tested here", len(m.policies), len(m.bindings), len(policyNames))
 	}
 }
 
