@@ -205,6 +205,31 @@ func (c compiled) admit(t *testing.T, r request, authz authorizer.UnconditionalA
 	return strings.Join(refusals, "; ")
 }
 
+// admitCase is one request and what the policy must answer.
+type admitCase struct {
+	name string
+	req  request
+	want string // substring of the refusal; "" admits
+}
+
+// runAdmitCases evaluates each case on c with authz deciding the policy's authorizer checks;
+// a case refused when want is "", or admitted or refused without want when want is set,
+// fails.
+func runAdmitCases(t *testing.T, c compiled, authz authorizer.UnconditionalAuthorizer, tests []admitCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := c.admit(t, tc.req, authz)
+			if tc.want == "" && got != "" {
+				t.Fatalf("refused: %s", got)
+			}
+			if tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Fatalf("got refusal %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // allowUsers is an authorizer that allows every request of the named users and nothing else.
 type allowUsers []string
 
@@ -346,11 +371,7 @@ func TestAllocationAnnotations(t *testing.T) {
 	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}
 	kubelet := &user.DefaultInfo{Name: "system:node:gpu-a", Groups: []string{"system:nodes"}}
 	scheduler := &user.DefaultInfo{Name: "system:kube-scheduler"}
-	tests := []struct {
-		name string
-		req  request
-		want string // substring of the refusal; "" admits
-	}{
+	tests := []admitCase{
 		{"tenant creates a pod without allocation annotations",
 			request{user: tenant(), op: admission.Create, resource: "pods", object: pod("", map[string]string{"team": "a"})}, ""},
 		{"tenant creates a pod carrying an allocation (a copy of a bound pod)",
@@ -426,17 +447,7 @@ func TestAllocationAnnotations(t *testing.T) {
 		{"nodes are not this policy's",
 			request{user: tenant(), op: admission.Update, resource: "nodes", old: node("gpu-a", nil), object: node("gpu-a", map[string]string{"gpushare.io/x": "y"})}, ""},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := c.admit(t, tc.req, admins)
-			if tc.want == "" && got != "" {
-				t.Fatalf("refused: %s", got)
-			}
-			if tc.want != "" && !strings.Contains(got, tc.want) {
-				t.Fatalf("got refusal %q, want one containing %q", got, tc.want)
-			}
-		})
-	}
+	runAdmitCases(t, c, admins, tests)
 }
 
 // TestAllocationAnnotationsCoverWireNames: every pod annotation the extender and
@@ -457,11 +468,7 @@ func TestSharePluginNodeScope(t *testing.T) {
 	c := compile(t, load(t).policies["gpushare-share-plugin-node-scope"])
 	onA := sa(sharePluginSA, "gpu-a")
 	inv := map[string]string{gpushare.AnnotationNodeInventory: "[]"}
-	tests := []struct {
-		name string
-		req  request
-		want string // substring of the refusal; "" admits
-	}{
+	tests := []admitCase{
 		{"plugin of node A annotates node A",
 			request{user: onA, op: admission.Update, resource: "nodes", old: node("gpu-a", nil), object: node("gpu-a", inv)}, ""},
 		{"plugin of node A patches node A's status",
@@ -493,15 +500,5 @@ func TestSharePluginNodeScope(t *testing.T) {
 		{"other identities are not this policy's",
 			request{user: sa(extenderSA, ""), op: admission.Update, resource: "nodes", old: node("gpu-b", nil), object: node("gpu-b", inv)}, ""},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := c.admit(t, tc.req, allowUsers{})
-			if tc.want == "" && got != "" {
-				t.Fatalf("refused: %s", got)
-			}
-			if tc.want != "" && !strings.Contains(got, tc.want) {
-				t.Fatalf("got refusal %q, want one containing %q", got, tc.want)
-			}
-		})
-	}
+	runAdmitCases(t, c, allowUsers{}, tests)
 }

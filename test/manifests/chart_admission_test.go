@@ -34,7 +34,7 @@ func TestChartReservedEnvExemptions(t *testing.T) {
 	nvidia := envVar("NVIDIA_VISIBLE_DEVICES")
 	t.Run("defaults, release in gpu-system", func(t *testing.T) {
 		c := chartPolicy(t, render(t, "gpu-system", nil), reservedEnvPolicy)
-		runAdmitCases(t, c, []admitCase{
+		runAdmitCases(t, c, allowUsers{}, []admitCase{
 			{"release namespace", createPod(sa(daemonSetController, ""), envPod("gpu-system", 0, nvidia)), ""},
 			{"kube-system", createPod(sa(daemonSetController, ""), envPod("kube-system", 0, nvidia)), ""},
 			{"tenant namespace", createPod(tenant(), envPod("team-a", 1, nvidia)), "sets NVIDIA_VISIBLE_DEVICES"},
@@ -45,7 +45,7 @@ func TestChartReservedEnvExemptions(t *testing.T) {
 	t.Run("exempt gpu-operator and a user", func(t *testing.T) {
 		c := chartPolicy(t, render(t, "gpu-system", []string{"admission.reservedEnv.exemptNamespaces={gpu-operator}",
 			"admission.reservedEnv.exemptUsernames={" + ciBot + "}"}), reservedEnvPolicy)
-		runAdmitCases(t, c, []admitCase{
+		runAdmitCases(t, c, allowUsers{}, []admitCase{
 			{"release namespace", createPod(sa(daemonSetController, ""), envPod("gpu-system", 0, nvidia)), ""},
 			{"named namespace", createPod(sa(daemonSetController, ""), envPod("gpu-operator", 0, nvidia)), ""},
 			{"kube-system, no longer named", createPod(sa(daemonSetController, ""), envPod("kube-system", 0, nvidia)), "sets NVIDIA_VISIBLE_DEVICES"},
