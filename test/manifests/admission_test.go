@@ -21,7 +21,6 @@ import (
 	plugincel "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
-	"k8s.io/apiserver/pkg/admission/plugin/webhook/predicates/rules"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -93,9 +92,20 @@ func load(t *testing.T) manifests {
 // compiled is a policy made ready to evaluate the way the API server's
 // ValidatingAdmissionPolicy plugin does it (its compilePolicy is not exported).
 type compiled struct {
-	policy    *admissionregistrationv1.ValidatingAdmissionPolicy
+	policy *admissionregistrationv1.ValidatingAdmissionPolicy
+	// binding, when set, narrows which requests reach the policy (its matchResources); nil
+	// is a binding that narrows nothing, as TestManifests requires of most policies.
+	binding   *admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	validator validating.Validator
 	errs      []string // compile errors of single expressions
+}
+
+// compileBound compiles the policy name of m together with its binding.
+func compileBound(t *testing.T, m manifests, name string) compiled {
+	t.Helper()
+	c := compile(t, m.policies[name])
+	c.binding = m.bindings[name]
+	return c
 }
 
 func compile(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy) compiled {
@@ -152,7 +162,7 @@ func compile(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy)
 type request struct {
 	user        user.Info
 	op          admission.Operation
-	resource    string // pods, nodes
+	resource    string // pods, nodes, bindings
 	subresource string // "", status, binding
 	object, old runtime.Object
 }
@@ -161,7 +171,7 @@ type request struct {
 func (c compiled) admit(t *testing.T, r request, authz authorizer.UnconditionalAuthorizer) string {
 	t.Helper()
 	gvr := schema.GroupVersionResource{Version: "v1", Resource: r.resource}
-	kind := schema.GroupVersionKind{Version: "v1", Kind: map[string]string{"pods": "Pod", "nodes": "Node"}[r.resource]}
+	kind := schema.GroupVersionKind{Version: "v1", Kind: map[string]string{"pods": "Pod", "nodes": "Node", "bindings": "Binding"}[r.resource]}
 	if r.subresource == "binding" {
 		kind.Kind = "Binding"
 	}
@@ -172,12 +182,7 @@ func (c compiled) admit(t *testing.T, r request, authz authorizer.UnconditionalA
 		}
 	}
 	attr := admission.NewAttributesRecord(r.object, r.old, kind, ns, name, gvr, r.subresource, r.op, nil, false, r.user)
-	matched := false
-	for _, rule := range c.policy.Spec.MatchConstraints.ResourceRules {
-		m := rules.Matcher{Rule: rule.RuleWithOperations, Attr: attr}
-		matched = matched || m.Matches()
-	}
-	if !matched {
+	if !c.matches(t, attr) {
 		return ""
 	}
 	va := &admission.VersionedAttributes{Attributes: attr, VersionedKind: kind}
@@ -198,6 +203,31 @@ func (c compiled) admit(t *testing.T, r request, authz authorizer.UnconditionalA
 		}
 	}
 	return strings.Join(refusals, "; ")
+}
+
+// admitCase is one request and what the policy must answer.
+type admitCase struct {
+	name string
+	req  request
+	want string // substring of the refusal; "" admits
+}
+
+// runAdmitCases evaluates each case on c with authz deciding the policy's authorizer checks;
+// a case refused when want is "", or admitted or refused without want when want is set,
+// fails.
+func runAdmitCases(t *testing.T, c compiled, authz authorizer.UnconditionalAuthorizer, tests []admitCase) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := c.admit(t, tc.req, authz)
+			if tc.want == "" && got != "" {
+				t.Fatalf("refused: %s", got)
+			}
+			if tc.want != "" && !strings.Contains(got, tc.want) {
+				t.Fatalf("got refusal %q, want one containing %q", got, tc.want)
+			}
+		})
+	}
 }
 
 // allowUsers is an authorizer that allows every request of the named users and nothing else.
@@ -271,9 +301,12 @@ func with(m map[string]string, kv ...string) map[string]string {
 	return out
 }
 
+// policyNames are the policies of deploy/admission, each bound by a binding of its name.
+var policyNames = []string{"gpushare-allocation-annotations", "gpushare-reserved-env", "gpushare-share-plugin-node-scope"}
+
 func TestManifests(t *testing.T) {
 	m := load(t)
-	for _, name := range []string{"gpushare-allocation-annotations", "gpushare-share-plugin-node-scope"} {
+	for _, name := range policyNames {
 		p, ok := m.policies[name]
 		if !ok {
 			t.Fatalf("no ValidatingAdmissionPolicy %s in deploy/admission", name)
@@ -288,15 +321,20 @@ func TestManifests(t *testing.T) {
 		if b.Spec.PolicyName != name || !slices.Equal(b.Spec.ValidationActions, []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}) {
 			t.Errorf("binding %s: policy %q actions %v, want %q [Deny]", name, b.Spec.PolicyName, b.Spec.ValidationActions, name)
 		}
-		if b.Spec.MatchResources != nil || b.Spec.ParamRef != nil {
+		if name == "gpushare-reserved-env" {
+			// Its exemptions are namespaces, and nothing else.
+			if err := narrowsOnlyByNamespaceName(b); err != nil {
+				t.Errorf("binding %s: %v", name, err)
+			}
+		} else if b.Spec.MatchResources != nil || b.Spec.ParamRef != nil {
 			t.Errorf("binding %s narrows the policy (matchResources/paramRef); it must cover the whole cluster", name)
 		}
 		if errs := compile(t, p).errs; len(errs) > 0 {
 			t.Errorf("%s: CEL compile errors:\n%s", name, strings.Join(errs, "\n"))
 		}
 	}
-	if len(m.policies) != 2 || len(m.bindings) != 2 {
-		t.Errorf("deploy/admission has %d policies and %d bindings, want the 2 tested here", len(m.policies), len(m.bindings))
+	if len(m.policies) != len(policyNames) || len(m.bindings) != len(policyNames) {
+		t.Errorf("deploy/admission has %d policies and %d bindings, want the %d tested here", len(m.policies), len(m.bindings), len(policyNames))
 	}
 }
 
@@ -333,11 +371,7 @@ func TestAllocationAnnotations(t *testing.T) {
 	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}
 	kubelet := &user.DefaultInfo{Name: "system:node:gpu-a", Groups: []string{"system:nodes"}}
 	scheduler := &user.DefaultInfo{Name: "system:kube-scheduler"}
-	tests := []struct {
-		name string
-		req  request
-		want string // substring of the refusal; "" admits
-	}{
+	tests := []admitCase{
 		{"tenant creates a pod without allocation annotations",
 			request{user: tenant(), op: admission.Create, resource: "pods", object: pod("", map[string]string{"team": "a"})}, ""},
 		{"tenant creates a pod carrying an allocation (a copy of a bound pod)",
@@ -369,6 +403,18 @@ func TestAllocationAnnotations(t *testing.T) {
 			request{user: sa(extenderSA, ""), op: admission.Update, resource: "pods", old: pod("", bound()), object: pod("", map[string]string{})}, ""},
 		{"gpushare-scheduler binds with an allocation",
 			request{user: sa(gpushareSchedulerSA, ""), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())}, ""},
+		{"tenant binds with an allocation through the legacy bindings endpoint",
+			request{user: tenant(), op: admission.Create, resource: "bindings", object: binding(bound())},
+			refusedAllocation},
+		{"a second scheduler on system:kube-scheduler binds with an allocation through bindings",
+			request{user: scheduler, op: admission.Create, resource: "bindings", object: binding(with(bound(), "team", "<delete>"))},
+			gpushare.AnnotationAllocation},
+		{"kube-scheduler binds through bindings without annotations",
+			request{user: scheduler, op: admission.Create, resource: "bindings", object: binding(map[string]string{"team": "a"})}, ""},
+		{"extender binds with an allocation through bindings",
+			request{user: sa(extenderSA, ""), op: admission.Create, resource: "bindings", object: binding(bound())}, ""},
+		{"gpushare-scheduler binds with an allocation through bindings",
+			request{user: sa(gpushareSchedulerSA, ""), op: admission.Create, resource: "bindings", object: binding(bound())}, ""},
 		{"another service account binds with an allocation",
 			request{user: sa("system:serviceaccount:kube-system:other-scheduler", ""), op: admission.Create, resource: "pods", subresource: "binding", object: binding(bound())},
 			refusedAllocation},
@@ -401,17 +447,7 @@ func TestAllocationAnnotations(t *testing.T) {
 		{"nodes are not this policy's",
 			request{user: tenant(), op: admission.Update, resource: "nodes", old: node("gpu-a", nil), object: node("gpu-a", map[string]string{"gpushare.io/x": "y"})}, ""},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := c.admit(t, tc.req, admins)
-			if tc.want == "" && got != "" {
-				t.Fatalf("refused: %s", got)
-			}
-			if tc.want != "" && !strings.Contains(got, tc.want) {
-				t.Fatalf("got refusal %q, want one containing %q", got, tc.want)
-			}
-		})
-	}
+	runAdmitCases(t, c, admins, tests)
 }
 
 // TestAllocationAnnotationsCoverWireNames: every pod annotation the extender and
@@ -432,11 +468,7 @@ func TestSharePluginNodeScope(t *testing.T) {
 	c := compile(t, load(t).policies["gpushare-share-plugin-node-scope"])
 	onA := sa(sharePluginSA, "gpu-a")
 	inv := map[string]string{gpushare.AnnotationNodeInventory: "[]"}
-	tests := []struct {
-		name string
-		req  request
-		want string // substring of the refusal; "" admits
-	}{
+	tests := []admitCase{
 		{"plugin of node A annotates node A",
 			request{user: onA, op: admission.Update, resource: "nodes", old: node("gpu-a", nil), object: node("gpu-a", inv)}, ""},
 		{"plugin of node A patches node A's status",
@@ -468,15 +500,5 @@ func TestSharePluginNodeScope(t *testing.T) {
 		{"other identities are not this policy's",
 			request{user: sa(extenderSA, ""), op: admission.Update, resource: "nodes", old: node("gpu-b", nil), object: node("gpu-b", inv)}, ""},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := c.admit(t, tc.req, allowUsers{})
-			if tc.want == "" && got != "" {
-				t.Fatalf("refused: %s", got)
-			}
-			if tc.want != "" && !strings.Contains(got, tc.want) {
-				t.Fatalf("got refusal %q, want one containing %q", got, tc.want)
-			}
-		})
-	}
+	runAdmitCases(t, c, allowUsers{}, tests)
 }

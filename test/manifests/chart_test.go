@@ -49,7 +49,8 @@ func TestChartLint(t *testing.T) {
 func TestChartTopologies(t *testing.T) {
 	common := []string{"DaemonSet/share-plugin", "ServiceAccount/share-plugin", "ClusterRole/gpushare:share-plugin",
 		"ValidatingAdmissionPolicy/gpushare-allocation-annotations", "ValidatingAdmissionPolicy/gpushare-share-plugin-node-scope",
-		"ValidatingAdmissionPolicyBinding/gpushare-allocation-annotations", "ValidatingAdmissionPolicyBinding/gpushare-share-plugin-node-scope"}
+		"ValidatingAdmissionPolicyBinding/gpushare-allocation-annotations", "ValidatingAdmissionPolicyBinding/gpushare-share-plugin-node-scope",
+		"ValidatingAdmissionPolicy/gpushare-reserved-env", "ValidatingAdmissionPolicyBinding/gpushare-reserved-env"}
 	extender := []string{"Deployment/gpushare-extender", "Service/gpushare-extender", "PodDisruptionBudget/gpushare-extender",
 		"ConfigMap/gpushare-kube-scheduler-config", "Secret/gpushare-extender-tls", "Secret/gpushare-scheduler-client-tls",
 		"Secret/gpushare-ca", "ClusterRole/gpushare-extender", "Role/gpushare-extender-leader-election"}
@@ -173,7 +174,10 @@ func TestChartNamespace(t *testing.T) {
 	for _, topology := range []string{"extender", "scheduler"} {
 		c := render(t, ns, []string{"topology=" + topology})
 		for k, o := range c {
-			if strings.Contains(string(o.raw), "kube-system") && k != "RoleBinding/gpushare-scheduler-authentication-reader" {
+			// kube-system is where that RoleBinding must be, and an exempt namespace of
+			// gpushare-reserved-env by default (TestChartReservedEnvExemptions).
+			if strings.Contains(string(o.raw), "kube-system") && k != "RoleBinding/gpushare-scheduler-authentication-reader" &&
+				k != "ValidatingAdmissionPolicyBinding/"+reservedEnvPolicy {
 				t.Errorf("%s (%s) still names kube-system", k, topology)
 			}
 		}
@@ -307,6 +311,8 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"registry without slash", []string{"image.registry=registry.example.com"}, nil, "/image/registry"},
 		{"mps image latest", []string{"mps.enabled=true", "mps.image.tag=latest"}, nil, "/mps/image/tag"},
 		{"mps root relative", []string{"mps.root=run/mps"}, nil, "/mps/root"},
+		{"exempt namespace not a name", []string{"admission.reservedEnv.exemptNamespaces={Team_A}"}, nil, "/admission/reservedEnv/exemptNamespaces"},
+		{"exempt user empty", []string{"admission.reservedEnv.exemptUsernames={}", "admission.reservedEnv.exemptUsernames[0]="}, nil, "/admission/reservedEnv/exemptUsernames"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
