@@ -27,6 +27,8 @@ const (
 	// RejectIsolation: the node's isolation label refuses the pod (a container on several
 	// cards of an MPS node) or is invalid.
 	RejectIsolation = "isolation"
+	// RejectInventory: the node's GPU inventory holds a value out of range.
+	RejectInventory = "inventory_out_of_range"
 )
 
 // Bind failure reasons (label values of gpushare_bind_failures_total).
@@ -110,7 +112,7 @@ func New(cards CardSource) *Metrics {
 			Name: "gpushare_requests_throttled_total",
 			Help: "Requests answered 429 because the most requests allowed at once were being served, by verb."}, []string{"verb"}),
 	}
-	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards, RejectHeldElsewhere, RejectIsolation} {
+	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards, RejectHeldElsewhere, RejectIsolation, RejectInventory} {
 		m.filterRejections.WithLabelValues(r)
 	}
 	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding,
