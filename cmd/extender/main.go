@@ -316,8 +316,7 @@ func run(ctx context.Context, o *options) error {
 		// The verbs' listener refuses clients without a certificate at the handshake, and
 		// answers only the clients --client-allowed-names names: any other holder of a
 		// certificate of the client CA could bind any pod.
-		{name: "verbs", port: o.port, auth: serving.RequireClientCert,
-			handler: transport.AllowNames(transport.Authenticate(handlers.Verbs()), m.Forbidden)},
+		{name: "verbs", port: o.port, auth: serving.RequireClientCert, handler: transport.AllowNames(handlers.Verbs(), m.Forbidden)},
 		// The probes carry no certificate: the handshake lets them through and Authenticate
 		// serves them, and only them, without one.
 		{name: "diagnostics", port: o.diagnosticsPort, auth: serving.VerifyClientCertIfGiven,

@@ -22,7 +22,7 @@ func TestVerbsAllowOnlyNamedClients(t *testing.T) {
 	p := newPKI(t)
 	var refusals atomic.Int64
 	base := serveWith(t, p, serving.RequireClientCert, func(tr *serving.Transport) http.Handler {
-		return tr.AllowNames(tr.Authenticate(okHandler), func() { refusals.Add(1) })
+		return tr.AllowNames(okHandler, func() { refusals.Add(1) })
 	})
 	dns := func(names ...string) func(*x509.Certificate) { return func(c *x509.Certificate) { c.DNSNames = names } }
 	uri := func(s string) func(*x509.Certificate) {
