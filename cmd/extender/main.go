@@ -58,6 +58,8 @@ type options struct {
 	tlsCertFile     string
 	tlsKeyFile      string
 	clientCAFile    string
+	// clientNames are the client certificate names the verbs listener admits.
+	clientNames     []string
 	insecureHTTP    bool
 	policy          string
 	nodeSelector    string
@@ -95,6 +97,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.tlsCertFile, "tls-cert-file", "", "PEM serving certificate (chain) of both listeners; re-read when it changes")
 	fs.StringVar(&o.tlsKeyFile, "tls-private-key-file", "", "PEM private key of --tls-cert-file; re-read when it changes")
 	fs.StringVar(&o.clientCAFile, "client-ca-file", "", "PEM CA bundle that client certificates must chain to (the scheduler's, monitoring's); re-read when it changes")
+	fs.StringSliceVar(&o.clientNames, "client-allowed-names", []string{serving.DefaultClientAllowedName}, "client certificate names "+
+		"(common name, DNS or URI SAN) the scheduler verbs admit, repeat the flag or separate by commas; other certificates of --client-ca-file "+
+		"(monitoring's, inspect's) get 403 there and reach only the diagnostics port")
 	fs.BoolVar(&o.insecureHTTP, "insecure-serve-http", false, "serve plain HTTP without any authentication instead of TLS (local demo, loopback-only deployments)")
 	fs.StringVar(&o.policy, "policy", policy.Default, "placement policy, one of: "+strings.Join(policy.Names(), ", "))
 	fs.StringVar(&o.nodeSelector, "node-selector", gpushare.NodeLabelKey+"="+gpushare.NodeLabelValue, "label selector of GPU-sharing nodes")
@@ -201,7 +206,7 @@ func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector
 
 func (o *options) servingOptions() serving.Options {
 	return serving.Options{BindAddress: o.bindAddress, CertFile: o.tlsCertFile, KeyFile: o.tlsKeyFile,
-		ClientCAFile: o.clientCAFile, Insecure: o.insecureHTTP}
+		ClientCAFile: o.clientCAFile, ClientAllowedNames: o.clientNames, Insecure: o.insecureHTTP}
 }
 
 func main() {
@@ -232,7 +237,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	host := o.servingOptions().Host()
-	klog.InfoS("starting gpushare extender", "version", version.Version, "tls", !transport.Insecure(),
+	klog.InfoS("starting gpushare extender", "version", version.Version, "tls", !transport.Insecure(), "clientAllowedNames", o.clientNames,
 		"verbsAddress", net.JoinHostPort(host, strconv.Itoa(o.port)), "diagnosticsAddress", net.JoinHostPort(host, strconv.Itoa(o.diagnosticsPort)),
 		"policy", pol.Name(), "nodeSelector", sel.String(), "memResource", res.Mem, "countResource", res.Count,
 		"reservationTTL", o.reservationTTL, "maxRequestBytes", o.maxRequestBytes, "kubeconfig", o.kubeconfig)
@@ -308,8 +313,10 @@ func run(ctx context.Context, o *options) error {
 		diagnostics = withProfiling(diagnostics)
 	}
 	servers := []*endpoint{
-		// The verbs' listener refuses clients without a certificate at the handshake.
-		{name: "verbs", port: o.port, auth: serving.RequireClientCert, handler: transport.Authenticate(handlers.Verbs())},
+		// The verbs' listener refuses clients without a certificate at the handshake, and
+		// answers only the clients --client-allowed-names names: any other holder of a
+		// certificate of the client CA could bind any pod.
+		{name: "verbs", port: o.port, auth: serving.RequireClientCert, handler: transport.AllowNames(handlers.Verbs(), m.Forbidden)},
 		// The probes carry no certificate: the handshake lets them through and Authenticate
 		// serves them, and only them, without one.
 		{name: "diagnostics", port: o.diagnosticsPort, auth: serving.VerifyClientCertIfGiven,

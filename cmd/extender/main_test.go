@@ -35,6 +35,22 @@ func TestFlagsAndEnv(t *testing.T) {
 			want: func(o *options) { o.tlsCertFile, o.tlsKeyFile, o.clientCAFile = "/c.crt", "/c.key", "/ca.crt" },
 		},
 		{name: "tls without client CA", args: tlsArgs()[:2], wantErr: "TLS needs all of"},
+		{
+			name: "client names", args: append(tlsArgs(), "--client-allowed-names=kube-scheduler,spiffe://c/sa/s"),
+			want: func(o *options) {
+				o.tlsCertFile, o.tlsKeyFile, o.clientCAFile = "/c.crt", "/c.key", "/ca.crt"
+				o.clientNames = []string{"kube-scheduler", "spiffe://c/sa/s"}
+			},
+		},
+		{
+			name: "client names variable", args: tlsArgs(), env: map[string]string{"GPUSHARE_CLIENT_ALLOWED_NAMES": "a,b"},
+			want: func(o *options) {
+				o.tlsCertFile, o.tlsKeyFile, o.clientCAFile = "/c.crt", "/c.key", "/ca.crt"
+				o.clientNames = []string{"a", "b"}
+			},
+		},
+		{name: "no client name", args: append(tlsArgs(), "--client-allowed-names="), wantErr: `--client-allowed-names "": name at least one client certificate`},
+		{name: "an empty client name", args: append(tlsArgs(), "--client-allowed-names=a,"), wantErr: `--client-allowed-names "a,": name at least one client certificate`},
 		{name: "tls and insecure", args: append([]string{"--insecure-serve-http"}, tlsArgs()...), wantErr: "--insecure-serve-http serves plain HTTP"},
 		{name: "same ports", args: []string{"--insecure-serve-http", "--diagnostics-port=12345"}, wantErr: "--diagnostics-port 12345 must differ from --port"},
 		{name: "diagnostics port out of range", args: []string{"--insecure-serve-http", "--diagnostics-port=0"}, wantErr: "--diagnostics-port 0 out of range"},
@@ -97,6 +113,7 @@ func TestFlagsAndEnv(t *testing.T) {
 		},
 		{name: "default limits", args: []string{"--insecure-serve-http"}, want: func(o *options) {
 			o.insecureHTTP = true
+			o.clientNames = []string{"gpushare-kube-scheduler"}
 			o.schedulerNames, o.maxRequestBytes, o.maxNodesPerRequest, o.maxInflight = []string{"default-scheduler"}, 4<<20, 20000, 256
 			o.timeouts = routes.Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Write: 90 * time.Second, Idle: 2 * time.Minute}
 		}},

@@ -52,6 +52,13 @@ apiserver_ready() {
     "https://127.0.0.1:$APISERVER_PORT/readyz" >/dev/null
 }
 
+# EXTENDER_VERBS_CLIENTS are the common names the local extender admits on its verbs port
+# (--client-allowed-names): kube-scheduler's certificate and the tools' one, with which e2e
+# and the benchmarks call the verbs directly. A production extender admits kube-scheduler's
+# alone (docs/extender.md, "Transport").
+# shellcheck disable=SC2034 # read by start_extender (hack/lib/controlplane.sh)
+EXTENDER_VERBS_CLIENTS=kube-scheduler,gpushare-admin
+
 # ensure_extender_certs creates (once per state dir) the mutual-TLS material of the gpushare
 # extender in $EXTENDER_PKI: a CA (ca.crt, ca.key) that signs the extender's serving
 # certificate (extender.crt/.key, SANs 127.0.0.1 and localhost), kube-scheduler's client

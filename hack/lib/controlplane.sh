@@ -179,6 +179,7 @@ start_extender() {
     --tls-cert-file "$EXTENDER_PKI/extender.crt" \
     --tls-private-key-file "$EXTENDER_PKI/extender.key" \
     --client-ca-file "$EXTENDER_PKI/ca.crt" \
+    --client-allowed-names "$EXTENDER_VERBS_CLIENTS" \
     --policy "$EXTENDER_POLICY" \
     --node-selector cgpu=true
   wait_for "extender /readyz" 60 extender_ready || die "extender not ready; see $LOGS/extender.log"

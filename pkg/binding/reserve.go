@@ -27,7 +27,8 @@ func (b *Binder) ReserveFailed(pod metav1.Object, node string, err error) error 
 		return Fail(metrics.BindHeldElsewhere, "binding pod %s/%s to %s: %w", ns, name, node, err)
 	case errors.Is(err, cache.ErrBindInFlight):
 		return Fail(metrics.BindInFlight, "binding pod %s/%s to %s: %w", ns, name, node, err)
-	case errors.Is(err, cache.ErrUnknownNode), errors.Is(err, cache.ErrNoCards), errors.As(err, new(*cache.IsolationError)):
+	case errors.Is(err, cache.ErrUnknownNode), errors.Is(err, cache.ErrNoCards), errors.As(err, new(*cache.IsolationError)),
+		errors.As(err, new(*cache.InventoryError)):
 		// What filter answers for this node, whatever the pod: a scheduler that used the
 		// filter never asks for it.
 		return Fail(metrics.BindNodeUnfit, "binding pod %s/%s to %s: %s", ns, name, node, b.Wording.Reject(err).Reason)

@@ -102,9 +102,9 @@ type Cache struct {
 	byObjMu sync.RWMutex
 	byObj   map[*corev1.Node]indexed
 
-	// units is the card units of the known nodes' healthy cards, kept by the node handlers
-	// (Capacity).
-	units atomic.Int64
+	// capacity is the card units of the known nodes' healthy cards, per unit size, kept by
+	// the node handlers (Capacity).
+	capacity capacityBook
 
 	// hosts, shapes and constraints exist only with Config.TrackWorkload.
 	hosts       *hostBook

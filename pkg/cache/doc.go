@@ -8,12 +8,13 @@
 // it has shown that are valid for its request, and from the reservation bind made for it,
 // never taken as written (trust.go; docs/extender.md, "What the ledger trusts").
 //
-// All quantities are gpu-mem units (GiB by default; the cache never interprets the unit).
+// All quantities are gpu-mem units (GiB by default). The cache interprets the unit only to
+// sum the cluster's capacity (Capacity) over nodes publishing different ones.
 //
 // Locking: an RWMutex guards the node map, a mutex per node guards that node's cards and
 // pods, so a bind on one node never blocks filter on another. Pod mutations (informer events,
 // Reserve, Finish, expiry) are additionally serialised by podsMu so that a pod's uid lives
-// on at most one node. Lock order: podsMu, then Cache.mu, then nodeState.mu; the workload
-// books' own locks (hostBook, then constraintBook; shapeBook) are taken last and held
-// briefly. No lock is held across API calls.
+// on at most one node. Lock order: podsMu, then Cache.mu, then nodeState.mu; the capacity
+// book's lock and the workload books' own locks (hostBook, then constraintBook; shapeBook)
+// are taken last and held briefly. No lock is held across API calls.
 package cache

@@ -40,7 +40,7 @@ func (c *Cache) Counted(uid types.UID) (node string, usage gpushare.CardUnits, o
 // cards' used units (delta[card] > 0 takes units, < 0 frees them; a card's used units never
 // go below 0): a scheduler's preemption dry run asks whether the pod fits once some pods are
 // gone, or other pods added. The node's cards are copied, so the ledger is not changed.
-// Errors as Fits: ErrUnknownNode, ErrNoCards, *IsolationError, *policy.FitError.
+// Errors as Fits: ErrUnknownNode, *InventoryError, ErrNoCards, *IsolationError, *policy.FitError.
 func (c *Cache) PlaceWith(nodeName string, req gpushare.PodRequest, pol policy.Policy, delta gpushare.CardUnits) (policy.Placement, error) {
 	n := c.node(nodeName)
 	if n == nil {

@@ -23,6 +23,18 @@ type IsolationError struct {
 func (e *IsolationError) Error() string { return e.Err.Error() }
 func (e *IsolationError) Unwrap() error { return e.Err }
 
+// InventoryError: the node's GPU inventory holds a value out of range (*gpushare.RangeError):
+// the node takes no GPU pod, and counts in no capacity, until whoever publishes it fixes it.
+// Evicting pods cannot help.
+type InventoryError struct {
+	Err error
+}
+
+func (e *InventoryError) Error() string {
+	return "node's GPU inventory is out of range, it takes no GPU pod until fixed: " + e.Err.Error()
+}
+func (e *InventoryError) Unwrap() error { return e.Err }
+
 // AlreadyPlacedError: Reserve was asked for a pod the informer already saw bound.
 type AlreadyPlacedError struct {
 	Node string

@@ -7,8 +7,9 @@ import (
 
 // Fits reports whether req fits on the named node right now, evaluated under that node's
 // lock without copying (the filter hot path: thousands of nodes per call). It returns nil,
-// ErrUnknownNode, ErrNoCards, *IsolationError (the node's isolation label refuses the pod or
-// is invalid), or the *policy.FitError of pol.Place naming the per-card shortfall. req must be non-zero and valid.
+// ErrUnknownNode, *InventoryError (the node's inventory is out of range), ErrNoCards,
+// *IsolationError (the node's isolation label refuses the pod or is invalid), or the
+// *policy.FitError of pol.Place naming the per-card shortfall. req must be non-zero and valid.
 func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy) error {
 	return c.fits(c.node(nodeName), req, pol)
 }

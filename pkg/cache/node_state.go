@@ -43,7 +43,9 @@ type nodeState struct {
 	// invalid (the node then takes no GPU pod).
 	isolation    gpushare.Isolation
 	isolationErr error
-	source       gpushare.InventorySource
+	// inventoryErr, when set, says the node's inventory holds a value out of range
+	// (gpushare.RangeError): devices is then empty and the node takes no GPU pod.
+	inventoryErr error
 	devices      []gpushare.Device // from the inventory, by index
 	// pods holds units here: an entry per pod placed on this node, holding the Pod the pod
 	// informer stores (shared, not copied: nobody modifies it), and per reservation Reserve
@@ -70,14 +72,14 @@ func (n *nodeState) view() policy.Node {
 
 // setInventory replaces the node's cards. The devices are kept, not copied, when already
 // sorted by index (the stored slim node's, which nobody modifies). Caller holds n.mu.
-func (n *nodeState) setInventory(inv gpushare.Inventory, src gpushare.InventorySource) {
+func (n *nodeState) setInventory(inv gpushare.Inventory) {
 	devs := inv.Devices
 	byIndex := func(a, b gpushare.Device) int { return a.Index - b.Index }
 	if !slices.IsSortedFunc(devs, byIndex) {
 		devs = slices.Clone(devs)
 		slices.SortFunc(devs, byIndex)
 	}
-	n.devices, n.source = devs, src
+	n.devices = devs
 	n.recompute()
 }
 
@@ -136,12 +138,14 @@ func (n *nodeState) recompute() {
 }
 
 // admits is the node-level check every placement on n starts with (Fits, Reserve,
-// PlaceWith): ErrUnknownNode, ErrNoCards, or *IsolationError when the node's isolation label
-// refuses req or is invalid; nil when the cards decide. Caller holds n.mu.
+// PlaceWith): ErrUnknownNode, *InventoryError, ErrNoCards, or *IsolationError when the node's
+// isolation label refuses req or is invalid; nil when the cards decide. Caller holds n.mu.
 func (n *nodeState) admits(req gpushare.PodRequest) error {
 	switch {
 	case !n.known:
 		return ErrUnknownNode
+	case n.inventoryErr != nil:
+		return &InventoryError{Err: n.inventoryErr}
 	case len(n.devices) == 0:
 		return ErrNoCards
 	case n.isolationErr != nil:

@@ -1,8 +1,12 @@
 package cache
 
 import (
+	"errors"
+
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 func (c *Cache) nodeHandler() toolscache.ResourceEventHandler {
@@ -25,7 +29,13 @@ func (c *Cache) onNode(obj any) {
 	if node.isoErr != nil {
 		klog.ErrorS(node.isoErr, "node's isolation label is invalid; it takes no GPU pod until fixed", "node", node.name)
 	}
-	if node.invErr != nil {
+	var outOfRange error
+	switch {
+	case errors.As(node.invErr, new(*gpushare.RangeError)):
+		outOfRange = node.invErr
+		klog.ErrorS(node.invErr, "node's GPU inventory is out of range; it takes no GPU pod and counts in no capacity until fixed",
+			"node", node.name, "source", src)
+	case node.invErr != nil:
 		// The fallback inventory is still usable; the node should be fixed, not ignored.
 		klog.ErrorS(node.invErr, "reading node GPU inventory; using the fallback", "node", node.name, "source", src)
 	}
@@ -33,14 +43,14 @@ func (c *Cache) onNode(obj any) {
 	n.mu.Lock()
 	n.known = true
 	n.isolation, n.isolationErr = node.iso, node.isoErr
-	before := n.healthyUnits()
-	n.setInventory(inv, src)
-	c.units.Add(n.healthyUnits() - before)
+	n.inventoryErr = outOfRange
+	n.setInventory(inv)
+	c.capacity.set(node.name, shareOf(inv.Unit, n.healthyUnits()))
 	over := overcommitted(n)
 	notices := n.takeNotices()
 	n.mu.Unlock()
 	c.send(notices)
-	if len(over) > 0 {
+	if len(over) > 0 && outOfRange == nil {
 		klog.InfoS("node cards hold more than they have (card shrank or vanished under running pods)",
 			"node", node.name, "cards", over)
 	}
@@ -70,10 +80,9 @@ func (c *Cache) onNodeDelete(obj any) {
 	if n := c.node(node.name); n != nil {
 		n.mu.Lock()
 		n.known = false
-		n.isolation, n.isolationErr = "", nil
-		before := n.healthyUnits()
-		n.setInventory(emptyInventory, "")
-		c.units.Add(n.healthyUnits() - before)
+		n.isolation, n.isolationErr, n.inventoryErr = "", nil, nil
+		n.setInventory(emptyInventory)
+		c.capacity.set(node.name, capacityShare{})
 		notices := n.takeNotices()
 		n.mu.Unlock()
 		c.send(notices)

@@ -89,7 +89,7 @@ type reservation struct {
 // The hold lasts until the informer sees the pod bound with the allocation annotation (it
 // then becomes the placed pod), Finish reports BindRefused, the pod is deleted, or expiry
 // confirms with the API server that the pod is not bound. Other errors: ErrUnknownNode,
-// ErrNoCards, *IsolationError, *policy.FitError, *AlreadyPlacedError. pod is only read for its UID, namespace
+// *InventoryError, ErrNoCards, *IsolationError, *policy.FitError, *AlreadyPlacedError. pod is only read for its UID, namespace
 // and name (a *Pod from the informer or a *corev1.Pod). Units are gpu-mem units.
 func (c *Cache) Reserve(ctx context.Context, nodeName string, pod metav1.Object, req gpushare.PodRequest, pol policy.Policy) (Reservation, error) {
 	uid := pod.GetUID()

@@ -19,7 +19,8 @@ import (
 type slimNode struct {
 	objectMeta
 	// inv is gpushare.Resources.NodeInventory's answer, devices sorted by index; invErr is
-	// its error (the fallback inventory is still usable, see onNode).
+	// its error (the fallback inventory is still usable, see onNode, unless invErr is a
+	// *gpushare.RangeError: then inv has no cards and the node takes no GPU pod).
 	inv    gpushare.Inventory
 	src    gpushare.InventorySource
 	invErr error

@@ -86,10 +86,12 @@ func (c *Cache) ForPod(pol policy.Policy) policy.Policy {
 }
 
 // Capacity is what the known nodes offer in all: the units of their healthy cards and, with
-// Config.TrackWorkload, their allocatable CPU (millicores) and memory (MiB). Kept by the node
-// handlers; O(1).
+// Config.TrackWorkload, their allocatable CPU (millicores) and memory (MiB). Units are those
+// of the unit size holding most of the cards' memory, nodes publishing another size
+// converted to it (capacityBook.units); nodes whose inventory is out of range count nothing.
+// Kept by the node handlers; O(unit sizes).
 func (c *Cache) Capacity() policy.Capacity {
-	out := policy.Capacity{Units: c.units.Load()}
+	out := policy.Capacity{Units: c.capacity.units()}
 	if c.hosts != nil {
 		out.Host = c.hosts.capacity()
 	}

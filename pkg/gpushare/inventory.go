@@ -2,6 +2,7 @@ package gpushare
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,7 +66,8 @@ func (inv Inventory) Marshal() (string, error) {
 }
 
 // ParseInventory decodes and validates an AnnotationNodeInventory value: card indexes must be
-// unique and non-negative, units non-negative.
+// unique and non-negative, and every value within the bounds of checkRange (a *RangeError
+// otherwise).
 func ParseInventory(s string) (Inventory, error) {
 	var inv Inventory
 	if err := json.Unmarshal([]byte(s), &inv); err != nil {
@@ -78,13 +80,14 @@ func ParseInventory(s string) (Inventory, error) {
 			return Inventory{}, fmt.Errorf("annotation %s: card index %d is negative", AnnotationNodeInventory, d.Index)
 		case seen[d.Index]:
 			return Inventory{}, fmt.Errorf("annotation %s: card index %d appears twice", AnnotationNodeInventory, d.Index)
-		case d.Units < 0:
-			return Inventory{}, fmt.Errorf("annotation %s: card %d has negative units", AnnotationNodeInventory, d.Index)
 		}
 		seen[d.Index] = true
 	}
 	if inv.Unit.MiB == 0 {
 		inv.Unit = GiB
+	}
+	if err := checkRange(inv); err != nil {
+		return Inventory{}, fmt.Errorf("annotation %s: %w", AnnotationNodeInventory, err)
 	}
 	return inv, nil
 }
@@ -93,13 +96,17 @@ func ParseInventory(s string) (Inventory, error) {
 // valid, else allocatable[Mem] / allocatable[Count] identical healthy cards (per-card units
 // rounded down). A node without gpu-mem has no cards. The error is non-nil when the
 // annotation is malformed (the fallback is still returned, so callers can log and go on) or
-// when the node has gpu-mem but no usable gpu-count.
+// when the node has gpu-mem but no usable gpu-count. A value out of range (*RangeError, in
+// the annotation or in allocatable) leaves the node without cards, fallback included.
 func (r Resources) NodeInventory(node *corev1.Node) (Inventory, InventorySource, error) {
 	var annErr error
 	if s, ok := node.Annotations[AnnotationNodeInventory]; ok {
 		inv, err := ParseInventory(s)
 		if err == nil {
 			return inv, FromAnnotation, nil
+		}
+		if errors.As(err, new(*RangeError)) {
+			return Inventory{Unit: GiB}, FromAnnotation, err
 		}
 		annErr = err
 	}
@@ -123,10 +130,13 @@ func (r Resources) allocatableInventory(node *corev1.Node) (Inventory, error) {
 			node.Name, r.Mem, mem, r.Count)
 	}
 	count := countQ.Value()
-	if count > 1024 {
-		return inv, fmt.Errorf("node %s: allocatable %s %d is not a plausible card count", node.Name, r.Count, count)
+	if count > MaxCards {
+		return inv, fmt.Errorf("node %s: allocatable %s: %w", node.Name, r.Count, &RangeError{What: "card count", Value: count, Max: MaxCards})
 	}
 	per := mem / count
+	if per > MaxCardUnits {
+		return inv, fmt.Errorf("node %s: allocatable %s / %s: %w", node.Name, r.Mem, r.Count, &RangeError{What: "units per card", Value: per, Max: MaxCardUnits})
+	}
 	inv.Devices = make([]Device, count)
 	for i := range inv.Devices {
 		inv.Devices[i] = Device{Index: i, Units: per, Healthy: true}

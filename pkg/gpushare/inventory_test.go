@@ -81,6 +81,27 @@ func TestNodeInventory(t *testing.T) {
 			wantErr:    AnnotationNodeInventory,
 		},
 		{
+			name:       "annotation out of range: no cards, no fallback",
+			node:       node(map[string]string{AnnotationNodeInventory: `{"devices":[{"index":0,"units":9000000000000000000}]}`}, "16", "1"),
+			want:       Inventory{Unit: GiB},
+			wantSource: FromAnnotation,
+			wantErr:    "card 0 units 9000000000000000000 out of range",
+		},
+		{
+			name:       "allocatable out of range: no cards",
+			node:       node(nil, "9000000000000000000", "1"),
+			want:       Inventory{Unit: GiB},
+			wantSource: FromAllocatable,
+			wantErr:    "units per card 9000000000000000000 out of range",
+		},
+		{
+			name:       "allocatable card count out of range",
+			node:       node(nil, "2050", "1025"),
+			want:       Inventory{Unit: GiB},
+			wantSource: FromAllocatable,
+			wantErr:    "card count 1025 out of range",
+		},
+		{
 			name:       "duplicate card index is rejected",
 			node:       node(map[string]string{AnnotationNodeInventory: `{"devices":[{"index":0,"units":1},{"index":0,"units":1}]}`}, "", ""),
 			want:       Inventory{Unit: GiB},

@@ -27,6 +27,8 @@ const (
 	// RejectIsolation: the node's isolation label refuses the pod (a container on several
 	// cards of an MPS node) or is invalid.
 	RejectIsolation = "isolation"
+	// RejectInventory: the node's GPU inventory holds a value out of range.
+	RejectInventory = "inventory_out_of_range"
 )
 
 // Bind failure reasons (label values of gpushare_bind_failures_total).
@@ -78,6 +80,7 @@ type Metrics struct {
 	notReady         *prometheus.CounterVec
 	notLeader        *prometheus.CounterVec
 	throttled        *prometheus.CounterVec
+	forbidden        prometheus.Counter
 	leader           prometheus.Gauge
 }
 
@@ -109,8 +112,11 @@ func New(cards CardSource) *Metrics {
 		throttled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpushare_requests_throttled_total",
 			Help: "Requests answered 429 because the most requests allowed at once were being served, by verb."}, []string{"verb"}),
+		forbidden: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "gpushare_requests_forbidden_total",
+			Help: "Requests to the scheduler verbs answered 403 because the client certificate names no client of --client-allowed-names."}),
 	}
-	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards, RejectHeldElsewhere, RejectIsolation} {
+	for _, r := range []string{RejectCardShortfall, RejectInvalid, RejectUnknownNode, RejectNoCards, RejectHeldElsewhere, RejectIsolation, RejectInventory} {
 		m.filterRejections.WithLabelValues(r)
 	}
 	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding,
@@ -118,7 +124,7 @@ func New(cards CardSource) *Metrics {
 		m.bindFailures.WithLabelValues(r)
 	}
 	m.registry.MustRegister(m.FilterDuration, m.PrioritizeDuration, m.BindDuration,
-		m.filterRejections, m.bindFailures, m.notReady, m.notLeader, m.throttled, m.leader,
+		m.filterRejections, m.bindFailures, m.notReady, m.notLeader, m.throttled, m.forbidden, m.leader,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cards != nil {
 		m.registry.MustRegister(&cardCollector{src: cards})
@@ -157,6 +163,10 @@ func (m *Metrics) SetLeader(leading bool) {
 // Throttled counts one request refused because MaxInflight requests were being served (verb:
 // filter, prioritize, bind or inspect).
 func (m *Metrics) Throttled(verb string) { m.throttled.WithLabelValues(verb).Inc() }
+
+// Forbidden counts one request to the scheduler verbs refused for its client certificate's
+// names (serving.Transport.AllowNames).
+func (m *Metrics) Forbidden() { m.forbidden.Inc() }
 
 // Handler serves the registry in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler {

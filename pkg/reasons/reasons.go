@@ -48,8 +48,11 @@ func ShortName(resource string) string {
 	return resource
 }
 
-// Reject classifies an error of cache.Fits, cache.PlaceWith or cache.Reserve for a node. An
-// isolation refusal reads as the ledger words it, e.g. "node isolates cards with MPS
+// Reject classifies an error of cache.Fits, cache.PlaceWith or cache.Reserve for a node. A
+// node whose inventory is out of range reads e.g. "node's GPU inventory is out of range, it
+// takes no GPU pod until fixed: annotation gpushare.io/gpu-inventory: card 0 units
+// 9000000000000000000 out of range 0..4294967296". An isolation refusal reads as the ledger
+// words it, e.g. "node isolates cards with MPS
 // (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2". The
 // per-card shortfall reads e.g. "gpu-mem: need 10 on one card; largest free 8 (card0 8/16,
 // card1 8/16)".
@@ -57,10 +60,13 @@ func (r Wording) Reject(err error) Rejection {
 	var (
 		fit *policy.FitError
 		iso *cache.IsolationError
+		inv *cache.InventoryError
 	)
 	switch {
 	case errors.Is(err, cache.ErrUnknownNode):
 		return Rejection{Reason: r.NotGPUNode(), Label: metrics.RejectUnknownNode}
+	case errors.As(err, &inv):
+		return Rejection{Reason: inv.Error(), Label: metrics.RejectInventory}
 	case errors.Is(err, cache.ErrNoCards):
 		return Rejection{Reason: r.NotGPUNode(), Label: metrics.RejectNoCards}
 	case errors.As(err, &iso):

@@ -29,6 +29,9 @@ func TestReject(t *testing.T) {
 			Rejection{Reason: "gpu-mem: " + fit.Error(), Label: metrics.RejectCardShortfall, Resolvable: true}},
 		{"isolation", fmt.Errorf("wrapped: %w", &cache.IsolationError{Err: errors.New("node isolates cards with MPS")}),
 			Rejection{Reason: "node isolates cards with MPS", Label: metrics.RejectIsolation}},
+		{"inventory out of range", fmt.Errorf("wrapped: %w", &cache.InventoryError{Err: &gpushare.RangeError{What: "card 0 units", Value: 1 << 40, Max: 1 << 32}}),
+			Rejection{Reason: "node's GPU inventory is out of range, it takes no GPU pod until fixed: card 0 units 1099511627776 out of range 0..4294967296",
+				Label: metrics.RejectInventory}},
 		{"anything else", errors.New("odd"),
 			Rejection{Reason: "gpu-mem: odd", Label: metrics.RejectCardShortfall, Resolvable: true}},
 	}

@@ -93,6 +93,12 @@ func TestBindChecksTheRequest(t *testing.T) {
 			wantErr: "binding pod default/p to bare: not a gpushare node (no cgpu=true label or no gpu-mem)",
 		},
 		{
+			name: "node whose inventory is out of range", args: args("p", "huge-card"),
+			wantCode: http.StatusOK, label: metrics.BindNodeUnfit,
+			wantErr: "binding pod default/p to huge-card: node's GPU inventory is out of range, it takes no GPU pod until fixed: " +
+				"annotation gpushare.io/gpu-inventory: card 0 units 9000000000000000000 out of range 0..4294967296",
+		},
+		{
 			// Filter's reason for the same node: 20 > 16.
 			name: "node whose cards are too small", args: args("huge", "n1"),
 			wantCode: http.StatusOK, label: metrics.BindNoFit,
@@ -105,7 +111,7 @@ func TestBindChecksTheRequest(t *testing.T) {
 			if tc.config != nil {
 				mod = tc.config
 			}
-			f := newFixtureConfig(t, mod, ct.Node("n1", 16), ct.BareNode("bare"),
+			f := newFixtureConfig(t, mod, ct.Node("n1", 16), ct.BareNode("bare"), ct.Node("huge-card", 9_000_000_000_000_000_000),
 				ct.Pod("p", 6), ct.Pod("huge", 20), ct.Pod("cpu", 0),
 				ofScheduler("volcano", "volcano", 6), ofScheduler("named", "default-scheduler", 6))
 			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/bind", tc.args)

@@ -206,3 +206,26 @@ func TestFilterIsolation(t *testing.T) {
 		t.Errorf("gpushare_filter_rejections_total{reason=isolation} = %v, want 3", got)
 	}
 }
+
+// TestFilterInventoryOutOfRange: a node publishing a card of 9e18 units fails every GPU pod
+// as unresolvable, with the reason kubectl describe shows naming the value, counted under
+// reason "inventory_out_of_range"; the other node still takes the pod.
+func TestFilterInventoryOutOfRange(t *testing.T) {
+	f := newFixture(t, ct.Node("huge", 9_000_000_000_000_000_000), ct.Node("plain", 16))
+	names := []string{"huge", "plain"}
+	rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: ct.Pod("p", 4), NodeNames: &names})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+	var got extenderv1.ExtenderFilterResult
+	decodeInto(t, rec, &got)
+	want := extenderv1.ExtenderFilterResult{NodeNames: &[]string{"plain"}, FailedNodes: extenderv1.FailedNodesMap{},
+		FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{"huge": "node's GPU inventory is out of range, it takes no GPU pod until fixed: " +
+			"annotation gpushare.io/gpu-inventory: card 0 units 9000000000000000000 out of range 0..4294967296"}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("(-want,+got):\n%s", d)
+	}
+	if n := f.counter(t, "gpushare_filter_rejections_total", "inventory_out_of_range"); n != 1 {
+		t.Errorf("gpushare_filter_rejections_total{reason=inventory_out_of_range} = %v, want 1", n)
+	}
+}

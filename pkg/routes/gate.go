@@ -40,8 +40,9 @@ type Leadership interface {
 
 // whenLeading runs h only on the leader. A follower's ledger lacks the cards the leader holds
 // for binds in flight, so a filter or bind answered by it could promise a card twice. The
-// answer is 503 with a JSON error naming the leader and Retry-After: the Service routes to the
-// leader alone (followers are not ready), so a follower is reached only around a failover.
+// answer is 503 with a JSON error naming the leader and Retry-After: the Service selects the
+// leader alone by its pod label (gpushare.LabelExtenderLeader; followers are ready too, see
+// installHealth), so a follower is reached only around a failover.
 func (s *server) whenLeading(verb string, h httprouter.Handle) httprouter.Handle {
 	if s.Leadership == nil {
 		return h

@@ -23,8 +23,8 @@ func (l *leadership) Leader() string { return l.leader }
 
 var _ routes.Leadership = (*leadership)(nil)
 
-// A follower keeps a synced cache but answers no scheduler verb and is not ready, so that the
-// Service routes to the leader; once it leads it serves them.
+// A follower keeps a synced cache and is ready, but answers no scheduler verb (the Service
+// reaches the leader by its pod label); once it leads it serves them.
 func TestFollowerRefusesVerbs(t *testing.T) {
 	lead := &leadership{leader: "cp-1_3f2a"}
 	f := newFixtureConfig(t, func(c *routes.Config) { c.Leadership = lead },

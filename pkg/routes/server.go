@@ -90,8 +90,9 @@ type Config struct {
 	// a scheduler configuration that sends such pods to the extender needs it: one whose
 	// extender entry has bindVerb but no managedResources.
 	BindNonGPUPods bool
-	// Leadership, when set, limits filter, prioritize, bind and /readyz to the elected
-	// replica; the others answer 503. Nil: this replica always answers.
+	// Leadership, when set, limits filter, prioritize and bind to the elected replica; the
+	// others answer them 503. /readyz does not depend on it: it is 200 on every replica whose
+	// cache synced, followers included. Nil: this replica always answers.
 	Leadership Leadership
 	// BindTimeout defaults to DefaultBindTimeout.
 	BindTimeout time.Duration

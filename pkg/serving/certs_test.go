@@ -46,9 +46,9 @@ func newCA(t *testing.T, name string) *testCA {
 	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
 }
 
-// issue signs a leaf certificate for usage (server: SAN 127.0.0.1 and localhost) and
-// returns its PEM certificate and key.
-func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte) {
+// issue signs a leaf certificate for usage (server: SAN 127.0.0.1 and localhost), changed
+// by edits, and returns its PEM certificate and key.
+func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage, edits ...func(*x509.Certificate)) (certPEM, keyPEM []byte) {
 	t.Helper()
 	key := newKey(t)
 	tmpl := &x509.Certificate{
@@ -63,6 +63,9 @@ func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) (certPE
 		tmpl.DNSNames = []string{"localhost"}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
 	}
+	for _, edit := range edits {
+		edit(tmpl)
+	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
 	if err != nil {
 		t.Fatal(err)
@@ -75,10 +78,10 @@ func (ca *testCA) issue(t *testing.T, cn string, usage x509.ExtKeyUsage) (certPE
 		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 }
 
-// clientCert is a tls.Certificate for a client signed by ca.
-func (ca *testCA) clientCert(t *testing.T, cn string) tls.Certificate {
+// clientCert is a tls.Certificate for a client signed by ca, changed by edits.
+func (ca *testCA) clientCert(t *testing.T, cn string, edits ...func(*x509.Certificate)) tls.Certificate {
 	t.Helper()
-	c, k := ca.issue(t, cn, x509.ExtKeyUsageClientAuth)
+	c, k := ca.issue(t, cn, x509.ExtKeyUsageClientAuth, edits...)
 	pair, err := tls.X509KeyPair(c, k)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 )
 
 // Bind addresses used when Options.BindAddress is empty: every interface when callers must
@@ -23,13 +25,17 @@ type Options struct {
 	CertFile, KeyFile string
 	// ClientCAFile is the PEM bundle client certificates must chain to.
 	ClientCAFile string
+	// ClientAllowedNames are the client certificate names Transport.AllowNames admits (the
+	// scheduler verbs' listener); TLS needs at least one, and none may be empty. Unused with
+	// Insecure.
+	ClientAllowedNames []string
 	// Insecure serves plain HTTP without any authentication (local demo, loopback-only use).
 	Insecure bool
 }
 
 // Validate reports options that cannot serve safely. Errors: neither TLS files nor
-// Insecure, only some of the three TLS files, TLS files together with Insecure, or a
-// bind address that is not an IP.
+// Insecure, only some of the three TLS files, TLS files together with Insecure, TLS without
+// a client name to allow (or with an empty one), or a bind address that is not an IP.
 func (o Options) Validate() error {
 	tlsFiles := 0
 	for _, f := range []string{o.CertFile, o.KeyFile, o.ClientCAFile} {
@@ -46,6 +52,10 @@ func (o Options) Validate() error {
 	case !o.Insecure && tlsFiles < 3:
 		return fmt.Errorf("TLS needs all of --tls-cert-file (%q), --tls-private-key-file (%q) and --client-ca-file (%q)",
 			o.CertFile, o.KeyFile, o.ClientCAFile)
+	}
+	if !o.Insecure && (len(o.ClientAllowedNames) == 0 || slices.Contains(o.ClientAllowedNames, "")) {
+		return fmt.Errorf("--client-allowed-names %q: name at least one client certificate (kube-scheduler's), and no empty name",
+			strings.Join(o.ClientAllowedNames, ","))
 	}
 	if o.BindAddress != "" && net.ParseIP(o.BindAddress) == nil {
 		return fmt.Errorf("--bind-address %q is not an IP address", o.BindAddress)

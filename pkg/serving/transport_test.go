@@ -28,8 +28,15 @@ var okHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 // base URL; everything stops with the test.
 func serve(t *testing.T, p *pki, auth serving.ClientAuth, anonymous ...string) string {
 	t.Helper()
+	return serveWith(t, p, auth, func(tr *serving.Transport) http.Handler { return tr.Authenticate(okHandler, anonymous...) })
+}
+
+// serveWith is serve with the handler handler builds on the transport.
+func serveWith(t *testing.T, p *pki, auth serving.ClientAuth, handler func(*serving.Transport) http.Handler) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	tr, err := serving.New(serving.Options{BindAddress: "127.0.0.1", CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: p.ca})
+	tr, err := serving.New(serving.Options{BindAddress: "127.0.0.1", CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: p.ca,
+		ClientAllowedNames: []string{serving.DefaultClientAllowedName, "spiffe://cluster.local/ns/kube-system/sa/kube-scheduler", "scheduler.example.com"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +44,7 @@ func serve(t *testing.T, p *pki, auth serving.ClientAuth, anonymous ...string) s
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: tr.Authenticate(okHandler, anonymous...), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: handler(tr), ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{}, 2)
 	go func() { tr.Run(ctx); done <- struct{}{} }()
 	go func() { _ = srv.Serve(ln); done <- struct{}{} }()
@@ -251,17 +258,18 @@ func TestNewErrors(t *testing.T) {
 	garbage := filepath.Join(p.dir, "garbage.pem")
 	write(t, garbage, []byte("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"))
 	missing := filepath.Join(p.dir, "missing.pem")
+	allow := []string{serving.DefaultClientAllowedName}
 	tests := []struct {
 		name    string
 		opts    serving.Options
 		wantErr string
 	}{
 		{"no transport", serving.Options{}, "no transport"},
-		{"missing certificate", serving.Options{CertFile: missing, KeyFile: p.keyFile, ClientCAFile: p.ca}, "loading the serving certificate"},
-		{"key of another certificate", serving.Options{CertFile: mismatched, KeyFile: p.keyFile, ClientCAFile: p.ca}, "loading the serving certificate"},
-		{"missing client CA", serving.Options{CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: missing}, "loading the client CA"},
-		{"client CA not PEM certificates", serving.Options{CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: garbage}, "loading the client CA"},
-		{"empty client CA", serving.Options{CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: os.DevNull}, "loading the client CA"},
+		{"missing certificate", serving.Options{ClientAllowedNames: allow, CertFile: missing, KeyFile: p.keyFile, ClientCAFile: p.ca}, "loading the serving certificate"},
+		{"key of another certificate", serving.Options{ClientAllowedNames: allow, CertFile: mismatched, KeyFile: p.keyFile, ClientCAFile: p.ca}, "loading the serving certificate"},
+		{"missing client CA", serving.Options{ClientAllowedNames: allow, CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: missing}, "loading the client CA"},
+		{"client CA not PEM certificates", serving.Options{ClientAllowedNames: allow, CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: garbage}, "loading the client CA"},
+		{"empty client CA", serving.Options{ClientAllowedNames: allow, CertFile: p.certFile, KeyFile: p.keyFile, ClientCAFile: os.DevNull}, "loading the client CA"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -310,7 +318,8 @@ func TestInsecureListensOnLoopback(t *testing.T) {
 }
 
 func TestOptions(t *testing.T) {
-	withTLS := serving.Options{CertFile: "/c", KeyFile: "/k", ClientCAFile: "/ca"}
+	names := []string{serving.DefaultClientAllowedName}
+	withTLS := serving.Options{CertFile: "/c", KeyFile: "/k", ClientCAFile: "/ca", ClientAllowedNames: names}
 	tests := []struct {
 		name     string
 		opts     serving.Options
@@ -321,7 +330,11 @@ func TestOptions(t *testing.T) {
 		{name: "tls binds every interface", opts: withTLS, wantHost: "0.0.0.0"},
 		{name: "insecure binds loopback", opts: serving.Options{Insecure: true}, wantHost: "127.0.0.1"},
 		{name: "insecure on every interface only when asked", opts: serving.Options{Insecure: true, BindAddress: "0.0.0.0"}, wantHost: "0.0.0.0"},
-		{name: "tls on one address", opts: serving.Options{CertFile: "/c", KeyFile: "/k", ClientCAFile: "/ca", BindAddress: "10.0.0.1"}, wantHost: "10.0.0.1"},
+		{name: "tls on one address", opts: serving.Options{CertFile: "/c", KeyFile: "/k", ClientCAFile: "/ca", ClientAllowedNames: names, BindAddress: "10.0.0.1"}, wantHost: "10.0.0.1"},
+		{name: "tls without a client name", opts: serving.Options{CertFile: "/c", KeyFile: "/k", ClientCAFile: "/ca"},
+			wantErr: `--client-allowed-names "": name at least one client certificate`},
+		{name: "tls with an empty client name", opts: serving.Options{CertFile: "/c", KeyFile: "/k", ClientCAFile: "/ca", ClientAllowedNames: []string{"a", ""}},
+			wantErr: `--client-allowed-names "a,": name at least one client certificate`},
 		{name: "no client CA", opts: serving.Options{CertFile: "/c", KeyFile: "/k"}, wantErr: "TLS needs all of"},
 		{name: "only a client CA", opts: serving.Options{ClientCAFile: "/ca"}, wantErr: "TLS needs all of"},
 		{name: "tls and insecure", opts: serving.Options{CertFile: "/c", Insecure: true}, wantErr: "--insecure-serve-http serves plain HTTP"},

@@ -137,6 +137,8 @@ func startReplica(t *testing.T, e *Env, r *replica) {
 		"--tls-cert-file", filepath.Join(e.ExtenderPKI, "extender.crt"),
 		"--tls-private-key-file", filepath.Join(e.ExtenderPKI, "extender.key"),
 		"--client-ca-file", filepath.Join(e.ExtenderPKI, "ca.crt"),
+		// kube-scheduler's and the tools' certificates (hack/lib/certs.sh).
+		"--client-allowed-names", "kube-scheduler,gpushare-admin",
 		"--policy", "binpack", "--node-selector", "cgpu=true",
 	}, failoverLeaseArgs...)
 	r.cmd = exec.Command(e.Bin("extender"), args...)

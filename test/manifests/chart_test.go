@@ -313,6 +313,7 @@ func TestChartRejectsBadValues(t *testing.T) {
 		{"mps root relative", []string{"mps.root=run/mps"}, nil, "/mps/root"},
 		{"exempt namespace not a name", []string{"admission.reservedEnv.exemptNamespaces={Team_A}"}, nil, "/admission/reservedEnv/exemptNamespaces"},
 		{"exempt user empty", []string{"admission.reservedEnv.exemptUsernames={}", "admission.reservedEnv.exemptUsernames[0]="}, nil, "/admission/reservedEnv/exemptUsernames"},
+		{"two scheduler client names", []string{`extender.tls.schedulerClientName=a\,b`}, nil, "/extender/tls/schedulerClientName"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -389,6 +390,75 @@ func TestChartTLS(t *testing.T) {
 				t.Errorf("tls.source=secrets renders %s", k)
 			}
 		}
+	})
+}
+
+// TestChartVerbsAdmitOnlyTheScheduler: the extender's verbs port admits the client
+// certificate the chart issues kube-scheduler, by its common name, and not the metrics one
+// it issues Prometheus (nor any other certificate of the CA): --client-allowed-names is the
+// scheduler certificate's commonName, with the generated certificates, with cert-manager's,
+// and when the name is changed.
+func TestChartVerbsAdmitOnlyTheScheduler(t *testing.T) {
+	allowed := func(t *testing.T, c chart) []string {
+		t.Helper()
+		var d appsv1.Deployment
+		c.decode(t, "Deployment/gpushare-extender", &d)
+		var names []string
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			if v, ok := strings.CutPrefix(a, "--client-allowed-names="); ok {
+				names = append(names, strings.Split(v, ",")...)
+			}
+		}
+		if len(names) == 0 {
+			t.Fatalf("extender args %v lack --client-allowed-names (the default would apply)", d.Spec.Template.Spec.Containers[0].Args)
+		}
+		return names
+	}
+	check := func(t *testing.T, names []string, scheduler, metrics string) {
+		t.Helper()
+		if !slices.Equal(names, []string{scheduler}) {
+			t.Errorf("--client-allowed-names %v, want exactly the scheduler certificate's commonName %q", names, scheduler)
+		}
+		if slices.Contains(names, metrics) {
+			t.Errorf("--client-allowed-names %v admits the metrics certificate %q on the verbs port", names, metrics)
+		}
+	}
+	for _, tt := range []struct {
+		name string
+		sets []string
+		want string
+	}{
+		{"generated", nil, "gpushare-kube-scheduler"},
+		{"renamed", []string{"extender.tls.schedulerClientName=kube-scheduler.example.com"}, "kube-scheduler.example.com"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := render(t, "kube-system", tt.sets)
+			scheduler, _ := certOf(t, c, "Secret/gpushare-scheduler-client-tls")
+			metrics, _ := certOf(t, c, "Secret/gpushare-metrics-client-tls")
+			if scheduler.Subject.CommonName != tt.want {
+				t.Errorf("scheduler client certificate CN %q, want %q", scheduler.Subject.CommonName, tt.want)
+			}
+			check(t, allowed(t, c), scheduler.Subject.CommonName, metrics.Subject.CommonName)
+		})
+	}
+	t.Run("cert-manager", func(t *testing.T) {
+		c := render(t, "kube-system", nil, "--api-versions=cert-manager.io/v1")
+		cn := func(key string) string {
+			var crt struct {
+				Spec struct {
+					CommonName string `json:"commonName"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(c[key].raw, &crt); err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+			return crt.Spec.CommonName
+		}
+		scheduler, metrics := cn("Certificate/gpushare-scheduler-client-tls"), cn("Certificate/gpushare-metrics-client-tls")
+		if scheduler == "" || metrics == "" || scheduler == metrics {
+			t.Fatalf("Certificates' commonNames: scheduler %q, metrics %q", scheduler, metrics)
+		}
+		check(t, allowed(t, c), scheduler, metrics)
 	})
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/routes"
+	"github.com/gpushare/gpushare/pkg/serving"
 )
 
 // decodeFile strictly decodes the one-object YAML file into v.
@@ -60,7 +61,8 @@ func TestHADeployment(t *testing.T) {
 		t.Errorf("anti-affinity term %+v: want topologyKey %s selecting the extender's own pods", term, corev1.LabelHostname)
 	}
 	c := d.Spec.Template.Spec.Containers[0]
-	for _, want := range []string{"--leader-elect", "--leader-elect-resource-namespace=kube-system", "--leader-elect-resource-name=gpushare-extender"} {
+	for _, want := range []string{"--leader-elect", "--leader-elect-resource-namespace=kube-system", "--leader-elect-resource-name=gpushare-extender",
+		"--client-allowed-names=" + serving.DefaultClientAllowedName} {
 		if !slices.Contains(c.Args, want) {
 			t.Errorf("extender args %v lack %s", c.Args, want)
 		}
