@@ -21,39 +21,49 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-func TestAllocateRealNVML(t *testing.T) {
+// realNVMLEnv opens the driver's NVML and starts a plugin over it, with pod "p" asking for 4
+// units of the machine's last card (so a multi-GPU machine checks a non-zero index too);
+// configure adjusts the plugin's Config before New.
+func realNVMLEnv(t *testing.T, configure func(*Config)) (*testEnv, gpunvml.Device) {
+	t.Helper()
 	nv, err := gpunvml.New(gpunvml.SystemLibrary(""))
 	if err != nil {
 		t.Fatalf("opening the driver's NVML: %v", err)
 	}
-	defer nv.Shutdown()
+	t.Cleanup(func() { nv.Shutdown() })
 	devs, err := nv.Devices()
 	if err != nil || len(devs) == 0 {
 		t.Fatalf("devices: %v, %v", devs, err)
 	}
-	card := devs[len(devs)-1] // the last card, so a multi-GPU machine checks a non-zero index too
-	units := gpushare.GiB.UnitsOf(card.MemoryMiB)
-
+	card := devs[len(devs)-1]
 	pod := makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{card.Index: 4}))
-	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
-	client := fake.NewClientset(node, pod)
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, pod)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pods := factory.Core().V1().Pods().Informer()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
 		t.Fatal("pod informer did not sync")
 	}
-	p, err := New(Config{
+	cfg := Config{
 		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: gpushare.GiB,
 		PluginDir: shortTempDir(t), NVML: nv, Client: client, Pods: pods,
 		Clock: clocktesting.NewFakeClock(epoch), HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond,
-	})
+	}
+	if configure != nil {
+		configure(&cfg)
+	}
+	p, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &testEnv{plugin: p, client: client}
+	return &testEnv{plugin: p, client: client}, card
+}
+
+func TestAllocateRealNVML(t *testing.T) {
+	e, card := realNVMLEnv(t, nil)
+	units := gpushare.GiB.UnitsOf(card.MemoryMiB)
 	got, err := e.allocate(t, 4)
 	if err != nil {
 		t.Fatal(err)
@@ -80,37 +90,10 @@ func TestAllocateRealNVML(t *testing.T) {
 // its card's device node, and the CDI library injects it (it reads the node's type and
 // numbers from the host) with the allocation's variables.
 func TestAllocationSpecRealNVML(t *testing.T) {
-	nv, err := gpunvml.New(gpunvml.SystemLibrary(""))
-	if err != nil {
-		t.Fatalf("opening the driver's NVML: %v", err)
-	}
-	defer nv.Shutdown()
-	devs, err := nv.Devices()
-	if err != nil || len(devs) == 0 {
-		t.Fatalf("devices: %v, %v", devs, err)
-	}
-	card := devs[len(devs)-1]
-	pod := makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{card.Index: 4}))
-	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}, pod)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	pods := factory.Core().V1().Pods().Informer()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
-		t.Fatal("pod informer did not sync")
-	}
 	dir := t.TempDir()
-	p, err := New(Config{
-		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: gpushare.GiB,
-		PluginDir: shortTempDir(t), NVML: nv, Client: client, Pods: pods,
-		Clock: clocktesting.NewFakeClock(epoch), HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond,
-		DeviceListStrategy: DeviceListCDIAllocation, CDISpecDir: dir,
+	e, card := realNVMLEnv(t, func(c *Config) {
+		c.DeviceListStrategy, c.CDISpecDir = DeviceListCDIAllocation, dir
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &testEnv{plugin: p, client: client}
 	resp, err := e.allocateResp(t, 4)
 	if err != nil {
 		t.Fatal(err)
