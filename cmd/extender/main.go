@@ -66,6 +66,7 @@ type options struct {
 	memResource     string
 	countResource   string
 	reservationTTL  time.Duration
+	unrecordedGrace time.Duration
 	maxRequestBytes int64
 	qps             float32
 	burst           int
@@ -106,6 +107,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.memResource, "mem-resource", string(def.Mem), "extended resource pods request GPU memory units with")
 	fs.StringVar(&o.countResource, "count-resource", string(def.Count), "extended resource giving the GPU count (node) or cards per container (pod)")
 	fs.DurationVar(&o.reservationTTL, "reservation-ttl", cache.DefaultReservationTTL, "how long cards reserved at bind wait for the pod to show up bound before expiry asks the API server whether it is")
+	fs.DurationVar(&o.unrecordedGrace, "unrecorded-grace", cache.DefaultUnrecordedGrace, "how long a placed pod without a valid allocation record "+
+		"(created with spec.nodeName, say) counts on every card of its node before it counts against the node's free units as a whole, with a Warning event")
 	fs.Int64Var(&o.maxRequestBytes, "max-request-bytes", routes.DefaultMaxRequestBytes, "largest accepted request body in bytes, "+
 		"larger ones are answered 400 (a filter call naming 15,000 nodes is about 200 KB; a scheduler sending full Node objects, "+
 		"without nodeCacheCapable, is not supported beyond this)")
@@ -182,6 +185,8 @@ func (o *options) validate() (policy.Policy, gpushare.Resources, labels.Selector
 		return nil, res, nil, fmt.Errorf("--diagnostics-port %d must differ from --port", o.diagnosticsPort)
 	case o.reservationTTL <= 0:
 		return nil, res, nil, fmt.Errorf("--reservation-ttl %s must be positive", o.reservationTTL)
+	case o.unrecordedGrace <= 0:
+		return nil, res, nil, fmt.Errorf("--unrecorded-grace %s must be positive", o.unrecordedGrace)
 	case o.maxRequestBytes <= 0:
 		return nil, res, nil, fmt.Errorf("--max-request-bytes %d must be positive", o.maxRequestBytes)
 	case o.maxNodesPerRequest <= 0 || o.maxInflight <= 0 || o.podGetQPS <= 0 || o.podGetBurst <= 0:
@@ -240,7 +245,7 @@ func run(ctx context.Context, o *options) error {
 	klog.InfoS("starting gpushare extender", "version", version.Version, "tls", !transport.Insecure(), "clientAllowedNames", o.clientNames,
 		"verbsAddress", net.JoinHostPort(host, strconv.Itoa(o.port)), "diagnosticsAddress", net.JoinHostPort(host, strconv.Itoa(o.diagnosticsPort)),
 		"policy", pol.Name(), "nodeSelector", sel.String(), "memResource", res.Mem, "countResource", res.Count,
-		"reservationTTL", o.reservationTTL, "maxRequestBytes", o.maxRequestBytes, "kubeconfig", o.kubeconfig)
+		"reservationTTL", o.reservationTTL, "unrecordedGrace", o.unrecordedGrace, "maxRequestBytes", o.maxRequestBytes, "kubeconfig", o.kubeconfig)
 
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
@@ -275,7 +280,7 @@ func run(ctx context.Context, o *options) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent})
 	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, PodClient: client.CoreV1(), Resources: res, ReservationTTL: o.reservationTTL,
-		TrackWorkload: track, Recorder: recorder})
+		UnrecordedGrace: o.unrecordedGrace, TrackWorkload: track, Recorder: recorder})
 	if err != nil {
 		return err
 	}

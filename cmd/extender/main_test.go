@@ -88,6 +88,11 @@ func TestFlagsAndEnv(t *testing.T) {
 			want: func(o *options) { o.insecureHTTP = true },
 		},
 		{name: "zero ttl", args: []string{"--insecure-serve-http", "--reservation-ttl=0s"}, wantErr: "--reservation-ttl"},
+		{name: "zero grace", args: []string{"--insecure-serve-http", "--unrecorded-grace=0s"}, wantErr: "--unrecorded-grace 0s must be positive"},
+		{
+			name: "grace from the environment", args: []string{"--insecure-serve-http"}, env: map[string]string{"GPUSHARE_UNRECORDED_GRACE": "10m"},
+			want: func(o *options) { o.insecureHTTP, o.unrecordedGrace = true, 10*time.Minute },
+		},
 		{
 			name: "bind and input limits",
 			args: []string{"--insecure-serve-http", "--scheduler-name=a,b", "--scheduler-name=c", "--bind-non-gpu-pods", "--max-nodes-per-request=5",
@@ -199,9 +204,10 @@ func TestHelp(t *testing.T) {
 	var o options
 	fs := flagSet(&o, pflag.ContinueOnError)
 	for flag, want := range map[string]string{
-		"port":            "(env GPUSHARE_PORT)",
-		"reservation-ttl": "(env GPUSHARE_RESERVATION_TTL)",
-		"kube-api-qps":    "(env GPUSHARE_KUBE_API_QPS)",
+		"port":             "(env GPUSHARE_PORT)",
+		"reservation-ttl":  "(env GPUSHARE_RESERVATION_TTL)",
+		"unrecorded-grace": "(env GPUSHARE_UNRECORDED_GRACE)",
+		"kube-api-qps":     "(env GPUSHARE_KUBE_API_QPS)",
 	} {
 		if u := fs.Lookup(flag).Usage; !strings.HasSuffix(u, want) {
 			t.Errorf("--%s usage %q, want it to end with %q", flag, u, want)

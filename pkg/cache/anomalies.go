@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 )
 
@@ -14,8 +15,9 @@ type anomalyCounters struct {
 
 // AnomalyStats is how far the ledger departs from what pods' records say, for metrics.
 type AnomalyStats struct {
-	// Conservative is the number of placed pods counted on every card of their node for want
-	// of a valid allocation record (see gpushare.InspectPod.Conservative).
+	// Conservative is the number of placed pods counted conservatively for want of a valid
+	// allocation record: on every card of their node for the grace period, then against its
+	// free units as a whole (see gpushare.InspectPod.Conservative).
 	Conservative int
 	// Counts counts, since start, the transitions of placed pods' records by label:
 	// AnomalyInvalid (unreadable, not matching the request, naming cards the node lacks, or an
@@ -35,13 +37,14 @@ func (c *Cache) Anomalies() AnomalyStats {
 	defer c.mu.RUnlock()
 	for _, n := range c.nodes {
 		n.mu.Lock()
-		st.Conservative += n.conservative
+		st.Conservative += len(n.unrecorded)
 		n.mu.Unlock()
 	}
 	return st
 }
 
-// send counts the notices, logs them and records them as Warning events on their pods.
+// send counts the notices, logs them and records them as Warning events on their pods (and
+// nodes, for onNode).
 // Called without any node lock held.
 func (c *Cache) send(notices []notice) {
 	for _, nt := range notices {
@@ -53,13 +56,21 @@ func (c *Cache) send(notices []notice) {
 		case AnomalyMissing:
 			c.anomalies.missing.Add(1)
 		}
-		klog.InfoS("pod GPU allocation record not taken as written", "pod", klog.KObj(nt.pod),
-			"reason", nt.reason, "message", nt.msg)
+		what := "pod GPU allocation record not taken as written"
+		if nt.reason == EventUnrecordedPod {
+			what = "pod without a GPU allocation record holds its node's free units"
+		}
+		klog.InfoS(what, "pod", klog.KObj(nt.pod), "node", nt.pod.nodeName, "reason", nt.reason, "message", nt.msg)
 		if c.recorder == nil {
 			continue
 		}
 		ref := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1",
 			Namespace: nt.pod.namespace, Name: nt.pod.name, UID: nt.pod.uid}
 		c.recorder.Event(ref, corev1.EventTypeWarning, nt.reason, nt.msg)
+		if nt.onNode {
+			// Nodes' events carry the node's name as UID, as kubelet's do.
+			node := &corev1.ObjectReference{Kind: "Node", APIVersion: "v1", Name: nt.pod.nodeName, UID: types.UID(nt.pod.nodeName)}
+			c.recorder.Event(node, corev1.EventTypeWarning, nt.reason, nt.msg)
+		}
 	}
 }

@@ -39,6 +39,10 @@ type Config struct {
 	PodClient corev1client.PodsGetter
 	// ReservationTTL defaults to DefaultReservationTTL when zero.
 	ReservationTTL time.Duration
+	// UnrecordedGrace is how long a placed pod without a valid allocation record counts on
+	// every card of its node before it counts against the node's free units as a whole
+	// (grace.go); DefaultUnrecordedGrace when zero.
+	UnrecordedGrace time.Duration
 	// Clock defaults to the real clock; tests inject k8s.io/utils/clock/testing.FakeClock.
 	Clock clock.WithTicker
 	// TrackWorkload adds what a workload-aware policy (fgd) needs: free CPU and memory per
@@ -69,12 +73,17 @@ func (c *Config) validate() error {
 		return errors.New("cache config: pod client is nil (expiry confirms reservations unbound with it)")
 	case c.ReservationTTL < 0:
 		return fmt.Errorf("cache config: reservation TTL %s is negative", c.ReservationTTL)
+	case c.UnrecordedGrace < 0:
+		return fmt.Errorf("cache config: unrecorded-pod grace period %s is negative", c.UnrecordedGrace)
 	}
 	if err := c.Resources.Validate(); err != nil {
 		return fmt.Errorf("cache config: %w", err)
 	}
 	if c.ReservationTTL == 0 {
 		c.ReservationTTL = DefaultReservationTTL
+	}
+	if c.UnrecordedGrace == 0 {
+		c.UnrecordedGrace = DefaultUnrecordedGrace
 	}
 	if c.Clock == nil {
 		c.Clock = clock.RealClock{}
@@ -86,6 +95,7 @@ func (c *Config) validate() error {
 type Cache struct {
 	res   gpushare.Resources
 	ttl   time.Duration
+	grace time.Duration // Config.UnrecordedGrace
 	clock clock.WithTicker
 	api   corev1client.PodsGetter // expiry's fresh pod reads
 
@@ -129,6 +139,7 @@ func New(cfg Config) (*Cache, error) {
 	c := &Cache{
 		res:      cfg.Resources,
 		ttl:      cfg.ReservationTTL,
+		grace:    cfg.UnrecordedGrace,
 		clock:    cfg.Clock,
 		api:      cfg.PodClient,
 		recorder: cfg.Recorder,
@@ -174,8 +185,9 @@ func New(cfg Config) (*Cache, error) {
 }
 
 // Run waits until the handlers have seen every existing node and pod (so every allocation
-// is rebuilt from pod annotations), marks the cache ready, then expires reservations past
-// their TTL whose pod is confirmed not bound (see Reserve) until ctx is done. The informers
+// is rebuilt from pod annotations), marks the cache ready, then until ctx is done expires
+// reservations past their TTL whose pod is confirmed not bound (see Reserve) and ends the
+// grace period of pods without a record on nodes that did not change meanwhile. The informers
 // must be started by the caller. It returns ctx's error, or an error when ctx ends before
 // the caches synced.
 func (c *Cache) Run(ctx context.Context) error {
@@ -187,7 +199,7 @@ func (c *Cache) Run(ctx context.Context) error {
 	nodes, pods := c.counts()
 	logger.Info("gpushare cache ready", "nodes", nodes, "pods", pods)
 
-	period := c.ttl / 4
+	period := min(c.ttl, c.grace) / 4
 	if period < time.Second {
 		period = time.Second
 	}
@@ -200,6 +212,7 @@ func (c *Cache) Run(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C():
 			c.expire(ctx)
+			c.endGrace()
 		}
 	}
 }

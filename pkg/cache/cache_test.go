@@ -89,7 +89,7 @@ func TestRebuildFromAnnotationsBeforeReady(t *testing.T) {
 	// No waiting: Start returned once Ready, so the rebuild must be complete.
 	want := map[string]string{
 		// a 6 + b 5 on card 0, oldStyle 4 on card 1, and "bad" (2 units, unreadable record)
-		// counted on both cards until a valid record appears: 13 and 6
+		// counted on both cards until a valid record appears, for 2m0s at most: 13 and 6
 		"n1":         "0:13/16 1:6/16",
 		"n2":         "0:4/8 1:4/8",
 		"old-plugin": "0:0/16 1:10/16",

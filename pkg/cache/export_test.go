@@ -11,6 +11,10 @@ import (
 // ticker's pass has run.
 func (c *Cache) ExpireNow(ctx context.Context) { c.expire(ctx) }
 
+// EndGraceNow runs one pass of the grace period's end at the clock's current time, as
+// ExpireNow does for expiry.
+func (c *Cache) EndGraceNow() { c.endGrace() }
+
 // RetriesWaiting is the number of Reserve calls for uid blocked on the outcome of its
 // Binding call in flight (0 when none is in flight).
 func (c *Cache) RetriesWaiting(uid types.UID) int {

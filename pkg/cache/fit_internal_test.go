@@ -29,7 +29,7 @@ func TestFitsOneContainerIsExact(t *testing.T) {
 					n.pods[types.UID(fmt.Sprintf("p%d", j))] = reservedEntry(&Pod{reserved: true, usage: cardUsage{{card: j, units: used}}})
 				}
 			}
-			n.setInventory(gpushare.Inventory{Devices: devs})
+			n.setInventory(gpushare.Inventory{Devices: devs}, graceClock{})
 			for units := int64(1); units <= 20; units++ {
 				for count := 1; count <= cards; count++ {
 					req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Name: "c", Units: units * int64(count), Cards: count}}}

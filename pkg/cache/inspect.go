@@ -45,7 +45,7 @@ func (n *nodeState) info() gpushare.InspectNode {
 		for uid, e := range n.pods {
 			if u := e.counted().on(c.Index); u > 0 {
 				ci.Pods = append(ci.Pods, gpushare.InspectPod{Name: e.name, Namespace: e.namespace, UID: uid, Units: u,
-					Reserved: e.reserved, Conservative: e.basis == basisConservative})
+					Reserved: e.reserved, Conservative: e.basis.unrecorded()})
 			}
 		}
 		sort.Slice(ci.Pods, func(i, j int) bool {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -54,8 +55,10 @@ type nodeState struct {
 	// trust holds, for the rare pod whose counted usage is not its trusted usage (its record
 	// was changed after it was trusted), the trusted one (trust.go trustedOf).
 	trust map[types.UID]cardUsage
-	// conservative is how many entries count on every card for want of a valid record.
-	conservative int
+	// unrecorded holds, for each entry that never showed a valid record (basisConservative,
+	// basisCharged), when the cache first counted it so: its grace period runs from then
+	// (grace.go). Its size is the number of such entries.
+	unrecorded map[types.UID]time.Time
 	// notices are events decided under mu, sent by whoever releases it (takeNotices).
 	notices []notice
 }
@@ -72,7 +75,7 @@ func (n *nodeState) view() policy.Node {
 
 // setInventory replaces the node's cards. The devices are kept, not copied, when already
 // sorted by index (the stored slim node's, which nobody modifies). Caller holds n.mu.
-func (n *nodeState) setInventory(inv gpushare.Inventory) {
+func (n *nodeState) setInventory(inv gpushare.Inventory, at graceClock) {
 	devs := inv.Devices
 	byIndex := func(a, b gpushare.Device) int { return a.Index - b.Index }
 	if !slices.IsSortedFunc(devs, byIndex) {
@@ -80,7 +83,7 @@ func (n *nodeState) setInventory(inv gpushare.Inventory) {
 		slices.SortFunc(devs, byIndex)
 	}
 	n.devices = devs
-	n.recompute()
+	n.recompute(at)
 }
 
 // healthyUnits is the units of the node's healthy cards. Caller holds n.mu.
@@ -94,20 +97,29 @@ func (n *nodeState) healthyUnits() int64 {
 	return u
 }
 
-// recompute decides what each pod counts (decide), then rebuilds cards and their Used from
-// devices and pods. Caller holds n.mu.
-func (n *nodeState) recompute() {
+// recompute decides what each pod counts (decide; the charged ones last, against what the
+// others leave free), then rebuilds cards and their Used from devices and pods. Caller
+// holds n.mu.
+func (n *nodeState) recompute(at graceClock) {
 	n.lastMiss = missMemo{}
-	n.conservative = 0
 	used := map[int]int64{}
-	for _, e := range n.pods {
-		n.decide(e)
-		if e.basis == basisConservative {
-			n.conservative++
+	var charged []chargedEntry
+	for uid, e := range n.pods {
+		prev := e.basis
+		n.decide(e, at)
+		if !e.basis.unrecorded() {
+			delete(n.unrecorded, uid)
+		}
+		if e.basis == basisCharged {
+			charged = append(charged, chargedEntry{podEntry: e, fresh: prev != basisCharged})
+			continue
 		}
 		for _, u := range e.counted() {
 			used[u.card] += u.units
 		}
+	}
+	if len(charged) > 0 {
+		n.charge(charged, used, at)
 	}
 	cards := make([]policy.Card, 0, len(n.devices))
 	for _, d := range n.devices {

@@ -44,7 +44,7 @@ func (c *Cache) onNode(obj any) {
 	n.known = true
 	n.isolation, n.isolationErr = node.iso, node.isoErr
 	n.inventoryErr = outOfRange
-	n.setInventory(inv)
+	n.setInventory(inv, c.graceClock())
 	c.capacity.set(node.name, shareOf(inv.Unit, n.healthyUnits()))
 	over := overcommitted(n)
 	notices := n.takeNotices()
@@ -81,7 +81,7 @@ func (c *Cache) onNodeDelete(obj any) {
 		n.mu.Lock()
 		n.known = false
 		n.isolation, n.isolationErr, n.inventoryErr = "", nil, nil
-		n.setInventory(emptyInventory)
+		n.setInventory(emptyInventory, c.graceClock())
 		c.capacity.set(node.name, capacityShare{})
 		notices := n.takeNotices()
 		n.mu.Unlock()

@@ -111,7 +111,7 @@ func (c *Cache) place(pod *Pod) {
 		n.pods[uid] = e
 	}
 	e.setPod(pod)
-	n.recompute()
+	n.recompute(c.graceClock())
 	var over []int
 	if n.known { // pods may arrive before their node: nothing to warn about yet
 		over = overcommitted(n)
@@ -157,7 +157,8 @@ func (c *Cache) removeLocked(uid types.UID, keepReservation bool) bool {
 	if ok {
 		delete(n.pods, uid)
 		delete(n.trust, uid)
-		n.recompute()
+		delete(n.unrecorded, uid)
+		n.recompute(c.graceClock())
 		notices = n.takeNotices()
 	}
 	n.mu.Unlock()

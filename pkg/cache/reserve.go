@@ -141,7 +141,8 @@ func (c *Cache) Reserve(ctx context.Context, nodeName string, pod metav1.Object,
 	}
 	n.pods[uid] = reservedEntry(held)
 	delete(n.trust, uid)
-	n.recompute()
+	delete(n.unrecorded, uid)
+	n.recompute(c.graceClock())
 	sizes := gpushare.CardUnits{}
 	for _, idx := range p.Allocation.Cards() {
 		d, _ := n.device(idx) // Place only picks inventory cards

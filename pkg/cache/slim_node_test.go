@@ -119,12 +119,12 @@ func TestNodeTransform(t *testing.T) {
 func TestSetInventorySharesSortedDevices(t *testing.T) {
 	sorted := []gpushare.Device{{Index: 0, Units: 8}, {Index: 1, Units: 8}}
 	n := newNodeState("n")
-	n.setInventory(gpushare.Inventory{Devices: sorted})
+	n.setInventory(gpushare.Inventory{Devices: sorted}, graceClock{})
 	if &n.devices[0] != &sorted[0] {
 		t.Error("sorted devices were copied")
 	}
 	unsorted := []gpushare.Device{{Index: 1, Units: 8}, {Index: 0, Units: 4}}
-	n.setInventory(gpushare.Inventory{Devices: unsorted})
+	n.setInventory(gpushare.Inventory{Devices: unsorted}, graceClock{})
 	if n.devices[0].Index != 0 || unsorted[0].Index != 1 {
 		t.Errorf("devices %+v (input now %+v): want a sorted copy", n.devices, unsorted)
 	}

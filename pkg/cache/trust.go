@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -32,8 +33,11 @@ const (
 	// and its current valid record, per card maximum (an invalid record changes nothing).
 	basisRecord
 	// basisConservative: no valid record ever seen: the pod's peak per-card need on every
-	// card of the node (bounded by each card's size).
+	// card of the node (bounded by each card's size), for the grace period (grace.go).
 	basisConservative
+	// basisCharged: no valid record seen for longer than the grace period: the pod's total
+	// units against the node's free units as a whole (nodeState.charge).
+	basisCharged
 )
 
 // recordState is what the pod's latest object says about its cards.
@@ -97,11 +101,13 @@ func sameSlice(a, b cardUsage) bool {
 // notice is an event to send about a pod once the node lock is released.
 type notice struct {
 	pod    *Pod
-	reason string // EventAllocationChanged or EventAllocationInvalid
+	reason string // EventAllocationChanged, EventAllocationInvalid or EventUnrecordedPod
 	// anomaly is the label of gpushare_pod_allocation_anomalies_total: "invalid",
-	// "changed" or "missing".
+	// "changed" or "missing"; "" counts nothing.
 	anomaly string
 	msg     string
+	// onNode: the event goes to the pod's node as well (what holds the node's units).
+	onNode bool
 }
 
 // Anomaly labels (AnomalyCounts' fields, the reasons of the metric).
@@ -133,9 +139,9 @@ func (n *nodeState) stateOf(p *Pod) recordState {
 
 // decide sets what the entry counts from its current Pod and the node's inventory, and
 // queues a notice when that decision changes for the worse. It is idempotent: deciding
-// again on the same Pod and inventory changes nothing and queues nothing. Caller holds
-// n.mu.
-func (n *nodeState) decide(e *podEntry) {
+// again on the same Pod, inventory and side of the grace period changes nothing and queues
+// nothing. A charged entry's usage is left to recompute (charge). Caller holds n.mu.
+func (n *nodeState) decide(e *podEntry, at graceClock) {
 	p := e.Pod
 	switch {
 	case p.reserved:
@@ -179,8 +185,7 @@ func (n *nodeState) decide(e *podEntry) {
 	case trusted:
 		e.basis = basisRecord
 	default:
-		e.basis = basisConservative
-		e.setCounted(n.onEveryCard(p.peakPerCard()))
+		n.decideUnrecorded(e, at)
 	}
 	prev := e.state
 	e.state = state
@@ -191,7 +196,7 @@ func (n *nodeState) decide(e *podEntry) {
 				usageString(p.usage), usageString(e.counted()))})
 	case state == prev || state == recordOK:
 	default:
-		n.notices = append(n.notices, n.invalidNotice(e))
+		n.notices = append(n.notices, n.invalidNotice(e, at.grace))
 	}
 }
 
@@ -204,7 +209,7 @@ func (n *nodeState) trustedOf(e *podEntry) cardUsage {
 	return e.counted()
 }
 
-func (n *nodeState) invalidNotice(e *podEntry) notice {
+func (n *nodeState) invalidNotice(e *podEntry, grace time.Duration) notice {
 	p := e.Pod
 	anomaly := AnomalyInvalid
 	if e.state == recordMissing {
@@ -227,10 +232,14 @@ func (n *nodeState) invalidNotice(e *podEntry) notice {
 		why = "it names cards the node does not have"
 	}
 	var msg string
-	if e.basis == basisConservative {
-		msg = fmt.Sprintf("%s: %s; counted on every card of node %s until a valid record appears: %s",
-			found, why, n.name, usageString(e.counted()))
-	} else {
+	switch e.basis {
+	case basisConservative:
+		msg = fmt.Sprintf("%s: %s; counted on every card of node %s until a valid record appears, for %s at most: %s",
+			found, why, n.name, grace, usageString(e.counted()))
+	case basisCharged:
+		msg = fmt.Sprintf("%s: %s; counted against the free units of node %s as a whole until a valid record appears",
+			found, why, n.name)
+	default:
 		msg = fmt.Sprintf("%s: %s; still counted %s", found, why, usageString(e.counted()))
 	}
 	return notice{pod: p, reason: EventAllocationInvalid, anomaly: anomaly, msg: msg}

@@ -213,42 +213,42 @@ func TestPodsWithoutValidRecord(t *testing.T) {
 		node:      ct.Node("n1", 80),
 		pod:       selfPlaced(ct.Pod("p", 80), "n1", map[string]string{allocKey: `{"0":{"0":0}}`}),
 		wantCards: "0:80/80",
-		wantEvent: `Warning GPUShareAllocationInvalid scheduler.framework.gpushare.allocation={"0":{"0":0}}: allocation does not match the gpu-mem request: container "main" (app/0): allocation holds 0 units on card 0, the request wants 80 per card; counted on every card of node n1 until a valid record appears: card0=80 units`,
+		wantEvent: `Warning GPUShareAllocationInvalid scheduler.framework.gpushare.allocation={"0":{"0":0}}: allocation does not match the gpu-mem request: container "main" (app/0): allocation holds 0 units on card 0, the request wants 80 per card; counted on every card of node n1 until a valid record appears, for 2m0s at most: card0=80 units`,
 		fits:      80,
 	}, {
 		name:      "self-placed without annotation, 2 cards",
 		node:      ct.Node("n1", 16, 16),
 		pod:       selfPlaced(ct.Pod("p", 8), "n1", nil),
 		wantCards: "0:8/16 1:8/16",
-		wantEvent: `Warning GPUShareAllocationInvalid no allocation annotation: not a valid allocation; counted on every card of node n1 until a valid record appears: card0=8 card1=8 units`,
+		wantEvent: `Warning GPUShareAllocationInvalid no allocation annotation: not a valid allocation; counted on every card of node n1 until a valid record appears, for 2m0s at most: card0=8 card1=8 units`,
 		fits:      9,
 	}, {
 		name:      "peak per card of two app containers: 4 + 16/2 = 12",
 		node:      ct.Node("n1", 16, 16),
 		pod:       selfPlaced(multi, "n1", nil),
 		wantCards: "0:12/16 1:12/16",
-		wantEvent: `Warning GPUShareAllocationInvalid no allocation annotation: not a valid allocation; counted on every card of node n1 until a valid record appears: card0=12 card1=12 units`,
+		wantEvent: `Warning GPUShareAllocationInvalid no allocation annotation: not a valid allocation; counted on every card of node n1 until a valid record appears, for 2m0s at most: card0=12 card1=12 units`,
 		fits:      5,
 	}, {
 		name:      "need above the card size: bounded by each card, min(80, 16)",
 		node:      ct.Node("n1", 16, 8),
 		pod:       selfPlaced(ct.Pod("p", 80), "n1", nil),
 		wantCards: "0:16/16 1:8/8",
-		wantEvent: `Warning GPUShareAllocationInvalid no allocation annotation: not a valid allocation; counted on every card of node n1 until a valid record appears: card0=16 card1=8 units`,
+		wantEvent: `Warning GPUShareAllocationInvalid no allocation annotation: not a valid allocation; counted on every card of node n1 until a valid record appears, for 2m0s at most: card0=16 card1=8 units`,
 		fits:      1,
 	}, {
 		name:      "invalid request: its raw gpu-mem (10) on every card, even with a record",
 		node:      ct.Node("n1", 16, 16),
 		pod:       selfPlaced(notDivisible, "n1", map[string]string{allocKey: `{"0":{"0":10}}`}),
 		wantCards: "0:10/16 1:10/16",
-		wantEvent: `Warning GPUShareAllocationInvalid scheduler.framework.gpushare.allocation={"0":{"0":10}}: invalid gpu-mem request (container "main": aliyun.com/gpu-mem 10 is not divisible by aliyun.com/gpu-count 3 (each card gets an equal share)); counted on every card of node n1 until a valid record appears: card0=10 card1=10 units`,
+		wantEvent: `Warning GPUShareAllocationInvalid scheduler.framework.gpushare.allocation={"0":{"0":10}}: invalid gpu-mem request (container "main": aliyun.com/gpu-mem 10 is not divisible by aliyun.com/gpu-count 3 (each card gets an equal share)); counted on every card of node n1 until a valid record appears, for 2m0s at most: card0=10 card1=10 units`,
 		fits:      7,
 	}, {
 		name:      "invalid request without gpu-mem: the whole of every card",
 		node:      ct.Node("n1", 16, 16),
 		pod:       selfPlaced(countOnly, "n1", nil),
 		wantCards: "0:16/16 1:16/16",
-		wantEvent: `Warning GPUShareAllocationInvalid no allocation annotation: invalid gpu-mem request (container "main": aliyun.com/gpu-count 2 without aliyun.com/gpu-mem); counted on every card of node n1 until a valid record appears: card0=16 card1=16 units`,
+		wantEvent: `Warning GPUShareAllocationInvalid no allocation annotation: invalid gpu-mem request (container "main": aliyun.com/gpu-count 2 without aliyun.com/gpu-mem); counted on every card of node n1 until a valid record appears, for 2m0s at most: card0=16 card1=16 units`,
 		fits:      1,
 	}, {
 		// As after an extender restart: the first record seen is already tampered with.
@@ -256,7 +256,7 @@ func TestPodsWithoutValidRecord(t *testing.T) {
 		node:      ct.Node("n1", 16, 16),
 		pod:       ct.Placed(ct.Pod("p", 16), "n1", gpushare.CardUnits{0: 0}),
 		wantCards: "0:16/16 1:16/16",
-		wantEvent: `Warning GPUShareAllocationInvalid scheduler.framework.gpushare.allocation={"0":{"0":0}}, ALIYUN_COM_GPU_MEM_IDX=0: allocation does not match the gpu-mem request: container "main" (app/0): allocation holds 0 units on card 0, the request wants 16 per card; counted on every card of node n1 until a valid record appears: card0=16 card1=16 units`,
+		wantEvent: `Warning GPUShareAllocationInvalid scheduler.framework.gpushare.allocation={"0":{"0":0}}, ALIYUN_COM_GPU_MEM_IDX=0: allocation does not match the gpu-mem request: container "main" (app/0): allocation holds 0 units on card 0, the request wants 16 per card; counted on every card of node n1 until a valid record appears, for 2m0s at most: card0=16 card1=16 units`,
 		fits:      1,
 	}}
 	for _, tc := range tests {
@@ -356,7 +356,7 @@ func TestPodSeenBeforeItsNode(t *testing.T) {
 	if _, err := env.Client.CoreV1().Nodes().Create(context.Background(), ct.Node("n1", 16, 16), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := nextEvent(t, rec), `Warning GPUShareAllocationInvalid allocation card5=16 units: it names cards the node does not have; counted on every card of node n1 until a valid record appears: card0=16 card1=16 units`; got != want {
+	if got, want := nextEvent(t, rec), `Warning GPUShareAllocationInvalid allocation card5=16 units: it names cards the node does not have; counted on every card of node n1 until a valid record appears, for 2m0s at most: card0=16 card1=16 units`; got != want {
 		t.Errorf("event:\n got %q\nwant %q", got, want)
 	}
 	if got, want := cards(env.Cache, "n1"), "0:16/16 1:16/16"; got != want {

@@ -49,6 +49,7 @@ type InspectPod struct {
 	Reserved bool `json:"reserved"`
 	// Conservative: the pod never showed a valid allocation record (placed without the
 	// extender, a tampered record, or an invalid request): the extender counts its peak
-	// per-card need on every card of the node.
+	// per-card need on every card of the node, and after its grace period its total units
+	// against the node's free units, on the cards with the least free first.
 	Conservative bool `json:"conservative,omitempty"`
 }

@@ -186,7 +186,7 @@ var (
 	anomaliesDesc = prometheus.NewDesc("gpushare_pod_allocation_anomalies_total",
 		"Placed pods whose allocation record turned invalid, changed to other cards, or was missing.", []string{"reason"}, nil)
 	conservativeDesc = prometheus.NewDesc("gpushare_pods_conservative",
-		"Placed pods counted on every card of their node for want of a valid allocation record.", nil, nil)
+		"Placed pods counted conservatively for want of a valid allocation record: on every card of their node, after the grace period against its free units as a whole.", nil, nil)
 )
 
 // anomalyReasons are the label values of gpushare_pod_allocation_anomalies_total, all present.

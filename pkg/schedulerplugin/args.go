@@ -46,6 +46,10 @@ type GPUShareArgs struct {
 	// ReservationTTL is how long cards held at Reserve wait for their pod to show up bound
 	// before expiry asks the API server whether it is (default 2m).
 	ReservationTTL *metav1.Duration `json:"reservationTTL,omitempty"`
+	// UnrecordedGrace is how long a placed pod without a valid allocation record (created
+	// with spec.nodeName, say) counts on every card of its node before it counts against the
+	// node's free units as a whole, with a Warning event (default 2m).
+	UnrecordedGrace *metav1.Duration `json:"unrecordedGrace,omitempty"`
 	// BindTimeout bounds the Binding write and, separately, the read-back settling a failed
 	// one (default 30s).
 	BindTimeout *metav1.Duration `json:"bindTimeout,omitempty"`
@@ -68,6 +72,9 @@ func SetDefaults(a *GPUShareArgs) {
 	}
 	if a.ReservationTTL == nil {
 		a.ReservationTTL = &metav1.Duration{Duration: cache.DefaultReservationTTL}
+	}
+	if a.UnrecordedGrace == nil {
+		a.UnrecordedGrace = &metav1.Duration{Duration: cache.DefaultUnrecordedGrace}
 	}
 	if a.BindTimeout == nil {
 		a.BindTimeout = &metav1.Duration{Duration: binding.DefaultBindTimeout}
@@ -101,7 +108,7 @@ func Validate(path *field.Path, a *GPUShareArgs) error {
 	for _, d := range []struct {
 		name string
 		v    *metav1.Duration
-	}{{"reservationTTL", a.ReservationTTL}, {"bindTimeout", a.BindTimeout}} {
+	}{{"reservationTTL", a.ReservationTTL}, {"unrecordedGrace", a.UnrecordedGrace}, {"bindTimeout", a.BindTimeout}} {
 		if d.v == nil || d.v.Duration <= 0 {
 			errs = append(errs, field.Invalid(path.Child(d.name), durationString(d.v), "must be a positive duration"))
 		} else if d.v.Duration > 24*time.Hour {
@@ -160,6 +167,10 @@ func (a *GPUShareArgs) DeepCopy() *GPUShareArgs {
 	if a.ReservationTTL != nil {
 		d := *a.ReservationTTL
 		out.ReservationTTL = &d
+	}
+	if a.UnrecordedGrace != nil {
+		d := *a.UnrecordedGrace
+		out.UnrecordedGrace = &d
 	}
 	if a.BindTimeout != nil {
 		d := *a.BindTimeout

@@ -17,7 +17,8 @@ func TestDecodeArgs(t *testing.T) {
 	}{
 		{name: "none: defaults", obj: nil, check: func(a *GPUShareArgs) bool {
 			return a.Policy == "fgd" && a.NodeSelector == "cgpu=true" && a.MemResource == "aliyun.com/gpu-mem" &&
-				a.CountResource == "aliyun.com/gpu-count" && a.ReservationTTL.Duration == 2*time.Minute && a.BindTimeout.Duration == 30*time.Second
+				a.CountResource == "aliyun.com/gpu-count" && a.ReservationTTL.Duration == 2*time.Minute && a.BindTimeout.Duration == 30*time.Second &&
+				a.UnrecordedGrace.Duration == 2*time.Minute
 		}},
 		{name: "raw, typed", obj: &runtime.Unknown{Raw: []byte(`{"apiVersion":"kubescheduler.config.k8s.io/v1","kind":"GPUShareArgs","policy":"binpack","reservationTTL":"90s"}`)},
 			check: func(a *GPUShareArgs) bool {
@@ -31,6 +32,9 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "bad selector", obj: &GPUShareArgs{NodeSelector: "a=("}, wantErr: "pluginConfig[GPUShare].args.nodeSelector: Invalid value"},
 		{name: "bad resource", obj: &GPUShareArgs{MemResource: "gpu mem!"}, wantErr: "pluginConfig[GPUShare].args.memResource: Invalid value"},
 		{name: "same resources", obj: &GPUShareArgs{MemResource: "a/b", CountResource: "a/b"}, wantErr: "args.countResource: Invalid value"},
+		{name: "grace", obj: &runtime.Unknown{Raw: []byte(`{"unrecordedGrace":"10m"}`)},
+			check: func(a *GPUShareArgs) bool { return a.UnrecordedGrace.Duration == 10*time.Minute }},
+		{name: "zero grace", obj: &runtime.Unknown{Raw: []byte(`{"unrecordedGrace":"0s"}`)}, wantErr: "args.unrecordedGrace: Invalid value"},
 		{name: "negative ttl", obj: &runtime.Unknown{Raw: []byte(`{"reservationTTL":"-1s"}`)}, wantErr: "args.reservationTTL: Invalid value"},
 		{name: "wrong kind", obj: &runtime.Unknown{Raw: []byte(`{"kind":"NodeResourcesFitArgs"}`)}, wantErr: `args.kind: Unsupported value: "NodeResourcesFitArgs"`},
 		{name: "wrong version", obj: &runtime.Unknown{Raw: []byte(`{"apiVersion":"v1"}`)}, wantErr: `args.apiVersion: Unsupported value`},

@@ -102,14 +102,15 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	res := args.resources()
 	_, workloadAware := pol.(policy.WorkloadAware)
 	cfg := cache.Config{
-		Nodes:          h.SharedInformerFactory().Core().V1().Nodes().Informer(),
-		Pods:           h.SharedInformerFactory().Core().V1().Pods().Informer(),
-		Resources:      res,
-		PodClient:      h.ClientSet().CoreV1(),
-		ReservationTTL: args.ReservationTTL.Duration,
-		TrackWorkload:  workloadAware,
-		Shared:         true,
-		NodeSelector:   sel,
+		Nodes:           h.SharedInformerFactory().Core().V1().Nodes().Informer(),
+		Pods:            h.SharedInformerFactory().Core().V1().Pods().Informer(),
+		Resources:       res,
+		PodClient:       h.ClientSet().CoreV1(),
+		ReservationTTL:  args.ReservationTTL.Duration,
+		UnrecordedGrace: args.UnrecordedGrace.Duration,
+		TrackWorkload:   workloadAware,
+		Shared:          true,
+		NodeSelector:    sel,
 	}
 	if r := h.EventRecorder(); r != nil {
 		cfg.Recorder = eventRecorder{r}
@@ -125,7 +126,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	}()
 	wording := reasons.NewWording(res, sel.String())
 	klog.FromContext(ctx).Info("GPUShare plugin ready to sync", "policy", pol.Name(), "nodeSelector", sel.String(),
-		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration)
+		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration,
+		"unrecordedGrace", args.UnrecordedGrace.Duration)
 	return &Plugin{
 		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, parallelizer: h.Parallelizer(),
 		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},

@@ -27,8 +27,11 @@ import (
 
 // The admission policies of deploy/admission, which hack/cluster-up.sh applies.
 const (
-	allocationPolicy = "gpushare-allocation-annotations"
-	nodeScopePolicy  = "gpushare-share-plugin-node-scope"
+	allocationPolicy    = "gpushare-allocation-annotations"
+	nodeScopePolicy     = "gpushare-share-plugin-node-scope"
+	selfPlacementPolicy = "gpushare-self-placement"
+	// refusedSelfPlacement starts the self-placement policy's refusal message.
+	refusedSelfPlacement = "only the gpushare scheduler and admins may place a pod that requests"
 	// refusedAllocation starts the allocation policy's refusal message.
 	refusedAllocation = "only the gpushare extender, gpushare-scheduler and share-plugin may"
 	// e2eAnnotation is a key no policy protects: writing it tests who may write the object.
@@ -108,6 +111,37 @@ func CaseAdmissionTenantAllocation(t *testing.T, e *Env) {
 	}
 }
 
+// CaseAdmissionSelfPlacement: a tenant may not create a gpu-mem pod with spec.nodeName (it
+// would count on every card of that node); without spec.nodeName it may, and a cluster
+// admin may either way. Dry-run creates: nothing is placed.
+func CaseAdmissionSelfPlacement(t *testing.T, e *Env) {
+	ctx := testContext(t, 2*time.Minute)
+	requirePolicies(ctx, t, e, selfPlacementPolicy)
+	ns := newNamespace(t, e)
+	tenant := tenantClient(ctx, t, e, ns)
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	placed := gpuPod(ns, "placed", "", ctr{units: 4})
+	placed.Spec.NodeSelector = nil
+	placed.Spec.NodeName = "gpu-e2e-any"
+
+	// The policy's informer may take a moment after cluster-up: wait for its first refusal.
+	var err error
+	waitErr := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err = tenant.CoreV1().Pods(ns).Create(ctx, placed, dry)
+		return err != nil, nil
+	})
+	if waitErr != nil {
+		t.Fatalf("a tenant created a gpu-mem pod with spec.nodeName: the policy %s is not enforced", selfPlacementPolicy)
+	}
+	wantRefused(t, "tenant creating a gpu-mem pod with spec.nodeName", err, refusedSelfPlacement)
+	if _, err := tenant.CoreV1().Pods(ns).Create(ctx, gpuPod(ns, "scheduled", "", ctr{units: 4}), dry); err != nil {
+		t.Errorf("tenant creating a gpu-mem pod left to the scheduler: %v", err)
+	}
+	if _, err := e.Client.CoreV1().Pods(ns).Create(ctx, placed, dry); err != nil {
+		t.Errorf("cluster admin creating a gpu-mem pod with spec.nodeName: %v (admins are trusted)", err)
+	}
+}
+
 // CaseAdmissionSharePluginNodeScope: a share-plugin token bound to a pod on node A (as
 // kubelet projects it) may annotate node A and the pods bound to it, and is refused node B,
 // node B's status and node B's pods; a share-plugin token bound to no pod may write nothing.
@@ -173,10 +207,11 @@ func CaseAdmissionSharePluginNodeScope(t *testing.T, e *Env) {
 	wantRefused(t, "share-plugin token bound to no pod", err, "credentials name no node")
 }
 
-// requirePolicies fails the test unless cluster-up installed both policies and bindings.
-func requirePolicies(ctx context.Context, t *testing.T, e *Env) {
+// requirePolicies fails the test unless cluster-up installed the allocation and node-scope
+// policies, and those named in more, with their bindings.
+func requirePolicies(ctx context.Context, t *testing.T, e *Env, more ...string) {
 	t.Helper()
-	for _, name := range []string{allocationPolicy, nodeScopePolicy} {
+	for _, name := range append([]string{allocationPolicy, nodeScopePolicy}, more...) {
 		p, err := e.Client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("policy %s (deploy/admission, applied by hack/cluster-up.sh): %v", name, err)

@@ -34,6 +34,7 @@ func TestChaosSameSizePods(t *testing.T)         { CaseChaosSameSizePods(t, env)
 func TestAnonymousBindRefusedAtTLS(t *testing.T) { CaseAnonymousBindRefusedAtTLS(t, env) }
 func TestAdmissionTenant(t *testing.T)           { CaseAdmissionTenantAllocation(t, env) }
 func TestAdmissionNodeScope(t *testing.T)        { CaseAdmissionSharePluginNodeScope(t, env) }
+func TestAdmissionSelfPlacement(t *testing.T)    { CaseAdmissionSelfPlacement(t, env) }
 func TestBindChecksRequest(t *testing.T)         { CaseBindChecksRequest(t, env) }
 func TestSlowBodies(t *testing.T)                { CaseSlowBodies(t, env) }
 func TestExtenderFailover(t *testing.T)          { CaseExtenderFailover(t, env) }

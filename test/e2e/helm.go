@@ -366,7 +366,7 @@ func checkSchedulerNameMutation(ctx context.Context, t *testing.T, e *Env) {
 // removeAdmissionPolicies deletes the objects of deploy/admission that cluster-up applied.
 func removeAdmissionPolicies(ctx context.Context, t *testing.T, e *Env) {
 	t.Helper()
-	for _, name := range []string{"gpushare-allocation-annotations", "gpushare-reserved-env", "gpushare-share-plugin-node-scope"} {
+	for _, name := range []string{"gpushare-allocation-annotations", "gpushare-reserved-env", "gpushare-self-placement", "gpushare-share-plugin-node-scope"} {
 		if err := e.Client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatalf("deleting ValidatingAdmissionPolicyBinding %s: %v", name, err)
 		}

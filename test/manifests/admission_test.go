@@ -302,7 +302,7 @@ func with(m map[string]string, kv ...string) map[string]string {
 }
 
 // policyNames are the policies of deploy/admission, each bound by a binding of its name.
-var policyNames = []string{"gpushare-allocation-annotations", "gpushare-reserved-env", "gpushare-share-plugin-node-scope"}
+var policyNames = []string{"gpushare-allocation-annotations", "gpushare-reserved-env", "gpushare-self-placement", "gpushare-share-plugin-node-scope"}
 
 func TestManifests(t *testing.T) {
 	m := load(t)
