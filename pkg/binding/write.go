@@ -30,7 +30,7 @@ func (b *Binder) Write(ctx context.Context, pod *cache.Pod, node string, req gpu
 	ns, name, uid := pod.GetNamespace(), pod.GetName(), pod.GetUID()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), b.timeout())
 	defer cancel()
-	ann := gpushare.BindAnnotations(rsv.Placement.Allocation, req.TotalUnits(), rsv.CardUnits, rsv.Since)
+	ann := gpushare.BindAnnotations(rsv.Placement.Allocation, req.TotalUnits(), rsv.CardUnits, rsv.Unit, rsv.Since)
 	if stale := staleAnnotations(pod, ann); stale != nil {
 		// Rare: the pod was created carrying bind annotations (e.g. copied from another pod).
 		// They must not outlive this bind, and a Binding can only add annotations.

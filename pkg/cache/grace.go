@@ -48,7 +48,7 @@ func (n *nodeState) decideUnrecorded(e *podEntry, at graceClock) {
 		return
 	}
 	e.basis = basisConservative
-	e.setCounted(n.onEveryCard(e.peakPerCard()))
+	e.setCounted(n.onEveryCard(n.inNodeUnits(e.Pod, e.peakPerCard())))
 }
 
 // graceEnded reports whether a pod counted on every card has passed its grace period: the
@@ -74,7 +74,7 @@ func (n *nodeState) charge(charged []chargedEntry, used map[int]int64, at graceC
 	slices.SortFunc(charged, func(a, b chargedEntry) int { return cmp.Compare(a.uid, b.uid) })
 	for _, ce := range charged {
 		e := ce.podEntry
-		units := e.chargeUnits()
+		units := n.inNodeUnits(e.Pod, e.chargeUnits())
 		e.setCounted(n.fillLeastFree(units, used))
 		for _, u := range e.counted() {
 			used[u.card] += u.units

@@ -23,12 +23,17 @@ type nodeState struct {
 	// topFree, nTop, plain, known and name fill the first line (all the filter shortcut
 	// reads), cards starts the second (what the rating paths read next).
 	topFree [4]int64
-	nTop    int32
+	nTop    int8 // at most len(topFree)
 	// plain: the node admits every request (known, with cards, isolation none and a valid
 	// label), so a request topFree holds fits without reading further. Set by recompute,
 	// which every change of those fields ends with.
 	plain bool
 	known bool // a node object matching the selector exists
+	// unitMiB is the size in MiB of the gpu-mem unit the node's inventory annotation
+	// publishes (gpushare.Unit.MiB, at most 2^30: a uint32 beside nTop keeps the struct in
+	// its size class); 0 when the node publishes none (the allocatable fallback, whose unit
+	// nobody states).
+	unitMiB uint32
 	// name is the node's; the rating paths read it here rather than from the node object,
 	// whose memory is seldom in cache.
 	name string

@@ -44,6 +44,10 @@ func (c *Cache) onNode(obj any) {
 	n.known = true
 	n.isolation, n.isolationErr = node.iso, node.isoErr
 	n.inventoryErr = outOfRange
+	n.unitMiB = 0
+	if src == gpushare.FromAnnotation && node.invErr == nil {
+		n.unitMiB = uint32(inv.Unit.MiB) // ParseUnit bounds it by 2^30
+	}
 	n.setInventory(inv, c.graceClock())
 	c.capacity.set(node.name, shareOf(inv.Unit, n.healthyUnits()))
 	over := overcommitted(n)

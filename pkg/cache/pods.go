@@ -99,7 +99,7 @@ func (c *Cache) place(pod *Pod) {
 	n := c.nodeOrCreate(nodeName)
 	n.mu.Lock()
 	e, ok := n.pods[uid]
-	if ok && e.basis == basisRecord && e.state == recordOK && pod.validRecord() && slices.Equal(e.counted(), pod.usage) {
+	if ok && e.basis == basisRecord && e.state == recordOK && pod.validRecord() && pod.unit == e.Pod.unit && slices.Equal(e.counted(), pod.usage) {
 		// Same record: nothing to recompute; hold the newer object only, counting its usage
 		// (equal to what the entry counted).
 		e.Pod, e.own = pod, nil

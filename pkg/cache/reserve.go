@@ -17,6 +17,9 @@ type Reservation struct {
 	Placement policy.Placement
 	// CardUnits is the size in units of each chosen card (for gpushare.BindAnnotations).
 	CardUnits gpushare.CardUnits
+	// Unit is the unit the node's inventory publishes, which the counts are in (for
+	// gpushare.BindAnnotations); the zero Unit when the node publishes none.
+	Unit gpushare.Unit
 	// Since is when the cards were first held (the cache's clock): the assume time to write.
 	// It stays the same across retries, so a re-issued Binding carries the same annotations.
 	Since time.Time
@@ -150,7 +153,7 @@ func (c *Cache) Reserve(ctx context.Context, nodeName string, pod metav1.Object,
 	}
 	now := c.clock.Now()
 	f := &flight{done: make(chan struct{})}
-	out := Reservation{Placement: p, CardUnits: sizes, Since: now, uid: uid, flight: f}
+	out := Reservation{Placement: p, CardUnits: sizes, Unit: n.publishedUnit(), Since: now, uid: uid, flight: f}
 	c.where[uid] = nodeName
 	c.reserved[uid] = reservation{node: nodeName, expires: now.Add(c.ttl), pod: held, rsv: out, flight: f, attempt: 1}
 	return out, nil

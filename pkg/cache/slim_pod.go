@@ -35,6 +35,9 @@ type Pod struct {
 	recorded bool
 	// reserved marks a Pod that Reserve made for a bind, not the informer (see nodeState.pods).
 	reserved bool
+	// unit is the unit the record says it counts in (gpushare.AnnotationUnit; 0: none, the
+	// node's), compared with the node's when the pod is decided.
+	unit unitCode
 	// bindKeys has bit i set when the pod carries gpushare.BindAnnotationKeys()[i].
 	bindKeys uint16
 	// constraint is the pod's node constraint as the constraint book numbers it (0: none, or
@@ -93,6 +96,13 @@ func newPod(pod *corev1.Pod, res gpushare.Resources, cons *constraintBook) *Pod 
 		// Pods without gpu-mem never reach the cache's accounting: skip their annotations.
 		var alloc gpushare.PodAllocation
 		alloc, p.recorded, allocErr = res.ReadAllocation(pod)
+		if p.recorded && allocErr == nil {
+			var u gpushare.Unit
+			var has bool
+			if u, has, allocErr = gpushare.RecordUnit(pod); has {
+				p.unit = codeOf(u)
+			}
+		}
 		switch {
 		case allocErr != nil:
 			p.recorded = true // there is a record, just not a readable one

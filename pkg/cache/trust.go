@@ -47,6 +47,9 @@ const (
 	recordOK      recordState = iota // a valid allocation on cards the node has
 	recordInvalid                    // unreadable, not matching the request, unknown cards, or invalid request
 	recordMissing                    // no card annotation at all
+	// recordOtherUnit: a valid allocation in another unit than the node's: its counts, and
+	// any usage trusted before the node's unit changed, are of another size.
+	recordOtherUnit
 )
 
 // podEntry is one pod's accounting on a node: the informer's Pod (shared, never modified;
@@ -127,6 +130,8 @@ func (n *nodeState) stateOf(p *Pod) recordState {
 		return recordMissing
 	case !p.validRecord():
 		return recordInvalid
+	case n.known && n.otherUnit(p):
+		return recordOtherUnit
 	case n.known:
 		for _, u := range p.usage {
 			if _, ok := n.device(u.card); !ok {
@@ -159,6 +164,10 @@ func (n *nodeState) decide(e *podEntry, at graceClock) {
 	trusted := e.basis == basisReserved || e.basis == basisRecord
 	changed := false
 	switch {
+	case state == recordOtherUnit:
+		// What was trusted counts in the old unit too: neither says what the pod holds now.
+		delete(n.trust, p.uid)
+		n.decideUnrecorded(e, at)
 	case state == recordOK && !trusted:
 		e.basis = basisRecord
 		delete(n.trust, p.uid)
@@ -228,6 +237,8 @@ func (n *nodeState) invalidNotice(e *podEntry, grace time.Duration) notice {
 		why = fmt.Sprintf("invalid gpu-mem request (%v)", p.requestErr())
 	case p.allocErr() != nil:
 		why = p.allocErr().Error()
+	case e.state == recordOtherUnit:
+		why = fmt.Sprintf("it counts in %s, node %s counts in %s", p.unit, n.name, n.nodeUnit())
 	case e.state == recordInvalid:
 		why = "it names cards the node does not have"
 	}

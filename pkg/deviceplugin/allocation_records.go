@@ -81,7 +81,7 @@ func (p *Plugin) drifted(pod *corev1.Pod, grants snapshot) (gpushare.PodAllocati
 		return gpushare.PodAllocation{}, false
 	}
 	got, ok, err := p.cfg.Resources.ReadAllocation(pod)
-	if err == nil && ok && sameAllocation(got, truth) {
+	if err == nil && ok && sameAllocation(got, truth) && gpushare.CheckRecordUnit(pod, p.cfg.Unit) == nil {
 		return gpushare.PodAllocation{}, false
 	}
 	return truth, true
@@ -102,13 +102,13 @@ func sameAllocation(a, b gpushare.PodAllocation) bool {
 }
 
 // writeAllocationRecord sets the pod's allocation annotations (per container, the single-card IDX and
-// DEV when it holds one card) to truth, leaving the progress and assume-time annotations as
+// DEV when it holds one card, the unit they count in) to truth, leaving the progress and assume-time annotations as
 // they are, under the pod's UID precondition.
 func (p *Plugin) writeAllocationRecord(ctx context.Context, pod *corev1.Pod, truth gpushare.PodAllocation) error {
-	bind := gpushare.BindAnnotations(truth, 0, p.cardUnits(), time.Time{})
+	bind := gpushare.BindAnnotations(truth, 0, p.cardUnits(), p.cfg.Unit, time.Time{})
 	ann := map[string]*string{}
 	for _, k := range []string{gpushare.AnnotationAllocation, gpushare.AnnotationInitAllocation,
-		gpushare.AnnotationIndex, gpushare.AnnotationDevUnits} {
+		gpushare.AnnotationIndex, gpushare.AnnotationDevUnits, gpushare.AnnotationUnit} {
 		if v, ok := bind[k]; ok {
 			ann[k] = &v
 		} else {

@@ -205,7 +205,7 @@ func makePod(name string, age int, bindAt int, ctrs []ctr, alloc gpushare.PodAll
 	if err != nil {
 		panic(err)
 	}
-	pod.Annotations = gpushare.BindAnnotations(alloc, req.TotalUnits(), gpushare.CardUnits{0: 14, 1: 14, 2: 14, 3: 14},
+	pod.Annotations = gpushare.BindAnnotations(alloc, req.TotalUnits(), gpushare.CardUnits{0: 14, 1: 14, 2: 14, 3: 14}, gpushare.Unit{},
 		epoch.Add(time.Duration(bindAt)*time.Second))
 	return pod
 }

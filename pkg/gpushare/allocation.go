@@ -245,9 +245,10 @@ func (r Resources) ReadAllocation(pod *corev1.Pod) (a PodAllocation, ok bool, er
 
 // BindAnnotations are the annotations the extender writes at bind: the per-container
 // allocation (and init allocation when any init container holds cards), the pod total,
-// ASSIGNED=false, the assume time, and for a pod on exactly one card the single-card
-// IDX and DEV (cardUnits gives each card's size) that older readers use.
-func BindAnnotations(a PodAllocation, podUnits int64, cardUnits CardUnits, now time.Time) map[string]string {
+// ASSIGNED=false, the assume time, for a pod on exactly one card the single-card IDX and
+// DEV (cardUnits gives each card's size) that older readers use, and the unit all these
+// counts are in (AnnotationUnit; left out for the zero Unit, a node whose unit is unknown).
+func BindAnnotations(a PodAllocation, podUnits int64, cardUnits CardUnits, unit Unit, now time.Time) map[string]string {
 	out := map[string]string{
 		AnnotationAllocation: marshalAllocation(nonNil(a.App)),
 		AnnotationPodUnits:   strconv.FormatInt(podUnits, 10),
@@ -261,6 +262,9 @@ func BindAnnotations(a PodAllocation, podUnits int64, cardUnits CardUnits, now t
 		out[AnnotationIndex] = strconv.Itoa(cards[0])
 		out[AnnotationDevUnits] = strconv.FormatInt(cardUnits[cards[0]], 10)
 	}
+	if unit.MiB > 0 {
+		out[AnnotationUnit] = unit.String()
+	}
 	return out
 }
 
@@ -268,7 +272,7 @@ func BindAnnotations(a PodAllocation, podUnits int64, cardUnits CardUnits, now t
 // device plugin's progress), so a bind can clear stale ones and the informer keeps them all.
 func BindAnnotationKeys() []string {
 	return []string{AnnotationAllocation, AnnotationInitAllocation, AnnotationPodUnits,
-		AnnotationAssigned, AnnotationAssumeTime, AnnotationIndex, AnnotationDevUnits, AnnotationAllocated}
+		AnnotationAssigned, AnnotationAssumeTime, AnnotationIndex, AnnotationDevUnits, AnnotationAllocated, AnnotationUnit}
 }
 
 func nonNil(a Allocation) Allocation {

@@ -106,8 +106,9 @@ func TestReadAllocation(t *testing.T) {
 func TestBindAnnotations(t *testing.T) {
 	now := time.Unix(1700000000, 123)
 	single := PodAllocation{App: Allocation{0: {1: 4}}}
-	got := BindAnnotations(single, 4, CardUnits{0: 14, 1: 16}, now)
+	got := BindAnnotations(single, 4, CardUnits{0: 14, 1: 16}, GiB, now)
 	want := map[string]string{
+		AnnotationUnit:       "GiB",
 		AnnotationAllocation: `{"0":{"1":4}}`,
 		AnnotationPodUnits:   "4",
 		AnnotationAssigned:   "false",
@@ -120,8 +121,9 @@ func TestBindAnnotations(t *testing.T) {
 	}
 
 	multi := PodAllocation{App: Allocation{0: {0: 8, 1: 8}}, Init: Allocation{0: {0: 2}}}
-	got = BindAnnotations(multi, 16, CardUnits{0: 16, 1: 16}, now)
+	got = BindAnnotations(multi, 16, CardUnits{0: 16, 1: 16}, Unit{MiB: 256}, now)
 	want = map[string]string{
+		AnnotationUnit:           "256MiB",
 		AnnotationAllocation:     `{"0":{"0":8,"1":8}}`,
 		AnnotationInitAllocation: `{"0":{"0":2}}`,
 		AnnotationPodUnits:       "16",
@@ -139,6 +141,9 @@ func TestBindAnnotations(t *testing.T) {
 		if !found {
 			t.Errorf("BindAnnotationKeys misses %q (a stale copy would survive a bind)", k)
 		}
+	}
+	if _, unknown := BindAnnotations(single, 4, CardUnits{1: 16}, Unit{}, now)[AnnotationUnit]; unknown {
+		t.Errorf("BindAnnotations with the zero Unit (node's unit unknown) wrote %s", AnnotationUnit)
 	}
 	if at := AssumeTime(pod(got, nil)); !at.Equal(now) {
 		t.Errorf("AssumeTime = %v, want %v", at, now)

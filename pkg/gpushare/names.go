@@ -48,6 +48,10 @@ const (
 	// AnnotationAllocated records Allocate progress: the containers the device plugin has
 	// already served, as a comma list of ContainerRef strings ("app/0", "init/1").
 	AnnotationAllocated = "gpushare.io/allocated-containers"
+	// AnnotationUnit is the gpu-mem unit the allocation record counts in, spelled as
+	// ParseUnit accepts ("GiB", "MiB", "256MiB"): the unit of the node's inventory when the
+	// record was written. A record without it (older writers) counts in the node's unit.
+	AnnotationUnit = "gpushare.io/gpu-mem-unit"
 )
 
 // LabelExtenderLeader ("true") marks the extender replica that holds the leader lease. The

@@ -67,7 +67,8 @@ func ourAnnotations(p *corev1.Pod) map[string]string {
 func TestBindWritesAnnotationsAndBinding(t *testing.T) {
 	multi := ct.Pod("multi", 16)
 	ct.SetGPU(&multi.Spec.Containers[0], 16, 2)
-	f := newFixture(t, ct.Node("hetero", 16, 8), ct.Node("big", 16, 16, 16), ct.Pod("single", 6), multi)
+	f := newFixture(t, ct.Node("hetero", 16, 8), ct.Node("big", 16, 16, 16), ct.AllocatableNode("old", 14, 1),
+		ct.Pod("single", 6), multi, ct.Pod("legacy", 4))
 	epoch := strconv.FormatInt(ct.Epoch.UnixNano(), 10)
 	tests := []struct {
 		name, pod, node string
@@ -81,6 +82,7 @@ func TestBindWritesAnnotationsAndBinding(t *testing.T) {
 				gpushare.AnnotationAllocation: `{"0":{"1":6}}`, gpushare.AnnotationPodUnits: "6",
 				gpushare.AnnotationAssigned: "false", gpushare.AnnotationAssumeTime: epoch,
 				gpushare.AnnotationIndex: "1", gpushare.AnnotationDevUnits: "8",
+				gpushare.AnnotationUnit: "GiB",
 			},
 			wantCards: "0:0/16 1:6/8",
 		},
@@ -90,8 +92,19 @@ func TestBindWritesAnnotationsAndBinding(t *testing.T) {
 			want: map[string]string{
 				gpushare.AnnotationAllocation: `{"0":{"0":8,"1":8}}`, gpushare.AnnotationPodUnits: "16",
 				gpushare.AnnotationAssigned: "false", gpushare.AnnotationAssumeTime: epoch,
+				gpushare.AnnotationUnit: "GiB",
 			},
 			wantCards: "0:8/16 1:8/16 2:0/16",
+		},
+		{
+			// a node without inventory annotation states no unit: the record names none
+			name: "unit unknown", pod: "legacy", node: "old",
+			want: map[string]string{
+				gpushare.AnnotationAllocation: `{"0":{"0":4}}`, gpushare.AnnotationPodUnits: "4",
+				gpushare.AnnotationAssigned: "false", gpushare.AnnotationAssumeTime: epoch,
+				gpushare.AnnotationIndex: "0", gpushare.AnnotationDevUnits: "14",
+			},
+			wantCards: "0:4/14",
 		},
 	}
 	for _, tc := range tests {

@@ -283,6 +283,9 @@ func TestReserveBindUnreserve(t *testing.T) {
 	if got.Spec.NodeName != "n1" || !ok || err != nil || alloc.CardUsage(got)[0] != 12 {
 		t.Fatalf("bound pod: node %q, allocation %v (%v, %v)", got.Spec.NodeName, alloc, ok, err)
 	}
+	if u := got.Annotations[gpushare.AnnotationUnit]; u != "GiB" {
+		t.Errorf("bound pod's %s = %q, want the node's unit GiB", gpushare.AnnotationUnit, u)
+	}
 	// Unreserve after a successful Bind changes nothing.
 	f.pl.Unreserve(ctx, st, pod, "n1")
 	ct.Eventually(t, "bound pod counted", func() bool { return f.cards("n1") == "0:12/16" })

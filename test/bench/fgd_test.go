@@ -160,7 +160,7 @@ func newFGDCluster() (*cluster, error) {
 		p.UID = types.UID(p.Name)
 		var a gpushare.PodAllocation
 		a.Set(gpushare.ContainerRef{Index: 0}, gpushare.CardUnits{card: s.milli})
-		p.Annotations = gpushare.BindAnnotations(a, s.milli, gpushare.CardUnits{card: fgdCardUnits}, now)
+		p.Annotations = gpushare.BindAnnotations(a, s.milli, gpushare.CardUnits{card: fgdCardUnits}, gpushare.Unit{}, now)
 		p.Spec.NodeName = names[node]
 		p.Status.Phase = corev1.PodRunning
 		pods = append(pods, p)

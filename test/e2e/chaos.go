@@ -294,7 +294,7 @@ func placedPod(ns, name, node string, idx int, units int64) *corev1.Pod {
 	p.Spec.NodeName = node
 	var a gpushare.PodAllocation
 	a.Set(gpushare.ContainerRef{Index: 0}, gpushare.CardUnits{idx: units})
-	p.Annotations = gpushare.BindAnnotations(a, units, gpushare.CardUnits{idx: 80}, time.Now())
+	p.Annotations = gpushare.BindAnnotations(a, units, gpushare.CardUnits{idx: 80}, gpushare.GiB, time.Now())
 	return p
 }
 

@@ -111,7 +111,7 @@ func (o Objects) PlacedPod(i int, node string, card int, units int64, now time.T
 	p := o.Pod("placed", i, PodShape{Units: units, Cards: 1})
 	var a gpushare.PodAllocation
 	a.Set(gpushare.ContainerRef{Index: 0}, gpushare.CardUnits{card: units})
-	p.Annotations = gpushare.BindAnnotations(a, units, gpushare.CardUnits{card: o.CardUnits}, now)
+	p.Annotations = gpushare.BindAnnotations(a, units, gpushare.CardUnits{card: o.CardUnits}, gpushare.Unit{}, now)
 	p.Spec.NodeName = node
 	return p
 }

@@ -104,7 +104,7 @@ func Placed(pod *corev1.Pod, node string, cards gpushare.CardUnits) *corev1.Pod 
 	for _, u := range cards {
 		total += u
 	}
-	pod.Annotations = gpushare.BindAnnotations(a, total, gpushare.CardUnits{}, Epoch)
+	pod.Annotations = gpushare.BindAnnotations(a, total, gpushare.CardUnits{}, gpushare.Unit{}, Epoch)
 	pod.Spec.NodeName = node
 	pod.Status.Phase = corev1.PodRunning
 	return pod
