@@ -16,12 +16,15 @@ import (
 func TestRestoreEditedRecord(t *testing.T) {
 	tests := []struct {
 		name, edit string
+		unit       string // the unit annotation the edit sets too ("" leaves none)
 		wantPatch  bool
 	}{
 		{name: "moved to another card", edit: `{"0":{"1":6}}`, wantPatch: true},
 		{name: "zero units", edit: `{"0":{"0":0}}`, wantPatch: true},
 		{name: "not JSON", edit: `{not json`, wantPatch: true},
 		{name: "unchanged", edit: `{"0":{"0":6}}`},
+		{name: "unchanged in the node's unit", edit: `{"0":{"0":6}}`, unit: "GiB"},
+		{name: "in another unit", edit: `{"0":{"0":6}}`, unit: "MiB", wantPatch: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -29,7 +32,11 @@ func TestRestoreEditedRecord(t *testing.T) {
 			if got, err := e.allocate(t, 6); err != nil || got[gpushare.EnvIndex] != "0" {
 				t.Fatalf("p: Allocate(6) = %v, %v; want card 0", got, err)
 			}
-			e.editAnnotations(t, "p", map[string]string{gpushare.AnnotationAllocation: tc.edit})
+			edit := map[string]string{gpushare.AnnotationAllocation: tc.edit}
+			if tc.unit != "" {
+				edit[gpushare.AnnotationUnit] = tc.unit
+			}
+			e.editAnnotations(t, "p", edit)
 			before := len(e.client.Actions())
 			e.plugin.restoreAllocationRecords(context.Background(), e.plugin.podsOnNode())
 			patched := false
@@ -48,6 +55,9 @@ func TestRestoreEditedRecord(t *testing.T) {
 			}
 			if got := pod.Annotations[gpushare.AnnotationIndex]; tc.wantPatch && got != "0" {
 				t.Errorf("%s=%q, want 0", gpushare.AnnotationIndex, got)
+			}
+			if got := pod.Annotations[gpushare.AnnotationUnit]; tc.wantPatch && got != "GiB" {
+				t.Errorf("%s=%q, want the plugin's unit GiB", gpushare.AnnotationUnit, got)
 			}
 		})
 	}

@@ -112,8 +112,9 @@ func (p *Plugin) decideCards(c candidate, view nodeView) (cardDecision, error) {
 
 // validAllocation returns the pod's gpu-mem request and its allocation record (its
 // allocation annotations) when that holds a valid allocation for this node. Errors: the
-// request does not parse, or the record is absent, unreadable or invalid
-// (gpushare.PodRequest.ValidateAllocationOn this node's cards).
+// request does not parse, or the record is absent, unreadable, in another unit than this
+// plugin's (gpushare.CheckRecordUnit) or invalid (gpushare.PodRequest.ValidateAllocationOn
+// this node's cards).
 func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare.PodAllocation, error) {
 	req, err := p.cfg.Resources.PodRequest(pod)
 	if err != nil {
@@ -125,6 +126,9 @@ func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare
 		return req, gpushare.PodAllocation{}, err
 	case !has:
 		return req, gpushare.PodAllocation{}, fmt.Errorf("no allocation annotation")
+	}
+	if err := gpushare.CheckRecordUnit(pod, p.cfg.Unit); err != nil {
+		return req, gpushare.PodAllocation{}, err
 	}
 	if err := req.ValidateAllocationOn(a, p.cards.has); err != nil {
 		return req, gpushare.PodAllocation{}, err

@@ -189,9 +189,17 @@ func (e *testEnv) editAnnotations(t *testing.T, name string, ann map[string]stri
 	if _, err := e.client.CoreV1().Pods("default").Update(ctx, pod, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	shows := func(p *corev1.Pod) bool {
+		for k, v := range ann {
+			if p.Annotations[k] != v {
+				return false
+			}
+		}
+		return true
+	}
 	for i := 0; i < 100; i++ {
 		for _, p := range e.plugin.podsOnNode() {
-			if p.Name == name && p.Annotations[gpushare.AnnotationAllocation] == ann[gpushare.AnnotationAllocation] {
+			if p.Name == name && shows(p) {
 				return
 			}
 		}

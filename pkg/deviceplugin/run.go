@@ -11,15 +11,20 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-// Run watches card health, keeps the node's GPU facts current, and serves and registers
+// Run first refuses a unit change under running pods (checkUnitChange), then watches card
+// health, keeps the node's GPU facts current, and serves and registers
 // the plugin with kubelet (again after each kubelet restart). It waits for the pod informer
 // to sync before registering, since Allocate reads it, then adopts into the ledger the pods
 // an earlier process served (adoptServedPods), with cdi-allocation removes the specs of
 // pods that went meanwhile (removeStaleAllocationSpecs), keeps their allocation records true
 // (keepAllocationRecordsTrue) and, with a UsageInterval, runs the usage watchdog. Returns
-// when ctx is done, or early with an error when the informer never syncs or the plugin
-// folder cannot be watched.
+// when ctx is done, or early with an error when the unit changed under running pods, the
+// informer never syncs or the plugin folder cannot be watched.
 func (p *Plugin) Run(ctx context.Context) error {
+	// Before anything publishes the node's inventory in the new unit.
+	if err := p.checkUnitChange(ctx); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
