@@ -80,6 +80,7 @@ func CaseCDIAllocationEnvLoses(t *testing.T, e *Env) {
 		uuid = dev.UUID
 	}
 	logs := containerLogs(t, e, p.Namespace, p.Name, "c0")
+	t.Logf("the container's GPU environment:\n%s", logs)
 	want := map[string]string{
 		"GPUSHARE_SIMULATED_GPUS":  uuid,
 		gpushare.EnvVisibleDevices: uuid,
