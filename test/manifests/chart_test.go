@@ -279,6 +279,7 @@ func TestChartValues(t *testing.T) {
 			sets []string
 			want handover
 		}{
+			{"default", nil, handover{"cdi-allocation", "/var/run/cdi", true}},
 			{"cdi-allocation", []string{"sharePlugin.deviceListStrategy=cdi-allocation"}, handover{"cdi-allocation", "/var/run/cdi", true}},
 			{"cdi-allocation, simulated, own folder", []string{"sharePlugin.deviceListStrategy=cdi-allocation", "sharePlugin.simulate=t4", "sharePlugin.cdiSpecDir=/etc/cdi"},
 				handover{"cdi-allocation", "/etc/cdi", true}},
