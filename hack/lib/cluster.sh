@@ -34,9 +34,10 @@ NODE_MODE=${GPUSHARE_NODE_MODE:-auto}
 # Preset kwok nodes from hack/kwok-nodes.yaml: "yes" or "no" (the e2e suite makes its own).
 KWOK_NODES=${GPUSHARE_KWOK_NODES:-yes}
 SIMULATE=${GPUSHARE_SIMULATE:-t4}
-# How the real node's share-plugin hands cards over: envvar (NVIDIA_VISIBLE_DEVICES) or cdi-cri
+# How the real node's share-plugin hands cards over: envvar (NVIDIA_VISIBLE_DEVICES), cdi-cri
 # (CDI device names; share-plugin writes the simulated cards' CDI spec into $CDI_DIR, which
-# the node's containerd reads).
+# the node's containerd reads) or cdi-allocation (one CDI spec per container in $CDI_DIR,
+# whose variables a pod's own env cannot override).
 DEVICE_LIST_STRATEGY=${GPUSHARE_DEVICE_LIST_STRATEGY:-envvar}
 
 # The real node exists once per machine: kubelet's ports and its device-plugin folder

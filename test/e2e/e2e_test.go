@@ -24,6 +24,7 @@ func TestDeployManifestsDryRun(t *testing.T)     { CaseDeployManifestsDryRun(t, 
 func TestRealNodeTwoCards(t *testing.T)          { CaseRealNodeTwoCards(t, env) }
 func TestKubeletRestart(t *testing.T)            { CaseKubeletRestart(t, env) }
 func TestCDIHandover(t *testing.T)               { CaseCDIHandover(t, env) }
+func TestCDIAllocationEnvLoses(t *testing.T)     { CaseCDIAllocationEnvLoses(t, env) }
 func TestUsageWatchdog(t *testing.T)             { CaseUsageWatchdog(t, env) }
 func TestMPSIsolation(t *testing.T)              { CaseMPSIsolation(t, env) }
 func TestChaosExtenderKills(t *testing.T)        { CaseChaosExtenderKills(t, env) }

@@ -261,6 +261,8 @@ func CaseHelmInstall(t *testing.T, e *Env, topology string) {
 		"topology=" + topology,
 		"image.pullPolicy=Never",
 		"sharePlugin.simulate=t4",
+		// The chart's default cdi-allocation, in the folder the real node's containerd reads.
+		"sharePlugin.cdiSpecDir=" + filepath.Join(e.cfg.state, "cdi"),
 		"sharePlugin.hostNetwork=true",
 		"sharePlugin.metricsPort=39401",
 		"extender.hostNetwork=true",

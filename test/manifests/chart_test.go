@@ -116,6 +116,11 @@ func TestChartMatchesDeploy(t *testing.T) {
 	}
 
 	c := render(t, "kube-system", nil)
+	var ds appsv1.DaemonSet
+	c.decode(t, "DaemonSet/share-plugin", &ds)
+	if diff := cmp.Diff(handoverOf(deployDaemonSet(t, "share-plugin/daemonset.yaml").Spec.Template.Spec), handoverOf(ds.Spec.Template.Spec)); diff != "" {
+		t.Errorf("share-plugin's handover: deploy/share-plugin (-) vs chart (+):\n%s", diff)
+	}
 	deployed := load(t)
 	for name, want := range deployed.policies {
 		var got admissionregistrationv1.ValidatingAdmissionPolicy
@@ -266,6 +271,31 @@ func TestChartValues(t *testing.T) {
 		}
 		if img := spec.Containers[0].Image; !strings.HasPrefix(img, "registry.example.com/gpushare/share-plugin:") {
 			t.Errorf("image %s ignores image.registry", img)
+		}
+	})
+	t.Run("handover", func(t *testing.T) {
+		tests := []struct {
+			name string
+			sets []string
+			want handover
+		}{
+			{"default", nil, handover{"cdi-allocation", "/var/run/cdi", true}},
+			{"cdi-allocation", []string{"sharePlugin.deviceListStrategy=cdi-allocation"}, handover{"cdi-allocation", "/var/run/cdi", true}},
+			{"cdi-allocation, simulated, own folder", []string{"sharePlugin.deviceListStrategy=cdi-allocation", "sharePlugin.simulate=t4", "sharePlugin.cdiSpecDir=/etc/cdi"},
+				handover{"cdi-allocation", "/etc/cdi", true}},
+			{"cdi-cri, simulated", []string{"sharePlugin.deviceListStrategy=cdi-cri", "sharePlugin.simulate=t4"}, handover{"cdi-cri", "/var/run/cdi", true}},
+			// Real cards with cdi-cri: the node's spec comes from nvidia-ctk, share-plugin writes none.
+			{"cdi-cri", []string{"sharePlugin.deviceListStrategy=cdi-cri"}, handover{Strategy: "cdi-cri"}},
+			{"envvar", []string{"sharePlugin.deviceListStrategy=envvar"}, handover{Strategy: "envvar"}},
+		}
+		for _, tc := range tests {
+			t.Run(tc.name, func(t *testing.T) {
+				var ds appsv1.DaemonSet
+				render(t, "kube-system", tc.sets).decode(t, "DaemonSet/share-plugin", &ds)
+				if diff := cmp.Diff(tc.want, handoverOf(ds.Spec.Template.Spec)); diff != "" {
+					t.Errorf("share-plugin's handover (-want,+got):\n%s", diff)
+				}
+			})
 		}
 	})
 	t.Run("mutating policy version", func(t *testing.T) {

@@ -1,9 +1,9 @@
 // Command gpuenv stands in for a GPU notebook in the demo and e2e images: it prints the
 // GPU-related environment the device plugin's Allocate injected (NVIDIA_VISIBLE_DEVICES,
-// every ALIYUN_COM_GPU_MEM_* and, on MPS nodes, CUDA_MPS_* variable, one KEY=value line each,
-// sorted), plus
-// GPUSHARE_SIMULATED_GPUS=<UUIDs> when the runtime mounted simulated cards from their CDI spec
-// (the cdi-cri strategy), and then sleeps until SIGTERM or SIGINT, so `kubectl logs` shows
+// CUDA_VISIBLE_DEVICES, every ALIYUN_COM_GPU_MEM_* and, on MPS nodes, CUDA_MPS_* variable, one
+// KEY=value line per entry, sorted: a key given twice prints twice), plus
+// GPUSHARE_SIMULATED_GPUS=<UUIDs> when the runtime mounted simulated cards from a CDI spec
+// (the cdi-cri and cdi-allocation strategies), and then sleeps until SIGTERM or SIGINT, so `kubectl logs` shows
 // what the container got.
 package main
 
@@ -36,6 +36,9 @@ var memPrefix = strings.TrimSuffix(gpushare.EnvIndex, "IDX")
 // labelled gpushare.io/isolation=mps.
 var mpsPrefix = strings.TrimSuffix(gpushare.EnvMPSPipeDirectory, "PIPE_DIRECTORY")
 
+// envCUDAVisibleDevices is the cards CUDA uses; share-plugin's cdi-allocation strategy sets it.
+const envCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
+
 // simulatedLine is the line printed for the simulated cards found in gpushare.SimulatedGPUDir.
 const simulatedLine = "GPUSHARE_SIMULATED_GPUS"
 
@@ -64,7 +67,7 @@ func printEnv(w io.Writer, env, simulated []string) {
 	}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
-		if k == gpushare.EnvVisibleDevices || strings.HasPrefix(k, memPrefix) || strings.HasPrefix(k, mpsPrefix) {
+		if k == gpushare.EnvVisibleDevices || k == envCUDAVisibleDevices || strings.HasPrefix(k, memPrefix) || strings.HasPrefix(k, mpsPrefix) {
 			out = append(out, kv)
 		}
 	}

@@ -19,14 +19,19 @@ func TestPrintEnv(t *testing.T) {
 		{
 			name: "gpu vars sorted, others dropped",
 			env: []string{"PATH=/bin", "ALIYUN_COM_GPU_MEM_POD=4", "NVIDIA_VISIBLE_DEVICES=GPU-1",
-				"ALIYUN_COM_GPU_MEM_IDX=0", "HOME=/", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M", "CUDA_VISIBLE_DEVICES=0"},
-			want: "ALIYUN_COM_GPU_MEM_IDX=0\nALIYUN_COM_GPU_MEM_POD=4\nCUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M\nNVIDIA_VISIBLE_DEVICES=GPU-1\n",
+				"ALIYUN_COM_GPU_MEM_IDX=0", "HOME=/", "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M", "CUDA_VISIBLE_DEVICES=0", "CUDA_HOME=/usr/local/cuda"},
+			want: "ALIYUN_COM_GPU_MEM_IDX=0\nALIYUN_COM_GPU_MEM_POD=4\nCUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=4096M\nCUDA_VISIBLE_DEVICES=0\nNVIDIA_VISIBLE_DEVICES=GPU-1\n",
 		},
 		{
 			name:      "simulated cards from CDI, no NVIDIA_VISIBLE_DEVICES",
 			env:       []string{"ALIYUN_COM_GPU_MEM_IDX=0,1", "PATH=/bin"},
 			simulated: []string{"GPU-b", "GPU-a"},
 			want:      "ALIYUN_COM_GPU_MEM_IDX=0,1\nGPUSHARE_SIMULATED_GPUS=GPU-a,GPU-b\n",
+		},
+		{
+			name: "a key given twice prints twice",
+			env:  []string{"NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_VISIBLE_DEVICES=GPU-1"},
+			want: "NVIDIA_VISIBLE_DEVICES=GPU-1\nNVIDIA_VISIBLE_DEVICES=all\n",
 		},
 		{
 			name: "none",

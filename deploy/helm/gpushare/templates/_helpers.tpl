@@ -81,9 +81,11 @@ localhost
 {{- end }}
 
 {{/*
-gpushare.simulatedCDI is non-empty when share-plugin simulates GPUs and hands them over as CDI
-devices: it then writes the simulated cards' CDI spec into sharePlugin.cdiSpecDir on the host.
+gpushare.writesCDI is non-empty when share-plugin writes CDI specs into sharePlugin.cdiSpecDir
+on the host, the folder the runtime reads: with cdi-allocation, one spec per container it
+serves; with simulated GPUs and cdi-cri (or cdi-allocation), the simulated cards' spec and files.
 */}}
-{{- define "gpushare.simulatedCDI" -}}
-{{- if and .Values.sharePlugin.simulate (eq .Values.sharePlugin.deviceListStrategy "cdi-cri") }}true{{ end }}
+{{- define "gpushare.writesCDI" -}}
+{{- $s := .Values.sharePlugin.deviceListStrategy }}
+{{- if or (eq $s "cdi-allocation") (and .Values.sharePlugin.simulate (eq $s "cdi-cri")) }}true{{ end }}
 {{- end }}
