@@ -410,23 +410,30 @@ func multiContainerMultiCard(t *testing.T, e *Env, sched string) {
 			t.Errorf("card %d holds %d units, capacity %d (usage %v)", idx, u, capacity[idx], used)
 		}
 	}
+	// The extender learns the pods from its own watch: with gpushare-scheduler binding, the pods
+	// may be Running before that watch has delivered their records, so wait for it to agree.
 	ctx := testContext(t, 30*time.Second)
-	b, err := extenderInspect(ctx, e, node)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := parseInspect(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotUsed := map[int]int64{}
-	for _, d := range n.Cards {
-		if d.Used != 0 {
-			gotUsed[d.Index] = d.Used
+	var diff string
+	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		b, err := extenderInspect(ctx, e, node)
+		if err != nil {
+			return false, err
 		}
-	}
-	if diff := cmp.Diff(used, gotUsed); diff != "" {
-		t.Errorf("extender per-card usage vs pod annotations (-annotations,+extender):\n%s", diff)
+		n, err := parseInspect(b)
+		if err != nil {
+			return false, err
+		}
+		gotUsed := map[int]int64{}
+		for _, d := range n.Cards {
+			if d.Used != 0 {
+				gotUsed[d.Index] = d.Used
+			}
+		}
+		diff = cmp.Diff(used, gotUsed)
+		return diff == "", nil
+	})
+	if err != nil {
+		t.Errorf("extender per-card usage vs pod annotations after 30s (-annotations,+extender): %v\n%s", err, diff)
 	}
 
 	mixed := newKwokNode(t, e, "mixed", a100, t4)
