@@ -197,15 +197,7 @@ func (e *testEnv) editAnnotations(t *testing.T, name string, ann map[string]stri
 		}
 		return true
 	}
-	for i := 0; i < 100; i++ {
-		for _, p := range e.plugin.podsOnNode() {
-			if p.Name == name && shows(p) {
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatalf("informer never showed pod %s edited", name)
+	waitInformerShows(t, e, name, shows)
 }
 
 // TestDeletedServedPodFreesItsCard: a served pod deleted before any other Allocate leaves
