@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -52,7 +54,7 @@ func setReserved(c *corev1.Container, v reservedVar, byPrefix bool) string {
 	return `container "` + c.Name + `" sets ` + v.name
 }
 
-// CaseReservedEnvTenant: a tenant (the namespace's "edit" role) is refused, with a message
+// CaseReservedEnvTenant: a tenant (the namespace's "edit" role, and kubectl debug's right) is refused, with a message
 // naming the variable or the prefix, a pod requesting 1 unit that sets any reserved variable
 // in a container, in an init container, by name or by envFrom from a ConfigMap under a prefix
 // that makes it; the same in a container it adds to a running pod's spec as kubectl debug does
@@ -64,7 +66,7 @@ func CaseReservedEnvTenant(t *testing.T, e *Env) {
 	ctx := testContext(t, 2*time.Minute)
 	requirePolicies(ctx, t, e, reservedEnvPolicy)
 	ns := newNamespace(t, e)
-	tenant := tenantClient(ctx, t, e, ns)
+	tenant := tenantDebugClient(ctx, t, e, ns)
 	createReservedKeys(ctx, t, tenant, ns)
 	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 
@@ -160,7 +162,7 @@ func CaseReservedEnvFromConfigMap(t *testing.T, e *Env) {
 	t.Cleanup(func() { labelNode(context.Background(), t, e, e.RealNode, "") })
 
 	ns := newNamespace(t, e)
-	tenant := tenantClient(ctx, t, e, ns)
+	tenant := tenantDebugClient(ctx, t, e, ns)
 	createReservedKeys(ctx, t, tenant, ns)
 	p := gpuPod(ns, "from-configmap", e.RealNode, ctr{units: 1})
 	p.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{
@@ -187,6 +189,48 @@ func CaseReservedEnvFromConfigMap(t *testing.T, e *Env) {
 		gpushare.EnvMPSPinnedMemLimit: gpushare.MPSMemLimit(1024),
 		gpushare.EnvMPSPipeDirectory:  filepath.Join(root, dev.UUID, "pipe"),
 	})
+}
+
+// tenantDebugClient is tenantClient's tenant, also allowed to add debug containers in ns
+// (pods/ephemeralcontainers, which "edit" does not grant: kubectl debug needs it), once the
+// API server's authorizer says it may create ConfigMaps and add debug containers there.
+func tenantDebugClient(ctx context.Context, t *testing.T, e *Env, ns string) kubernetes.Interface {
+	t.Helper()
+	tenant := tenantClient(ctx, t, e, ns)
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "e2e-tenant-debug", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods/ephemeralcontainers"},
+			Verbs: []string{"get", "patch", "update"}}},
+	}
+	if _, err := e.Client.RbacV1().Roles(ns).Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating Role %s: %v", role.Name, err)
+	}
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: role.Name, Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenantUser}},
+	}
+	if _, err := e.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("granting %s kubectl debug in %s: %v", tenantUser, ns, err)
+	}
+	wants := []authorizationv1.ResourceAttributes{
+		{Namespace: ns, Verb: "create", Resource: "configmaps"},
+		{Namespace: ns, Verb: "patch", Resource: "pods", Subresource: "ephemeralcontainers"},
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		for _, w := range wants {
+			r, err := tenant.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx,
+				&authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &w}}, metav1.CreateOptions{})
+			if err != nil || !r.Status.Allowed {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("%s never got %v in %s", tenantUser, wants, ns)
+	}
+	return tenant
 }
 
 // createReservedKeys creates, as the tenant, ConfigMap reservedKeys in ns: every reserved
