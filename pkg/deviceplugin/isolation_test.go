@@ -129,7 +129,7 @@ func TestAllocateIsolation(t *testing.T) {
 					gpushare.EnvMPSLogDirectory:   dir + "/log",
 				}
 				wantMounts = []*pluginapi.Mount{
-					{ContainerPath: dir + "/pipe", HostPath: dir + "/pipe"},
+					{ContainerPath: dir + "/pipe", HostPath: dir + "/pipe", ReadOnly: true},
 					{ContainerPath: dir + "/log", HostPath: dir + "/log", ReadOnly: true},
 					{ContainerPath: "/dev/shm", HostPath: dir + "/shm"},
 				}
@@ -230,5 +230,40 @@ func TestAllocateNodeUnreadable(t *testing.T) {
 	}
 	if _, err := e.allocateResp(t, 2); status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), gpushare.LabelIsolation) {
 		t.Errorf("Allocate = %v, want Unavailable naming %s", err, gpushare.LabelIsolation)
+	}
+}
+
+// TestMPSMountsReadOnly: whatever the handover strategy, a container on an MPS node gets its
+// card's pipe and log folders read-only (every container of the card shares them; one that
+// could write there could remove or replace the daemon's pipes and sockets under its
+// neighbours) and only the card's shm folder, its /dev/shm, writable.
+func TestMPSMountsReadOnly(t *testing.T) {
+	for _, strategy := range []DeviceListStrategy{DeviceListEnvVar, DeviceListCDICRI, DeviceListCDIAllocation} {
+		t.Run(string(strategy), func(t *testing.T) {
+			e := newTestEnv(t, "t4:2", makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})))
+			root := e.withMPSRoot(t, 0, 1)
+			if strategy == DeviceListCDIAllocation {
+				e.withAllocationSpecs(t, true)
+			} else {
+				e.plugin.cfg.DeviceListStrategy = strategy
+			}
+			e.setIsolation(t, "mps")
+			r, err := e.allocateResp(t, 4)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dir := filepath.Join(root, uuid(0))
+			got := map[string]bool{} // host path: writable
+			for _, m := range r.Mounts {
+				got[m.HostPath] = !m.ReadOnly
+				if m.ContainerPath != m.HostPath && m.ContainerPath != "/dev/shm" {
+					t.Errorf("mount %s at %s: want the host path (the daemon and its clients name the same paths)", m.HostPath, m.ContainerPath)
+				}
+			}
+			want := map[string]bool{dir + "/pipe": false, dir + "/log": false, dir + "/shm": true}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("mounts, host path: writable (-want,+got):\n%s", d)
+			}
+		})
 	}
 }

@@ -43,9 +43,13 @@ func (p *Plugin) mpsDirs(uuid string) mpsDirs {
 // as a client of c's MPS control daemon: the pinned device-memory limit of its grant, the
 // daemon's pipe and log folders (environment and mounts, at the host paths, so the paths the
 // daemon and its clients use are the same in every mount namespace) and the card's MPS shared
-// memory as /dev/shm. Errors (*refusal): the container is not on exactly one card, or the
-// card's daemon has not said it is ready: a container started without a daemon would run
-// unlimited.
+// memory as /dev/shm. The pipe and log folders are mounted read-only: every container of the
+// card shares them, and a container that could remove, rename or replace the daemon's pipes
+// and sockets could cut its neighbours off MPS or put its own listener in the daemon's place.
+// A read-only mount still lets a client open the daemon's FIFOs and connect to its sockets:
+// Linux refuses writes on a read-only mount only to regular files, directories and symlinks.
+// Errors (*refusal): the container is not on exactly one card, or the card's daemon has not
+// said it is ready: a container started without a daemon would run unlimited.
 func (p *Plugin) mpsResponse(cand candidate, cards []gpushare.Device, units []int64) (map[string]string, []*pluginapi.Mount, error) {
 	if len(cards) != 1 {
 		return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node isolates cards with MPS (%s=%s), which serves one card per container, and the container has %d",
@@ -68,7 +72,7 @@ func (p *Plugin) mpsResponse(cand candidate, cards []gpushare.Device, units []in
 		gpushare.EnvMPSLogDirectory:   dirs.log,
 	}
 	mounts := []*pluginapi.Mount{
-		{ContainerPath: dirs.pipe, HostPath: dirs.pipe},
+		{ContainerPath: dirs.pipe, HostPath: dirs.pipe, ReadOnly: true},
 		{ContainerPath: dirs.log, HostPath: dirs.log, ReadOnly: true},
 		// MPS clients and their server exchange data through POSIX shared memory, so the
 		// container's /dev/shm is the one of the card's daemon (NVIDIA's device plugin mounts

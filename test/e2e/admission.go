@@ -227,20 +227,22 @@ func requirePolicies(ctx context.Context, t *testing.T, e *Env, more ...string) 
 	}
 }
 
+// tenantUser is the user tenantClient impersonates.
+const tenantUser = "e2e-tenant"
+
 // tenantClient impersonates a user who holds the built-in "edit" role in ns only.
 func tenantClient(ctx context.Context, t *testing.T, e *Env, ns string) kubernetes.Interface {
 	t.Helper()
-	const user = "e2e-tenant"
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "e2e-tenant-edit", Namespace: ns},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: tenantUser}},
 	}
 	if _, err := e.Client.RbacV1().RoleBindings(ns).Create(ctx, rb, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("granting %s edit in %s: %v", user, ns, err)
+		t.Fatalf("granting %s edit in %s: %v", tenantUser, ns, err)
 	}
 	cfg := rest.CopyConfig(e.Rest)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: tenantUser, Groups: []string{"system:authenticated"}}
 	c, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

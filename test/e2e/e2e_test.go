@@ -25,6 +25,7 @@ func TestRealNodeTwoCards(t *testing.T)          { CaseRealNodeTwoCards(t, env) 
 func TestKubeletRestart(t *testing.T)            { CaseKubeletRestart(t, env) }
 func TestCDIHandover(t *testing.T)               { CaseCDIHandover(t, env) }
 func TestCDIAllocationEnvLoses(t *testing.T)     { CaseCDIAllocationEnvLoses(t, env) }
+func TestReservedEnvFromConfigMap(t *testing.T)  { CaseReservedEnvFromConfigMap(t, env) }
 func TestUsageWatchdog(t *testing.T)             { CaseUsageWatchdog(t, env) }
 func TestMPSIsolation(t *testing.T)              { CaseMPSIsolation(t, env) }
 func TestChaosExtenderKills(t *testing.T)        { CaseChaosExtenderKills(t, env) }
@@ -36,6 +37,7 @@ func TestAnonymousBindRefusedAtTLS(t *testing.T) { CaseAnonymousBindRefusedAtTLS
 func TestAdmissionTenant(t *testing.T)           { CaseAdmissionTenantAllocation(t, env) }
 func TestAdmissionNodeScope(t *testing.T)        { CaseAdmissionSharePluginNodeScope(t, env) }
 func TestAdmissionSelfPlacement(t *testing.T)    { CaseAdmissionSelfPlacement(t, env) }
+func TestReservedEnvTenant(t *testing.T)         { CaseReservedEnvTenant(t, env) }
 func TestBindChecksRequest(t *testing.T)         { CaseBindChecksRequest(t, env) }
 func TestSlowBodies(t *testing.T)                { CaseSlowBodies(t, env) }
 func TestExtenderFailover(t *testing.T)          { CaseExtenderFailover(t, env) }

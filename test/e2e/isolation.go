@@ -29,16 +29,7 @@ func CaseMPSIsolation(t *testing.T, e *Env) {
 	root := filepath.Join(e.cfg.state, "mps")
 	t.Cleanup(func() { _ = os.RemoveAll(root) })
 	inv := restartSharePlugin(ctx, t, e, "t4:2", "GPUSHARE_MPS_ROOT="+root)
-	for _, d := range inv.Devices {
-		for _, sub := range []string{"pipe", "log", "shm"} {
-			if err := os.MkdirAll(filepath.Join(root, d.UUID, sub), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(root, d.UUID, gpushare.MPSReadyFile), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	readyMPSFolders(t, root, inv)
 	labelNode(ctx, t, e, e.RealNode, string(gpushare.IsolationMPS))
 	t.Cleanup(func() { labelNode(context.Background(), t, e, e.RealNode, "") })
 

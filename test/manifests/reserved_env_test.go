@@ -115,6 +115,13 @@ func TestReservedEnv(t *testing.T) {
 		{"envFrom of a Secret under ALIYUN_COM_GPU_MEM_CONT", createPod(tenant(), withEnvFrom(envPod("team-a", 1), corev1.EnvFromSource{
 			Prefix: "ALIYUN_COM_GPU_MEM_CONT", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "s"}}})),
 			refusedPrefix},
+		{"init container takes envFrom under ALIYUN_", createPod(tenant(), func() *corev1.Pod {
+			p := withInit(envPod("team-a", 1))
+			p.Spec.InitContainers[0].EnvFrom = []corev1.EnvFromSource{fromConfigMap("ALIYUN_")}
+			return p
+		}()), `container "setup" takes envFrom under prefix ALIYUN_, which could set ALIYUN_COM_GPU_MEM_*`},
+		{"a pod created with an ephemeral container that sets CUDA_MPS_PIPE_DIRECTORY",
+			createPod(tenant(), withDebug(envPod("team-a", 1), "debugger", envVar("CUDA_MPS_PIPE_DIRECTORY"))), `container "debugger" sets CUDA_MPS_PIPE_DIRECTORY`},
 		{"envFrom under prefixes that cannot begin a reserved name", createPod(tenant(), withEnvFrom(envPod("team-a", 1),
 			fromConfigMap("APP_"), fromConfigMap("CUDA_HOME_"), fromConfigMap("CUDA_VISIBLE_DEVICES_"), fromConfigMap("MY_NVIDIA_"))), ""},
 		// Admission cannot see a ConfigMap's keys: docs/security.md says so and what covers it.
@@ -128,6 +135,12 @@ func TestReservedEnv(t *testing.T) {
 				p.Spec.EphemeralContainers[0].EnvFrom = []corev1.EnvFromSource{fromConfigMap("CUDA_MPS_")}
 				return p
 			}()), `container "debugger" takes envFrom under prefix CUDA_MPS_`},
+		{"kubectl debug adds a container under envFrom prefix N",
+			addDebug(tenant(), running, func() *corev1.Pod {
+				p := withDebug(running, "debugger")
+				p.Spec.EphemeralContainers[0].EnvFrom = []corev1.EnvFromSource{fromConfigMap("N")}
+				return p
+			}()), `container "debugger" takes envFrom under prefix N, which could set NVIDIA_*`},
 		{"kubectl debug adds a plain container", addDebug(tenant(), running, withDebug(running, "debugger")), ""},
 		// A pod admitted before the policy keeps running; adding a debug container to it is
 		// judged by what the request adds.
