@@ -71,14 +71,8 @@ func TestParseCardChoice(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, err := ParseCardChoice(tt.ann)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if !wantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if (c == nil) != tt.wantNil {
 				t.Fatalf("choice = %+v, want nil %v", c, tt.wantNil)
@@ -121,14 +115,8 @@ func TestPlacementRequest(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			req, err := res.PlacementRequest(pod(tt.ann, nil, ctr("a", tt.mem, 0)))
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
+			if !wantErr(t, err, tt.wantErr) {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if (req.Choice != nil) != tt.wantChoice {
 				t.Fatalf("Choice = %+v, want set %v", req.Choice, tt.wantChoice)
@@ -150,4 +138,42 @@ func TestCardChoiceAnnotations(t *testing.T) {
 	if want := "gpushare.io/card-policy=spread nvidia.com/use-gputype=A100,H100"; got != want {
 		t.Fatalf("Annotations() = %q, want %q", got, want)
 	}
+}
+
+// wantErr checks err against want ("": no error, else a part of its text) and reports
+// whether the case goes on (no error was wanted).
+func wantErr(t *testing.T, err error, want string) bool {
+	t.Helper()
+	switch {
+	case want == "" && err != nil:
+		t.Fatal(err)
+	case want != "" && (err == nil || !strings.Contains(err.Error(), want)):
+		t.Fatalf("err = %v, want %q", err, want)
+	}
+	return want == ""
+}
+
+// FuzzParseCardChoice: tenant-written annotations never panic, and a parsed choice has
+// bounded entries that Allows and Describe handle.
+func FuzzParseCardChoice(f *testing.F) {
+	for _, s := range []string{"A100", "a100, H100", "GPU-1,GPU-2", "", ",", "spread", strings.Repeat("x,", 20)} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, types, policy string) {
+		c, err := ParseCardChoice(map[string]string{
+			AnnotationHAMiUseGPUType: types, AnnotationAvoidGPUUUID: types, AnnotationCardPolicy: policy,
+		})
+		if err != nil {
+			return
+		}
+		for _, r := range c.Rules {
+			if len(r.Values) == 0 || len(r.Values) > maxCardChoiceEntries {
+				t.Fatalf("%d entries", len(r.Values))
+			}
+		}
+		_ = c.Allows("NVIDIA A100", "GPU-1")
+		if len(c.Describe()) > 4*maxCardChoiceValueBytes {
+			t.Fatalf("description of %d bytes", len(c.Describe()))
+		}
+	})
 }

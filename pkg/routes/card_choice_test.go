@@ -1,7 +1,6 @@
 package routes_test
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,12 +84,7 @@ func TestFilterCardChoice(t *testing.T) {
 			if tc.wantUnresolvabl == nil {
 				tc.wantUnresolvabl = extenderv1.FailedNodesMap{}
 			}
-			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
-			if rec.Code != http.StatusOK {
-				t.Fatalf("status %d: %s", rec.Code, rec.Body)
-			}
-			var got extenderv1.ExtenderFilterResult
-			decodeInto(t, rec, &got)
+			got := f.filter(t, tc.pod, names)
 			want := extenderv1.ExtenderFilterResult{NodeNames: &tc.wantPass, FailedNodes: tc.wantFailed, FailedAndUnresolvableNodes: tc.wantUnresolvabl}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("(-want,+got):\n%s", d)
@@ -118,13 +112,7 @@ func TestPrioritizeCardChoice(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/prioritize", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
-			if rec.Code != http.StatusOK {
-				t.Fatalf("status %d: %s", rec.Code, rec.Body)
-			}
-			var got extenderv1.HostPriorityList
-			decodeInto(t, rec, &got)
-			if d := cmp.Diff(tc.want, got); d != "" {
+			if d := cmp.Diff(tc.want, f.prioritize(t, tc.pod, names)); d != "" {
 				t.Errorf("(-want,+got):\n%s", d)
 			}
 		})
@@ -135,7 +123,9 @@ func TestBindCardChoice(t *testing.T) {
 	tests := []struct {
 		name      string
 		ann       map[string]string
+		node      string // "": mixed
 		wantAlloc string
+		wantErr   string
 	}{
 		{name: "no annotations: binpack's fullest card", wantAlloc: `{"0":{"1":4}}`},
 		{name: "use-gputype A100", ann: map[string]string{gpushare.AnnotationHAMiUseGPUType: "a100"}, wantAlloc: `{"0":{"2":4}}`},
@@ -146,14 +136,22 @@ func TestBindCardChoice(t *testing.T) {
 			ann:       map[string]string{gpushare.AnnotationCardPolicy: "spread", gpushare.AnnotationAvoidGPUType: "A100"},
 			wantAlloc: `{"0":{"0":4}}`,
 		},
+		{
+			name: "no card of the type on the node", ann: map[string]string{gpushare.AnnotationHAMiUseGPUType: "a100"}, node: "t4",
+			wantErr: "choosing cards for pod default/p on t4: gpu-mem: no card of type a100 on this node (its cards: Tesla T4)",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, cardChoiceCluster(annotated("p", 4, tc.ann))...)
 			p := f.pod(t, "p")
-			res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: p.Name, PodNamespace: p.Namespace, PodUID: p.UID, Node: "mixed"})
-			if res.Error != "" {
-				t.Fatalf("bind error: %s", res.Error)
+			node := tc.node
+			if node == "" {
+				node = "mixed"
+			}
+			res := f.bind(t, extenderv1.ExtenderBindingArgs{PodName: p.Name, PodNamespace: p.Namespace, PodUID: p.UID, Node: node})
+			if res.Error != tc.wantErr {
+				t.Fatalf("bind error %q, want %q", res.Error, tc.wantErr)
 			}
 			if got := f.pod(t, "p").Annotations[gpushare.AnnotationAllocation]; got != tc.wantAlloc {
 				t.Errorf("allocation %s, want %s", got, tc.wantAlloc)
