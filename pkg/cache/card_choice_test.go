@@ -148,3 +148,63 @@ func TestCardChoiceBindRequest(t *testing.T) {
 		})
 	}
 }
+
+// TestForPodCardChoiceConstraints: fgd's typical pods carry their card annotations as they
+// carry node affinity: a node with none of the cards a shape allows fails its constraint,
+// one with some meets it; the learned workload weighs the shape by the units it can reach.
+func TestForPodCardChoiceConstraints(t *testing.T) {
+	v100 := func(name string) *corev1.Node {
+		return ct.NodeWith(name,
+			gpushare.Device{Index: 0, UUID: "GPU-" + name + "-0", Model: "Tesla V100-SXM2-16GB", Units: 16, Healthy: true},
+			gpushare.Device{Index: 1, UUID: "GPU-" + name + "-1", Model: "Tesla V100-SXM2-16GB", Units: 16, Healthy: true})
+	}
+	mixed := ct.NodeWith("mixed",
+		gpushare.Device{Index: 0, UUID: "GPU-mixed-0", Model: "Tesla T4", Units: 16, Healthy: true},
+		gpushare.Device{Index: 1, UUID: "GPU-mixed-1", Model: "Tesla V100-SXM2-16GB", Units: 16, Healthy: true})
+	tests := []struct {
+		name string
+		ann  map[string]string
+		want []bool // Unmet.Has(1) on t4, v100, mixed
+	}{
+		{name: "use-gputype", ann: map[string]string{gpushare.AnnotationHAMiUseGPUType: "t4"}, want: []bool{false, true, false}},
+		{name: "nouse-gputype", ann: map[string]string{gpushare.AnnotationAvoidGPUType: "T4"}, want: []bool{true, false, false}},
+		{name: "use-gpuuuid", ann: map[string]string{gpushare.AnnotationUseGPUUUID: "GPU-v100-1"}, want: []bool{true, false, true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := requesting(choosing("a", 4, 1, tc.ann), 1000, 512)
+			e := ct.StartTracking(t, withHost(ct.Node("t4", 16, 16), 16, 64), withHost(v100("v100"), 16, 64),
+				withHost(mixed.DeepCopy(), 16, 64), a, requesting(ct.Pod("b", 4), 1000, 512))
+			nodes := []string{"t4", "v100", "mixed"}
+			unmet := func() []bool {
+				out := make([]bool, len(nodes))
+				e.Cache.ViewEach(nodes, nil, func(i int, n policy.Node) { out[i] = n.Unmet.Has(1) })
+				return out
+			}
+			ct.Eventually(t, "card choice numbered as constraint 1", func() bool { return slices.Equal(tc.want, unmet()) })
+			// ForPod's rates equal those of fgd with the expected workload: a's shape weighs
+			// 0.5 × 96 free / the free units of the nodes meeting it.
+			var reach float64
+			for _, failed := range tc.want {
+				if !failed {
+					reach += 32
+				}
+			}
+			host := policy.Host{CPUMilli: 1000, MemoryMiB: 512}
+			want := policy.Workload{
+				{Cards: 1, PerCard: 4, Host: host, Weight: 0.5},
+				{Cards: 1, PerCard: 4, Host: host, Constraint: 1, Weight: 0.5 * 96 / reach},
+			}
+			req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Kind: gpushare.App, Units: 4, Cards: 1}}}
+			rates := func(pol policy.Policy) []float64 {
+				sc := policy.NewScorer(pol, req, host)
+				out := make([]float64, len(nodes))
+				e.Cache.ViewEach(nodes, nil, func(i int, n policy.Node) { out[i], _ = sc.Score(n) })
+				return out
+			}
+			ct.Eventually(t, "workload learned with the card choice", func() bool {
+				return slices.Equal(rates(e.Cache.ForPod(fgd(t))), rates(fgd(t).(policy.WorkloadAware).WithWorkload(want, e.Cache.Capacity())))
+			})
+		})
+	}
+}

@@ -29,7 +29,7 @@ func (c *Cache) hostPodHandler() toolscache.ResourceEventHandler {
 
 func (c *Cache) onHostNode(obj any) {
 	if n, ok := obj.(*slimNode); ok {
-		c.hosts.setNode(n.name, n.alloc, n.labels)
+		c.hosts.setNode(n.name, n.alloc, n.labels, n.inv.Devices)
 	}
 }
 
