@@ -59,6 +59,16 @@ var cardRuleKinds = []struct {
 	{AnnotationAvoidGPUUUID, true, true},
 }
 
+// CardChoiceAnnotationKeys lists every pod annotation ParseCardChoice reads: tenants write
+// them (the admission policy that guards allocation records lets them through).
+func CardChoiceAnnotationKeys() []string {
+	out := []string{AnnotationCardPolicy}
+	for _, k := range cardRuleKinds {
+		out = append(out, k.key)
+	}
+	return out
+}
+
 // CardRule is one card annotation of a pod: a card passes when it matches one of Values
 // (Avoid false) or none of them (Avoid true).
 type CardRule struct {
