@@ -34,6 +34,8 @@ func (b *Binder) ReserveFailed(pod metav1.Object, node string, err error) error 
 		return Fail(metrics.BindNodeUnfit, "binding pod %s/%s to %s: %s", ns, name, node, b.Wording.Reject(err).Reason)
 	case errors.As(err, &fit):
 		err = errors.New(b.Wording.FitReason(fit))
+	case errors.As(err, new(*cache.ChoiceError)):
+		err = errors.New(b.Wording.Reject(err).Reason)
 	}
 	return Fail(metrics.BindNoFit, "choosing cards for pod %s/%s on %s: %w", ns, name, node, err)
 }

@@ -11,15 +11,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
+	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
 // podConstraint is a pod's node constraint as the scheduler matches it (required node
-// affinity and node selector), numbered for fgd's typical shapes (policy.Constraint). Pods
-// whose constraints have one canonical signature share one podConstraint.
+// affinity and node selector) and, for a pod that chooses its cards by annotation, its card
+// choice, numbered for fgd's typical shapes (policy.Constraint). Pods whose constraints have
+// one canonical signature share one podConstraint.
 type podConstraint struct {
-	id  policy.Constraint
-	req nodeaffinity.RequiredNodeAffinity
+	id     policy.Constraint
+	req    nodeaffinity.RequiredNodeAffinity
+	choice *gpushare.CardChoice // nil: any card
 }
 
 // Bounds of the constraint book. Pods are written by tenants: past maxConstraints distinct
@@ -60,7 +63,14 @@ func (b *constraintBook) id(pod *corev1.Pod) uint8 {
 // the bounds.
 func (b *constraintBook) of(pod *corev1.Pod) *podConstraint {
 	sig, ok := constraintSig(&pod.Spec)
-	if !ok || sig == "" {
+	// Invalid card annotations never schedule: such a pod counts by its node constraint alone.
+	choice, _ := gpushare.ParseCardChoice(pod.Annotations)
+	if choice.Restricts() {
+		sig += choiceSig(choice)
+	} else {
+		choice = nil
+	}
+	if !ok || sig == "" || len(sig) > maxConstraintSig {
 		return nil
 	}
 	b.mu.RLock()
@@ -74,7 +84,7 @@ func (b *constraintBook) of(pod *corev1.Pod) *podConstraint {
 	if c = b.bySig[sig]; c != nil || len(b.list) >= maxConstraints {
 		return c
 	}
-	c = &podConstraint{id: policy.Constraint(len(b.list) + 1), req: nodeaffinity.GetRequiredNodeAffinity(pod)}
+	c = &podConstraint{id: policy.Constraint(len(b.list) + 1), req: nodeaffinity.GetRequiredNodeAffinity(pod), choice: choice}
 	b.bySig[sig] = c
 	b.list = append(b.list, c)
 	b.n.Store(int32(len(b.list)))
@@ -84,11 +94,13 @@ func (b *constraintBook) of(pod *corev1.Pod) *podConstraint {
 // count is how many constraints are numbered (the highest id).
 func (b *constraintBook) count() int { return int(b.n.Load()) }
 
-// unmet returns set extended with the constraints from+1..count() that the node with name and
-// labels fails, and count(): the caller keeps both and asks again from there once more
-// constraints are numbered. A constraint the scheduler could not parse is failed everywhere,
-// as the scheduler's filter fails it.
-func (b *constraintBook) unmet(name string, labels map[string]string, set policy.ConstraintSet, from int) (policy.ConstraintSet, int) {
+// unmet returns set extended with the constraints from+1..count() that the node with name,
+// labels and cards devices fails, and count(): the caller keeps both and asks again from there
+// once more constraints are numbered. A constraint the scheduler could not parse is failed
+// everywhere, as the scheduler's filter fails it. A card choice fails a node none of whose
+// cards it allows; a node with some allowed cards meets it, whatever its others (fgd then
+// counts all its free units as usable for the shape).
+func (b *constraintBook) unmet(name string, labels map[string]string, devices []gpushare.Device, set policy.ConstraintSet, from int) (policy.ConstraintSet, int) {
 	b.mu.RLock()
 	list := b.list
 	b.mu.RUnlock()
@@ -98,7 +110,7 @@ func (b *constraintBook) unmet(name string, labels map[string]string, set policy
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	changed := false
 	for _, c := range list[from:] {
-		if ok, err := c.req.Match(node); !ok || err != nil {
+		if ok, err := c.req.Match(node); !ok || err != nil || !c.allowsAny(devices) {
 			set, changed = set.With(c.id), true
 		}
 	}
@@ -106,6 +118,34 @@ func (b *constraintBook) unmet(name string, labels map[string]string, set policy
 		return set, len(list)
 	}
 	return b.intern(set), len(list)
+}
+
+// allowsAny reports whether c's card choice allows one of devices (any, without a choice).
+func (c *podConstraint) allowsAny(devices []gpushare.Device) bool {
+	if c.choice == nil {
+		return true
+	}
+	for _, d := range devices {
+		if c.choice.Allows(d.Model, d.UUID) {
+			return true
+		}
+	}
+	return false
+}
+
+// choiceSig is a canonical text of a card choice's rules: equal for rules that differ only in
+// the order or repetition of their values.
+func choiceSig(c *gpushare.CardChoice) string {
+	var b strings.Builder
+	for _, r := range c.Rules {
+		vals := slices.Compact(slices.Sorted(slices.Values(r.Values)))
+		b.WriteString("c" + strconv.Quote(r.Key) + "[")
+		for _, v := range vals {
+			b.WriteString(strconv.Quote(v) + ",")
+		}
+		b.WriteString("];")
+	}
+	return b.String()
 }
 
 // intern returns the shared set equal to set.

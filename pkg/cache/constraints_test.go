@@ -82,16 +82,16 @@ func TestConstraintBook(t *testing.T) {
 	}
 	// A T4 node in zone b fails 2 and 3; asked again after a fourth constraint, it is only
 	// matched against that one.
-	set, at := b.unmet("n1", map[string]string{"product": "T4", "zone": "b"}, nil, 0)
+	set, at := b.unmet("n1", map[string]string{"product": "T4", "zone": "b"}, nil, nil, 0)
 	if at != 3 || set.Has(1) || !set.Has(2) || !set.Has(3) {
 		t.Errorf("unmet %v at %d, want {2, 3} at 3", set, at)
 	}
-	other, _ := b.unmet("n2", map[string]string{"product": "T4", "zone": "b"}, nil, 0)
+	other, _ := b.unmet("n2", map[string]string{"product": "T4", "zone": "b"}, nil, nil, 0)
 	if &other[0] != &set[0] {
 		t.Error("equal sets are not shared")
 	}
 	b.id(pod(map[string]string{"zone": "b"}, nil))
-	if again, at := b.unmet("n1", map[string]string{"product": "T4", "zone": "b"}, set, at); at != 4 || &again[0] != &set[0] {
+	if again, at := b.unmet("n1", map[string]string{"product": "T4", "zone": "b"}, nil, set, at); at != 4 || &again[0] != &set[0] {
 		t.Errorf("after a constraint the node meets: %v at %d, want the same set at 4", again, at)
 	}
 	// Past maxConstraints a pod counts as unconstrained.

@@ -40,7 +40,8 @@ func (c *Cache) Counted(uid types.UID) (node string, usage gpushare.CardUnits, o
 // cards' used units (delta[card] > 0 takes units, < 0 frees them; a card's used units never
 // go below 0): a scheduler's preemption dry run asks whether the pod fits once some pods are
 // gone, or other pods added. The node's cards are copied, so the ledger is not changed.
-// Errors as Fits: ErrUnknownNode, *InventoryError, ErrNoCards, *IsolationError, *policy.FitError.
+// Errors as Fits: ErrUnknownNode, *InventoryError, ErrNoCards, *IsolationError, *policy.FitError,
+// *ChoiceError.
 func (c *Cache) PlaceWith(nodeName string, req gpushare.PodRequest, pol policy.Policy, delta gpushare.CardUnits) (policy.Placement, error) {
 	n := c.node(nodeName)
 	if n == nil {
@@ -51,13 +52,16 @@ func (c *Cache) PlaceWith(nodeName string, req gpushare.PodRequest, pol policy.P
 		n.mu.Unlock()
 		return policy.Placement{}, err
 	}
-	cards := slices.Clone(n.cards)
+	cards, err := n.allowedCards(slices.Clone(n.cards), req.Choice)
 	n.mu.Unlock()
+	if err != nil {
+		return policy.Placement{}, err
+	}
 	for i := range cards {
 		cards[i].Used += delta[cards[i].Index]
 		if cards[i].Used < 0 {
 			cards[i].Used = 0
 		}
 	}
-	return pol.Place(policy.Node{Name: nodeName, Cards: cards}, req)
+	return placeChoosing(policy.Node{Name: nodeName, Cards: cards}, req, pol)
 }

@@ -8,8 +8,9 @@ import (
 // Fits reports whether req fits on the named node right now, evaluated under that node's
 // lock without copying (the filter hot path: thousands of nodes per call). It returns nil,
 // ErrUnknownNode, *InventoryError (the node's inventory is out of range), ErrNoCards,
-// *IsolationError (the node's isolation label refuses the pod or is invalid), or the
-// *policy.FitError of pol.Place naming the per-card shortfall. req must be non-zero and valid.
+// *IsolationError (the node's isolation label refuses the pod or is invalid), the
+// *policy.FitError of pol.Place naming the per-card shortfall, or for a pod with a card choice
+// (req.Choice) a *ChoiceError: only the cards it allows count. req must be non-zero and valid.
 func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy) error {
 	return c.fits(c.node(nodeName), req, pol)
 }
@@ -30,6 +31,14 @@ func (c *Cache) fits(n *nodeState, req gpushare.PodRequest, pol policy.Policy) e
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if req.Choice.Restricts() {
+		// The shortcuts and the memo look at every card; only the allowed ones count.
+		if err := n.admits(req); err != nil {
+			return err
+		}
+		_, err := n.placeOn(req, pol)
+		return err
+	}
 	if n.plain && n.fitsOneContainer(req) {
 		return nil // admits would pass: the usual answer, read from one cache line
 	}

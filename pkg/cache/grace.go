@@ -133,7 +133,7 @@ func (p *Pod) chargeUnits() int64 {
 	if p.requestErr() != nil {
 		return p.peakPerCard()
 	}
-	return p.request.TotalUnits()
+	return p.request().TotalUnits()
 }
 
 // endGrace recomputes the nodes holding a pod whose grace period has passed since the node

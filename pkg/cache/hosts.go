@@ -2,12 +2,14 @@ package cache
 
 import (
 	"maps"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 
+	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
@@ -32,11 +34,12 @@ type hostBook struct {
 
 // hostNode is one node's book: known once its allocatable was set; an entry that is not
 // known and has nothing used is deleted. unmet is the constraints 1..unmetAt of cons that
-// the node (its labels) fails: free extends it when cons has numbered more.
+// the node (its labels and cards) fails: free extends it when cons has numbered more.
 type hostNode struct {
 	alloc, used policy.Host
 	known       bool
 	labels      map[string]string
+	devices     []gpushare.Device // the slim node's, shared: card choices are matched against them
 	unmet       policy.ConstraintSet
 	unmetAt     int
 }
@@ -56,9 +59,9 @@ func hostRequest(pod *corev1.Pod) policy.Host {
 	return policy.Host{CPUMilli: r.Cpu().MilliValue(), MemoryMiB: (r.Memory().Value() + 1<<20 - 1) >> 20}
 }
 
-// setNode records a node's allocatable CPU (millicores) and memory (MiB, rounded down) and
-// its labels (the constraints it fails are worked out again when they changed).
-func (h *hostBook) setNode(name string, alloc policy.Host, labels map[string]string) {
+// setNode records a node's allocatable CPU (millicores) and memory (MiB, rounded down), its
+// labels and its cards (the constraints it fails are worked out again when either changed).
+func (h *hostBook) setNode(name string, alloc policy.Host, labels map[string]string, devices []gpushare.Device) {
 	h.mu.Lock()
 	n := h.entry(name)
 	if n.known {
@@ -68,8 +71,8 @@ func (h *hostBook) setNode(name string, alloc policy.Host, labels map[string]str
 	h.alloc.CPUMilli += alloc.CPUMilli
 	h.alloc.MemoryMiB += alloc.MemoryMiB
 	n.alloc, n.known = alloc, true
-	if !maps.Equal(n.labels, labels) {
-		n.labels, n.unmet, n.unmetAt = labels, nil, 0
+	if !maps.Equal(n.labels, labels) || !sameCardIDs(n.devices, devices) {
+		n.labels, n.devices, n.unmet, n.unmetAt = labels, devices, nil, 0
 	}
 	h.mu.Unlock()
 }
@@ -82,7 +85,7 @@ func (h *hostBook) deleteNode(name string) {
 			h.alloc.MemoryMiB -= n.alloc.MemoryMiB
 		}
 		n.alloc, n.known = policy.Host{}, false
-		n.labels, n.unmet, n.unmetAt = nil, nil, 0
+		n.labels, n.devices, n.unmet, n.unmetAt = nil, nil, nil, 0
 		h.dropIfEmpty(name, n)
 	}
 	h.mu.Unlock()
@@ -209,10 +212,18 @@ func (h *hostBook) freeLocked(n *hostNode, nm string, name func(i int) string, i
 		if nm == "" {
 			nm = name(i)
 		}
-		n.unmet, n.unmetAt = h.cons.unmet(nm, n.labels, n.unmet, n.unmetAt)
+		n.unmet, n.unmetAt = h.cons.unmet(nm, n.labels, n.devices, n.unmet, n.unmetAt)
 	}
 	return hostFree{
 		free:  policy.Host{CPUMilli: n.alloc.CPUMilli - n.used.CPUMilli, MemoryMiB: n.alloc.MemoryMiB - n.used.MemoryMiB},
 		unmet: n.unmet, known: true,
 	}
+}
+
+// sameCardIDs reports whether a and b list the same cards by what card choices match: index,
+// product name and UUID.
+func sameCardIDs(a, b []gpushare.Device) bool {
+	return slices.EqualFunc(a, b, func(x, y gpushare.Device) bool {
+		return x.Index == y.Index && x.Model == y.Model && x.UUID == y.UUID
+	})
 }

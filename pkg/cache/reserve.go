@@ -134,7 +134,7 @@ func (c *Cache) Reserve(ctx context.Context, nodeName string, pod metav1.Object,
 	if err := n.admits(req); err != nil {
 		return Reservation{}, err
 	}
-	p, err := pol.Place(n.view(), req)
+	p, err := n.placeOn(req, pol)
 	if err != nil {
 		return Reservation{}, err
 	}

@@ -166,12 +166,13 @@ func (c *Cache) FitsNode(node *corev1.Node, req gpushare.PodRequest, pol policy.
 // ViewNodes is ViewEach for nodes given by their objects (see FitsNode), all looked up
 // under one read lock of the index. A node's name is read from its state, not from the
 // object, whose memory is seldom in cache (see nodeState).
-func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.Node)) {
+func (c *Cache) ViewNodes(nodes []*corev1.Node, choice *gpushare.CardChoice, visit func(i int, node policy.Node)) {
 	var (
 		hosts  [hostBlock]hostFree // one block at a time: every node.Host points in here
 		refs   [hostBlock]hostRef
 		states [hostBlock]*nodeState
 		names  [hostBlock]string
+		cv     = cardVisitor{choice: choice, visit: visit}
 	)
 	c.byObjMu.RLock()
 	defer c.byObjMu.RUnlock()
@@ -198,7 +199,7 @@ func (c *Cache) ViewNodes(nodes []*corev1.Node, visit func(i int, node policy.No
 				node.Host, node.Unmet = &h.free, h.unmet
 			}
 			if n := states[k]; n != nil {
-				n.visitCards(lo+k, node, visit)
+				cv.cards(n, lo+k, node)
 				continue
 			}
 			visit(lo+k, node)

@@ -43,27 +43,34 @@ type Pod struct {
 	// constraint is the pod's node constraint as the constraint book numbers it (0: none, or
 	// not tracked); only with Config.TrackWorkload.
 	constraint uint8
-	request    gpushare.PodRequest // gpu-mem per container
+	containers []gpushare.ContainerRequest // the gpu-mem request (gpushare.PodRequest.Containers)
 	// usage is what the allocation annotations give the pod on each card (CardUsage), set
 	// only when they are valid for the request (gpushare.PodRequest.ValidateAllocation); only
 	// read for pods that share a GPU. For a Pod Reserve made, the cards it holds.
 	usage cardUsage
-	// errs is nil unless the request or the allocation annotations are invalid: rare, so out
-	// of line (8 bytes on every pod instead of 32).
-	errs *podErrors
+	// rare is nil unless the request or the allocation annotations are invalid, or the pod
+	// carries card annotations (gpushare.CardChoice): rare, so out of line (8 bytes on every
+	// pod instead of 48).
+	rare *podRare
 	// host is the effective CPU (millicores) and memory (MiB, rounded up) request; only
 	// computed when the cache tracks the workload.
 	host policy.Host
 }
 
-type podErrors struct {
+// podRare is what few pods have.
+type podRare struct {
 	request error // why the gpu-mem request is invalid
 	alloc   error // why the allocation annotations could not be read or do not fit the request
 	// record is the card annotations found, "key=value" joined by ", " (values cut at
-	// recordValueMax bytes), for the messages that say why the pod is counted as it is.
+	// recordValueMax bytes), for the messages that say why the pod is counted as it is; only
+	// when request or alloc is set.
 	record string
 	// rawUnits is gpushare.Resources.RawUnits, kept when the request is invalid.
 	rawUnits int64
+	// choice is the card choice of a pod with a valid gpu-mem request, or choiceErr why its
+	// card annotations are invalid. Bind reads them; accounting never does.
+	choice    *gpushare.CardChoice
+	choiceErr error
 }
 
 // recordValueMax bounds how much of a tenant-written annotation a Pod keeps for messages.
@@ -91,8 +98,9 @@ func newPod(pod *corev1.Pod, res gpushare.Resources, cons *constraintBook) *Pod 
 		}
 	}
 	var reqErr, allocErr error
-	p.request, reqErr = res.PodRequest(pod)
-	if reqErr != nil || !p.request.IsZero() {
+	req, reqErr := res.PodRequest(pod)
+	p.containers = req.Containers
+	if reqErr != nil || !req.IsZero() {
 		// Pods without gpu-mem never reach the cache's accounting: skip their annotations.
 		var alloc gpushare.PodAllocation
 		alloc, p.recorded, allocErr = res.ReadAllocation(pod)
@@ -109,7 +117,7 @@ func newPod(pod *corev1.Pod, res gpushare.Resources, cons *constraintBook) *Pod 
 		case p.recorded && reqErr == nil:
 			// Tenants can write these annotations: only an allocation that is exactly what the
 			// request asks for says which cards the pod holds.
-			if err := p.request.ValidateAllocation(alloc); err != nil {
+			if err := req.ValidateAllocation(alloc); err != nil {
 				allocErr = fmt.Errorf("allocation does not match the gpu-mem request: %w", err)
 			} else {
 				p.usage = usageOf(alloc.CardUsage(pod))
@@ -117,9 +125,17 @@ func newPod(pod *corev1.Pod, res gpushare.Resources, cons *constraintBook) *Pod 
 		}
 	}
 	if reqErr != nil || allocErr != nil {
-		p.errs = &podErrors{request: reqErr, alloc: allocErr, record: recordOf(pod)}
+		p.rare = &podRare{request: reqErr, alloc: allocErr, record: recordOf(pod)}
 		if reqErr != nil {
-			p.errs.rawUnits = res.RawUnits(pod)
+			p.rare.rawUnits = res.RawUnits(pod)
+		}
+	}
+	if reqErr == nil && !req.IsZero() {
+		if choice, err := gpushare.ParseCardChoice(pod.Annotations); choice != nil || err != nil {
+			if p.rare == nil {
+				p.rare = &podRare{}
+			}
+			p.rare.choice, p.rare.choiceErr = choice, err
 		}
 	}
 	if cons != nil {
@@ -160,32 +176,35 @@ func podTransform(res gpushare.Resources, cons *constraintBook) toolscache.Trans
 
 // sharesGPU reports a pod the cache accounts: one requesting gpu-mem, or whose request is
 // invalid (so that its annotations, if any, still count).
-func (p *Pod) sharesGPU() bool { return p.requestErr() != nil || !p.request.IsZero() }
+func (p *Pod) sharesGPU() bool { return p.requestErr() != nil || len(p.containers) > 0 }
+
+// request is the pod's gpu-mem request, without its card choice.
+func (p *Pod) request() gpushare.PodRequest { return gpushare.PodRequest{Containers: p.containers} }
 
 func (p *Pod) requestErr() error {
-	if p.errs == nil {
+	if p.rare == nil {
 		return nil
 	}
-	return p.errs.request
+	return p.rare.request
 }
 
 func (p *Pod) allocErr() error {
-	if p.errs == nil {
+	if p.rare == nil {
 		return nil
 	}
-	return p.errs.alloc
+	return p.rare.alloc
 }
 
 // validRecord reports a pod whose card annotations are valid for its valid request: usage
 // then says which cards it holds.
-func (p *Pod) validRecord() bool { return p.recorded && p.errs == nil }
+func (p *Pod) validRecord() bool { return p.recorded && p.requestErr() == nil && p.allocErr() == nil }
 
 // record returns the card annotations found ("" when none, or when they were valid).
 func (p *Pod) record() string {
-	if p.errs == nil {
+	if p.rare == nil {
 		return ""
 	}
-	return p.errs.record
+	return p.rare.record
 }
 
 // peakPerCard is the most gpu-mem units the pod may hold on any one card when its cards are
@@ -194,18 +213,30 @@ func (p *Pod) record() string {
 // counts as nothing.
 func (p *Pod) peakPerCard() int64 {
 	if err := p.requestErr(); err != nil {
-		if p.errs.rawUnits > 0 {
-			return p.errs.rawUnits
+		if p.rare.rawUnits > 0 {
+			return p.rare.rawUnits
 		}
 		return gpushare.MaxContainerUnits
 	}
-	return p.request.PeakPerCard()
+	return p.request().PeakPerCard()
 }
 
-// Request returns the pod's gpu-mem request as gpushare.Resources.PodRequest read it from
-// the full pod (zero for a pod without gpu-mem), or its error. The containers are shared:
-// do not modify them.
-func (p *Pod) Request() (gpushare.PodRequest, error) { return p.request, p.requestErr() }
+// Request returns the pod's gpu-mem request as gpushare.Resources.PlacementRequest read it
+// from the full pod (zero for a pod without gpu-mem), card choice included, or its error.
+// The containers and the choice are shared: do not modify them.
+func (p *Pod) Request() (gpushare.PodRequest, error) {
+	if err := p.requestErr(); err != nil {
+		return gpushare.PodRequest{}, err
+	}
+	req := p.request()
+	if p.rare != nil {
+		if p.rare.choiceErr != nil {
+			return gpushare.PodRequest{}, p.rare.choiceErr
+		}
+		req.Choice = p.rare.choice
+	}
+	return req, nil
+}
 
 // SchedulerName returns the pod's spec.schedulerName as the object had it ("" only for an
 // object that did not go through the API server's defaulting, which sets
@@ -231,7 +262,7 @@ func (p *Pod) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind 
 // objects).
 func (p *Pod) DeepCopyObject() runtime.Object {
 	out := *p
-	out.request.Containers = slices.Clone(p.request.Containers)
+	out.containers = slices.Clone(p.containers)
 	out.usage = slices.Clone(p.usage)
 	return &out
 }

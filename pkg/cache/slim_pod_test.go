@@ -17,7 +17,7 @@ import (
 
 var podCmp = []cmp.Option{
 	cmp.AllowUnexported(Pod{}, objectMeta{}, cardUse{}),
-	cmpopts.IgnoreFields(Pod{}, "errs"), // compared as strings
+	cmpopts.IgnoreFields(Pod{}, "rare"), // compared as strings
 }
 
 // bindKeyBits is the bindKeys mask of the given keys.
@@ -84,9 +84,9 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 			Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady}}},
 		},
 		want: &Pod{objectMeta: id, nodeName: "n1", schedulerName: "gpu-scheduler", recorded: true,
-			bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation, gpushare.AnnotationPodUnits, gpushare.AnnotationAssigned),
-			request:  gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}},
-			usage:    cardUsage{{card: 1, units: 4}}},
+			bindKeys:   bindKeyBits(t, gpushare.AnnotationAllocation, gpushare.AnnotationPodUnits, gpushare.AnnotationAssigned),
+			containers: []gpushare.ContainerRequest{main4},
+			usage:      cardUsage{{card: 1, units: 4}}},
 	}, {
 		name: "older extender's single-card annotation: every gpu-mem container on that card",
 		pod: &corev1.Pod{
@@ -96,8 +96,8 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 		},
 		// 4 + 3 = 7 units on card 2.
 		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationIndex),
-			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4,
-				{Ref: gpushare.ContainerRef{Index: 1}, Name: "second", Kind: gpushare.App, Units: 3, Cards: 1}}},
+			containers: []gpushare.ContainerRequest{main4,
+				{Ref: gpushare.ContainerRef{Index: 1}, Name: "second", Kind: gpushare.App, Units: 3, Cards: 1}},
 			usage: cardUsage{{card: 2, units: 7}}},
 	}, {
 		name: "sidecar and init container: usage follows the effective-request rule per card",
@@ -116,10 +116,10 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 		// → 10. Card 3: only the init's 8.
 		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true,
 			bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation, gpushare.AnnotationInitAllocation),
-			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{
+			containers: []gpushare.ContainerRequest{
 				{Ref: gpushare.ContainerRef{InitList: true, Index: 0}, Name: "side", Kind: gpushare.Sidecar, Units: 2, Cards: 1},
 				{Ref: gpushare.ContainerRef{InitList: true, Index: 1}, Name: "init", Kind: gpushare.Init, Units: 16, Cards: 2},
-				main4}},
+				main4},
 			usage: cardUsage{{card: 0, units: 10}, {card: 3, units: 8}}},
 	}, {
 		name: "an entry naming no card for a container without gpu-mem names nothing: the record is valid",
@@ -129,13 +129,13 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 				{Name: "main", Resources: gpuLimits("4", "")}, {Name: "cpu"}}},
 		},
 		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
-			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}},
-			usage:   cardUsage{{card: 1, units: 4}}},
+			containers: []gpushare.ContainerRequest{main4},
+			usage:      cardUsage{{card: 1, units: 4}}},
 	}, {
 		name: "pending pod: request only",
 		pod: &corev1.Pod{ObjectMeta: meta,
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("4", "")}}}},
-		want: &Pod{objectMeta: id, request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}}},
+		want: &Pod{objectMeta: id, containers: []gpushare.ContainerRequest{main4}},
 	}, {
 		name: "invalid gpu-mem value: the error is kept, annotations recorded but give no usage (nothing to check them against)",
 		pod: &corev1.Pod{
@@ -159,7 +159,7 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 				Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("4", "")}}},
 		},
 		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
-			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}}},
+			containers: []gpushare.ContainerRequest{main4}},
 		allocErr: "decoding allocation",
 	}, {
 		name: "allocation not matching the request: recorded, no usage, the error names the rule",
@@ -169,7 +169,7 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 				Containers: []corev1.Container{{Name: "main", Resources: gpuLimits("4", "")}}},
 		},
 		want: &Pod{objectMeta: id, nodeName: "n1", recorded: true, bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
-			request: gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}}},
+			containers: []gpushare.ContainerRequest{main4}},
 		allocErr: `allocation does not match the gpu-mem request: container "main" (app/0): allocation holds 0 units on card 0, the request wants 4 per card`,
 	}, {
 		name: "terminal pod",
@@ -179,9 +179,9 @@ func TestNewPodKeepsWhatTheCacheAndBindRead(t *testing.T) {
 			Status:     corev1.PodStatus{Phase: corev1.PodFailed},
 		},
 		want: &Pod{objectMeta: id, nodeName: "n1", terminal: true, recorded: true,
-			bindKeys: bindKeyBits(t, gpushare.AnnotationAllocation),
-			request:  gpushare.PodRequest{Containers: []gpushare.ContainerRequest{main4}},
-			usage:    cardUsage{{card: 1, units: 4}}},
+			bindKeys:   bindKeyBits(t, gpushare.AnnotationAllocation),
+			containers: []gpushare.ContainerRequest{main4},
+			usage:      cardUsage{{card: 1, units: 4}}},
 	}, {
 		name: "pod without gpu-mem: its annotations are not read (the cache never accounts it)",
 		pod: &corev1.Pod{
@@ -358,9 +358,9 @@ func TestSlimPodDeepCopy(t *testing.T) {
 	if diff := cmp.Diff(orig, cp, cmp.AllowUnexported(Pod{}, objectMeta{}, cardUse{})); diff != "" {
 		t.Fatalf("copy differs (-orig,+copy):\n%s", diff)
 	}
-	cp.request.Containers[0].Units = 99
+	cp.containers[0].Units = 99
 	cp.usage[0].units = 99
-	if orig.request.Containers[0].Units == 99 || orig.usage[0].units == 99 {
+	if orig.containers[0].Units == 99 || orig.usage[0].units == 99 {
 		t.Error("the copy shares slices with the original")
 	}
 	if !orig.GetObjectKind().GroupVersionKind().Empty() {

@@ -1,16 +1,21 @@
 package cache
 
-import "github.com/gpushare/gpushare/pkg/policy"
+import (
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
 
-// ViewEach calls visit(i, node) for every names[i] with the node as policy sees it: its
-// cards (none for a node the cache does not know) and, with Config.TrackWorkload, its free
+// ViewEach calls visit(i, node) for every names[i] with the node as policy sees it for a pod
+// with card choice choice (nil: none): its cards (only those the choice allows; none for a
+// node the cache does not know) and, with Config.TrackWorkload, its free
 // CPU and memory (Host nil when unknown) and the pods' node constraints it fails (Unmet). This is the prioritize path, thousands of nodes
 // per call: nodes are looked up under one read lock of the node map, and each is visited
 // under its own lock without copying. node, its Cards and its Host are the cache's, valid
 // only during visit: visit must only read them, must not keep them, and must not call the
 // cache.
-func (c *Cache) ViewEach(names []string, visit func(i int, node policy.Node)) {
+func (c *Cache) ViewEach(names []string, choice *gpushare.CardChoice, visit func(i int, node policy.Node)) {
 	var hosts [hostBlock]hostFree // one block at a time: every node.Host points in here
+	cv := cardVisitor{choice: choice, visit: visit}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for lo := 0; lo < len(names); lo += hostBlock {
@@ -24,7 +29,7 @@ func (c *Cache) ViewEach(names []string, visit func(i int, node policy.Node)) {
 				node.Host, node.Unmet = &h.free, h.unmet
 			}
 			if n := c.nodes[name]; n != nil {
-				n.visitCards(lo+k, node, visit)
+				cv.cards(n, lo+k, node)
 				continue
 			}
 			visit(lo+k, node)
@@ -32,12 +37,24 @@ func (c *Cache) ViewEach(names []string, visit func(i int, node policy.Node)) {
 	}
 }
 
-// visitCards calls visit with node's cards set to n's, under n.mu.
-func (n *nodeState) visitCards(i int, node policy.Node, visit func(i int, node policy.Node)) {
+// cardVisitor visits nodes with their cards as a pod with a card choice sees them.
+type cardVisitor struct {
+	choice *gpushare.CardChoice
+	visit  func(i int, node policy.Node)
+	buf    []policy.Card // the allowed cards of the node being visited, reused node by node
+}
+
+// cards calls visit with node's cards set to n's (those the choice allows), under n.mu.
+func (v *cardVisitor) cards(n *nodeState, i int, node policy.Node) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.known {
 		node.Cards = n.cards
+		if v.choice.Restricts() {
+			// None allowed leaves no cards: the pod fits nowhere here.
+			v.buf, _ = n.allowedInto(v.buf, n.cards, v.choice)
+			node.Cards = v.buf
+		}
 	}
-	visit(i, node)
+	v.visit(i, node)
 }

@@ -29,7 +29,7 @@ func (c *Cache) hostPodHandler() toolscache.ResourceEventHandler {
 
 func (c *Cache) onHostNode(obj any) {
 	if n, ok := obj.(*slimNode); ok {
-		c.hosts.setNode(n.name, n.alloc, n.labels)
+		c.hosts.setNode(n.name, n.alloc, n.labels, n.inv.Devices)
 	}
 }
 
@@ -49,7 +49,7 @@ func (c *Cache) onHostPod(obj any) {
 	if pod.requestErr() != nil {
 		return // an invalid request never schedules: not part of the workload
 	}
-	c.shapes.observe(pod.uid, pod.request, pod.host, policy.Constraint(pod.constraint))
+	c.shapes.observe(pod.uid, pod.request(), pod.host, policy.Constraint(pod.constraint))
 }
 
 func (c *Cache) onHostPodDelete(obj any) {

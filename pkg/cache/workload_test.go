@@ -49,7 +49,7 @@ func fgd(t *testing.T) policy.Policy {
 // own, valid only during the visit).
 func views(c *cache.Cache, names ...string) []policy.Node {
 	out := make([]policy.Node, len(names))
-	c.ViewEach(names, func(i int, n policy.Node) {
+	c.ViewEach(names, nil, func(i int, n policy.Node) {
 		out[i] = policy.Node{Name: n.Name, Cards: append([]policy.Card(nil), n.Cards...)}
 		if n.Host != nil {
 			h := *n.Host
@@ -100,7 +100,7 @@ func TestPodWithoutGPUFitsEveryNode(t *testing.T) {
 	e := ct.StartTracking(t, ct.Node("n1", 16))
 	sc := policy.NewScorer(e.Cache.ForPod(fgd(t)), gpushare.PodRequest{}, policy.Host{CPUMilli: 100})
 	fits := make([]bool, 2)
-	e.Cache.ViewEach([]string{"n1", "not-a-gpu-node"}, func(i int, n policy.Node) { _, fits[i] = sc.Score(n) })
+	e.Cache.ViewEach([]string{"n1", "not-a-gpu-node"}, nil, func(i int, n policy.Node) { _, fits[i] = sc.Score(n) })
 	if diff := cmp.Diff([]bool{true, true}, fits); diff != "" {
 		t.Errorf("fits (-want,+got):\n%s", diff)
 	}
@@ -165,7 +165,7 @@ func TestForPodNodeConstraints(t *testing.T) {
 	}
 	unmet := func() []bool {
 		out := make([]bool, 2)
-		e.Cache.ViewEach([]string{"t4", "v100"}, func(i int, n policy.Node) { out[i] = n.Unmet.Has(1) })
+		e.Cache.ViewEach([]string{"t4", "v100"}, nil, func(i int, n policy.Node) { out[i] = n.Unmet.Has(1) })
 		return out
 	}
 	ct.Eventually(t, "v100 fails a's constraint", func() bool { return cmp.Equal([]bool{false, true}, unmet()) })
@@ -176,7 +176,7 @@ func TestForPodNodeConstraints(t *testing.T) {
 	rates := func(pol policy.Policy) []float64 {
 		sc := policy.NewScorer(pol, req, host)
 		out := make([]float64, 2)
-		e.Cache.ViewEach([]string{"t4", "v100"}, func(i int, n policy.Node) { out[i], _ = sc.Score(n) })
+		e.Cache.ViewEach([]string{"t4", "v100"}, nil, func(i int, n policy.Node) { out[i], _ = sc.Score(n) })
 		return out
 	}
 	ct.Eventually(t, "workload learned with its constraint and scarcity", func() bool {

@@ -175,13 +175,20 @@ func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits 
 	return held
 }
 
-// place chooses cards for every gpu-mem container of c's pod on the room held leaves.
+// place chooses cards for every gpu-mem container of c's pod on the room held leaves, among
+// the cards the pod's card choice allows, in the order of its card-policy if it names one.
 func (p *Plugin) place(c candidate, held gpushare.CardUnits) (gpushare.PodAllocation, error) {
 	node := policy.Node{Name: p.cfg.NodeName, Cards: make([]policy.Card, 0, len(p.cards.list))}
 	for _, card := range p.cards.list {
+		if !c.req.Choice.Allows(card.Model, card.UUID) {
+			continue
+		}
 		node.Cards = append(node.Cards, policy.Card{Index: card.Index, Total: card.Units, Used: held[card.Index], Healthy: p.health.Healthy(card.UUID)})
 	}
-	pl, err := p.policy.Place(node, c.req)
+	if len(node.Cards) == 0 && c.req.Choice.Restricts() {
+		return gpushare.PodAllocation{}, fmt.Errorf("its card annotations allow no card of this node (it wants a card %s)", c.req.Choice.Describe())
+	}
+	pl, err := policy.ForChoice(p.policy, c.req.Choice).Place(node, c.req)
 	if err != nil {
 		return gpushare.PodAllocation{}, err
 	}

@@ -223,7 +223,7 @@ func nextContainer(pod *corev1.Pod, node string, res gpushare.Resources, served 
 	if !holdsMemory(pod, node) || pod.DeletionTimestamp != nil || pod.Annotations[gpushare.AnnotationAssigned] == "true" {
 		return candidate{}, false
 	}
-	req, err := res.PodRequest(pod)
+	req, err := res.PlacementRequest(pod) // its card choice binds the plugin's own choice
 	if err != nil {
 		klog.V(2).InfoS("Skipping pod with invalid gpu-mem request", "pod", klog.KObj(pod), "err", err)
 		return candidate{}, false

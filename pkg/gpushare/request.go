@@ -71,6 +71,9 @@ func (c ContainerRequest) PerCard() int64 { return c.Units / int64(c.Cards) }
 // admits and allocates them.
 type PodRequest struct {
 	Containers []ContainerRequest
+	// Choice is the pod's card choice (PlacementRequest; nil from PodRequest, or for a pod
+	// without card annotations): the cards it may use and its own card policy.
+	Choice *CardChoice
 }
 
 // IsZero reports a pod that requests no gpu-mem.

@@ -3,6 +3,7 @@ package inspect
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -140,7 +141,7 @@ func (n *nodeUsage) addToCard(pc podCard) {
 // buildPod reads one pod's placement. ok is false for pods that neither request res.Mem nor
 // carry a card annotation. warn describes an unreadable request or annotation.
 func buildPod(p *corev1.Pod, res gpushare.Resources) (pod podUsage, warn string, ok bool) {
-	pod = podUsage{Name: p.Name, Namespace: p.Namespace, Cards: []podCard{}, uid: p.UID}
+	pod = podUsage{Name: p.Name, Namespace: p.Namespace, Cards: []podCard{}, uid: p.UID, cardChoice: cardChoiceOf(p)}
 	req, reqErr := res.PodRequest(p)
 	alloc, placed, allocErr := res.ReadAllocation(p)
 	switch {
@@ -172,6 +173,16 @@ func buildPod(p *corev1.Pod, res gpushare.Resources) (pod podUsage, warn string,
 		return podUsage{}, warn, false
 	}
 	return pod, warn, true
+}
+
+// cardChoiceOf words the pod's card annotations for the details view: "key=value, …", or
+// "invalid: <why>"; "" for a pod without any.
+func cardChoiceOf(p *corev1.Pod) string {
+	c, err := gpushare.ParseCardChoice(p.Annotations)
+	if err != nil {
+		return "invalid: " + err.Error()
+	}
+	return strings.Join(c.Annotations(), ", ")
 }
 
 // isolation reads the node's gpushare.io/isolation label (gpushare.ParseIsolation): its

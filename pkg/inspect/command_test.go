@@ -153,6 +153,7 @@ func TestCommandGolden(t *testing.T) {
 		{name: "reference_yaml", objs: referenceScenario, args: []string{"-o", "yaml"}},
 		{name: "heterogeneous", objs: heterogeneousScenario},
 		{name: "heterogeneous_details", objs: heterogeneousScenario, args: []string{"-d"}},
+		{name: "card_choice_details", objs: cardChoiceScenario, args: []string{"-d"}},
 		{name: "multi_card_container", objs: multiScenario},
 		{name: "multi_card_container_details", objs: multiScenario, args: []string{"-d"}},
 		{name: "unhealthy_pending", objs: unhealthyPendingScenario},
@@ -366,5 +367,26 @@ func TestPodListSelectors(t *testing.T) {
 				t.Errorf("no cluster line in:\n%s", r.stdout)
 			}
 		})
+	}
+}
+
+// TestCardChoiceOnlyInDetails: card annotations show in the details view only; every other
+// output is the same as without them.
+func TestCardChoiceOnlyInDetails(t *testing.T) {
+	for _, args := range [][]string{nil, {"-o", "json"}, {"-o", "yaml"}, {"gpu-a"}} {
+		t.Run(strings.Join(append([]string{"args"}, args...), " "), func(t *testing.T) {
+			with := runCommand(t, cardChoiceScenario(t), "", nil, args...)
+			without := runCommand(t, heterogeneousScenario(t), "", nil, args...)
+			if with.err != nil || without.err != nil {
+				t.Fatalf("errors: %v, %v", with.err, without.err)
+			}
+			if d := cmp.Diff(without.stdout, with.stdout); d != "" {
+				t.Errorf("output changed by card annotations (-without,+with):\n%s", d)
+			}
+		})
+	}
+	d := runCommand(t, cardChoiceScenario(t), "", nil, "-d")
+	if !strings.Contains(d.stdout, "CARD CHOICE:") {
+		t.Errorf("details view lacks CARD CHOICE:\n%s", d.stdout)
 	}
 }

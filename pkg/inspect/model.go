@@ -79,6 +79,9 @@ type podUsage struct {
 	PendingAllocated int64     `json:"pendingAllocated"`
 	Allocated        int64     `json:"allocated"` // sum of Cards + PendingAllocated
 	uid              types.UID // matches the usage annotation's pods
+	// cardChoice is the pod's card annotations (gpushare.CardChoice.Annotations) joined by
+	// ", ", or why they are invalid; "" without any. The details view alone shows it.
+	cardChoice string
 }
 
 // podCard is what one pod holds on one card and, with usage data, what its containers use

@@ -22,7 +22,8 @@ import (
 // then the cluster line "Allocated/Total GPU Memory In Cluster:  12/14 (85%)". Every pod
 // row shows the pod's units on each card of the node (0 where it holds none): a multi-card
 // pod has several non-zero cells, a multi-container pod the sum of its containers per card.
-// Pending(Allocated) (the old tool's spelling) appears for nodes with pending pods. With
+// Pending(Allocated) (the old tool's spelling) appears for nodes with pending pods. A node
+// with pods that choose their cards by annotation lists them in a CARD CHOICE block. With
 // mixed units the node and cluster amounts carry their unit, as in renderSummary. Errors
 // are the writer's.
 func renderDetails(w io.Writer, m model) error {
@@ -64,12 +65,38 @@ func renderDetails(w io.Writer, m model) error {
 			fmt.Sprintf("Total :\t%s", amount(n.Total, suffix)))
 		body := table(rows)
 		b.Write(body)
-		b.WriteString(rule(widest(body)))
+		width := widest(body)
+		if notes := cardChoices(n.Pods); notes != nil {
+			b.Write(notes)
+			width = max(width, widest(notes))
+		}
+		b.WriteString(rule(width))
 	}
 	b.WriteString("\n\n")
 	b.Write(table([]string{clusterHeader + "\t" + clusterLine(m, mixed)}))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// cardChoices is the CARD CHOICE block of a node whose pods choose their cards by
+// annotation, one pod a line ("CARD CHOICE:  ml/small  gpushare.io/card-policy=spread"); nil
+// when none does, so that such nodes print as before.
+func cardChoices(pods []podUsage) []byte {
+	var rows []string
+	for _, p := range pods {
+		if p.cardChoice == "" {
+			continue
+		}
+		head := ""
+		if rows == nil {
+			head = "CARD CHOICE:"
+		}
+		rows = append(rows, head+"\t"+p.Namespace+"/"+p.Name+"\t"+p.cardChoice)
+	}
+	if rows == nil {
+		return nil
+	}
+	return table(rows)
 }
 
 // nodeHeader is the NAME and IPADDRESS lines, then ISOLATION when the node carries the

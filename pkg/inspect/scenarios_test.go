@@ -44,6 +44,26 @@ func heterogeneousScenario(t *testing.T) []runtime.Object {
 	}
 }
 
+// cardChoiceScenario is heterogeneousScenario with card annotations: "small" avoids the
+// A100 and spreads, "large" asks for an A100 by the HAMi name, "legacy" carries an invalid
+// card-policy. The details view lists them under CARD CHOICE; the JSON is unchanged.
+func cardChoiceScenario(t *testing.T) []runtime.Object {
+	objs := heterogeneousScenario(t)
+	ann := map[string]map[string]string{
+		"small":  {gpushare.AnnotationCardPolicy: "spread", gpushare.AnnotationAvoidGPUType: "A100"},
+		"large":  {gpushare.AnnotationHAMiUseGPUType: "A100"},
+		"legacy": {gpushare.AnnotationCardPolicy: "tight"},
+	}
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok {
+			for k, v := range ann[p.Name] {
+				p.Annotations[k] = v
+			}
+		}
+	}
+	return objs
+}
+
 // multiScenario: two 16-unit cards. "trainer" wants 16 on 2 cards → 8 + 8. "bundle" has
 // two app containers on card 0 (2 + 3 = 5) and an init container of 6 on card 0, which runs
 // alone before them → card 0 holds max(5, 6) = 6. "solo" has 1 on card 1.

@@ -224,3 +224,34 @@ func TestNew(t *testing.T) {
 		}
 	}
 }
+
+func TestForChoice(t *testing.T) {
+	fgd, _ := New("fgd")
+	node := Node{Cards: cards(16, 4, 16, 12)} // card0 12 free, card1 4 free
+	tests := []struct {
+		name   string
+		choice *gpushare.CardChoice
+		want   string
+		card   int // where a 4-unit pod goes
+	}{
+		{name: "no choice keeps the scheduler's", want: "fgd", card: 1},
+		{name: "choice without policy keeps the scheduler's", choice: &gpushare.CardChoice{}, want: "fgd", card: 1},
+		{name: "spread", choice: &gpushare.CardChoice{Policy: "spread"}, want: "spread", card: 0},
+		{name: "binpack", choice: &gpushare.CardChoice{Policy: "binpack"}, want: "binpack", card: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pol := ForChoice(fgd, tt.choice)
+			if pol.Name() != tt.want {
+				t.Fatalf("policy %s, want %s", pol.Name(), tt.want)
+			}
+			p, err := pol.Place(node, req(app(0, 4, 1)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := p.Allocation.Cards(); len(got) != 1 || got[0] != tt.card {
+				t.Fatalf("cards %v, want [%d]", got, tt.card)
+			}
+		})
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // constructors maps a policy name (the --policy flag value) to its constructor.
@@ -37,4 +39,17 @@ func New(name string) (Policy, error) {
 		return nil, fmt.Errorf("unknown placement policy %q (known: %s)", name, strings.Join(Names(), ", "))
 	}
 	return c(), nil
+}
+
+// ForChoice returns the policy a pod's card choice names for its own placement
+// (gpushare.CardChoice.Policy: binpack or spread), else pol: the pod's card order and its
+// score on each node follow its choice, while other pods keep the scheduler's policy.
+func ForChoice(pol Policy, choice *gpushare.CardChoice) Policy {
+	if choice == nil || choice.Policy == "" {
+		return pol
+	}
+	if p, err := New(choice.Policy); err == nil {
+		return p
+	}
+	return pol
 }

@@ -55,12 +55,14 @@ func ShortName(resource string) string {
 // words it, e.g. "node isolates cards with MPS
 // (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2". The
 // per-card shortfall reads e.g. "gpu-mem: need 10 on one card; largest free 8 (card0 8/16,
-// card1 8/16)".
+// card1 8/16)"; for a pod with a card choice, e.g. "gpu-mem: no card of type A100 with 8
+// free units (card2 4/40)".
 func (r Wording) Reject(err error) Rejection {
 	var (
-		fit *policy.FitError
-		iso *cache.IsolationError
-		inv *cache.InventoryError
+		fit    *policy.FitError
+		iso    *cache.IsolationError
+		inv    *cache.InventoryError
+		choice *cache.ChoiceError
 	)
 	switch {
 	case errors.Is(err, cache.ErrUnknownNode):
@@ -71,6 +73,9 @@ func (r Wording) Reject(err error) Rejection {
 		return Rejection{Reason: r.NotGPUNode(), Label: metrics.RejectNoCards}
 	case errors.As(err, &iso):
 		return Rejection{Reason: iso.Error(), Label: metrics.RejectIsolation}
+	case errors.As(err, &choice):
+		// No allowed card at all: evicting pods cannot help.
+		return Rejection{Reason: r.memName + ": " + choice.Error(), Label: metrics.RejectCardShortfall, Resolvable: choice.Fit != nil}
 	case errors.As(err, &fit):
 		return Rejection{Reason: r.memName + ": " + fit.Error(), Label: metrics.RejectCardShortfall, Resolvable: true}
 	default:

@@ -16,6 +16,11 @@ import (
 func TestReject(t *testing.T) {
 	r := NewWording(gpushare.DefaultResources(), "cgpu=true")
 	fit := &policy.FitError{Requested: 10, Cards: 1, LargestFree: 8}
+	a100, err := gpushare.ParseCardChoice(map[string]string{gpushare.AnnotationHAMiUseGPUType: "A100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	choiceFit := &policy.FitError{Requested: 8, Cards: 1, LargestFree: 4, Free: []policy.CardFree{{Index: 2, Free: 4, Total: 40}}}
 	tests := []struct {
 		name string
 		err  error
@@ -32,6 +37,10 @@ func TestReject(t *testing.T) {
 		{"inventory out of range", fmt.Errorf("wrapped: %w", &cache.InventoryError{Err: &gpushare.RangeError{What: "card 0 units", Value: 1 << 40, Max: 1 << 32}}),
 			Rejection{Reason: "node's GPU inventory is out of range, it takes no GPU pod until fixed: card 0 units 1099511627776 out of range 0..4294967296",
 				Label: metrics.RejectInventory}},
+		{"card choice shortfall", &cache.ChoiceError{Choice: a100, Fit: choiceFit},
+			Rejection{Reason: "gpu-mem: no card of type A100 with 8 free units (card2 4/40)", Label: metrics.RejectCardShortfall, Resolvable: true}},
+		{"no card of the chosen type", &cache.ChoiceError{Choice: a100, Models: []string{"Tesla T4"}},
+			Rejection{Reason: "gpu-mem: no card of type A100 on this node (its cards: Tesla T4)", Label: metrics.RejectCardShortfall}},
 		{"anything else", errors.New("odd"),
 			Rejection{Reason: "gpu-mem: odd", Label: metrics.RejectCardShortfall, Resolvable: true}},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/binding"
 	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/metrics"
+	"github.com/gpushare/gpushare/pkg/policy"
 )
 
 func (s *server) installBind(r *httprouter.Router) {
@@ -110,7 +111,7 @@ func (s *server) bindPod(ctx context.Context, args extenderv1.ExtenderBindingArg
 			"(a scheduler configuration without managedResources sends it every pod: see --bind-non-gpu-pods)",
 			ns, name, s.Resources.Mem)
 	}
-	return s.binder.Bind(ctx, pod, args.Node, req, s.Policy)
+	return s.binder.Bind(ctx, pod, args.Node, req, policy.ForChoice(s.Policy, req.Choice))
 }
 
 // schedulerOf is the pod's scheduler name, with the API server's default for none.

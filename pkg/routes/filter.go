@@ -10,6 +10,7 @@ import (
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/gpushare/gpushare/pkg/metrics"
+	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/reasons"
 )
 
@@ -37,7 +38,7 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 		FailedAndUnresolvableNodes: extenderv1.FailedNodesMap{},
 	}
 	pass := make([]bool, len(names))
-	req, reqErr := s.Resources.PodRequest(args.Pod)
+	req, reqErr := s.Resources.PlacementRequest(args.Pod)
 	switch {
 	case reqErr != nil: // the pod fits nowhere until its spec is fixed
 		for _, n := range names {
@@ -57,7 +58,7 @@ func (s *server) filter(w http.ResponseWriter, r *http.Request, _ httprouter.Par
 			break
 		}
 		counts := map[string]int{}
-		s.Cache.FitsEach(names, req, s.Policy, func(i int, err error) {
+		s.Cache.FitsEach(names, req, policy.ForChoice(s.Policy, req.Choice), func(i int, err error) {
 			if err == nil {
 				pass[i] = true
 				return

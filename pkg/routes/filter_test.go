@@ -68,13 +68,7 @@ func TestFilter(t *testing.T) {
 			tc.wantUnresolvabl = extenderv1.FailedNodesMap{}
 		}
 		t.Run(tc.name+"/NodeNames", func(t *testing.T) {
-			names := tc.nodes
-			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
-			if rec.Code != http.StatusOK {
-				t.Fatalf("status %d: %s", rec.Code, rec.Body)
-			}
-			var got extenderv1.ExtenderFilterResult
-			decodeInto(t, rec, &got)
+			got := f.filter(t, tc.pod, tc.nodes)
 			want := extenderv1.ExtenderFilterResult{NodeNames: &tc.wantPass, FailedNodes: tc.wantFailed, FailedAndUnresolvableNodes: tc.wantUnresolvabl}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("(-want,+got):\n%s", d)
@@ -148,13 +142,7 @@ func TestPrioritize(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/prioritize", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
-			if rec.Code != http.StatusOK {
-				t.Fatalf("status %d: %s", rec.Code, rec.Body)
-			}
-			var got extenderv1.HostPriorityList
-			decodeInto(t, rec, &got)
-			if d := cmp.Diff(tc.want, got); d != "" {
+			if d := cmp.Diff(tc.want, f.prioritize(t, tc.pod, names)); d != "" {
 				t.Errorf("(-want,+got):\n%s", d)
 			}
 		})

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	k8stesting "k8s.io/client-go/testing"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -152,4 +153,29 @@ func decodeInto(t testing.TB, rec *httptest.ResponseRecorder, v any) {
 	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
 		t.Fatalf("decoding response %q: %v", rec.Body.String(), err)
 	}
+}
+
+// call posts the extender call verb ("filter", "prioritize") for pod on names and decodes
+// the answer into out.
+func (f *fixture) call(t testing.TB, verb string, pod *corev1.Pod, names []string, out any) {
+	t.Helper()
+	rec := f.do(t, http.MethodPost, "/gpushare-scheduler/"+verb, extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names})
+	if rec.Code != http.StatusOK {
+		t.Fatalf("%s status %d: %s", verb, rec.Code, rec.Body)
+	}
+	decodeInto(t, rec, out)
+}
+
+// prioritize is call("prioritize").
+func (f *fixture) prioritize(t testing.TB, pod *corev1.Pod, names []string) (got extenderv1.HostPriorityList) {
+	t.Helper()
+	f.call(t, "prioritize", pod, names, &got)
+	return got
+}
+
+// filter is call("filter").
+func (f *fixture) filter(t testing.TB, pod *corev1.Pod, names []string) (got extenderv1.ExtenderFilterResult) {
+	t.Helper()
+	f.call(t, "filter", pod, names, &got)
+	return got
 }

@@ -47,14 +47,14 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 		return
 	}
 	var scores []int64 // nil: 0 everywhere
-	req, reqErr := s.Resources.PodRequest(args.Pod)
+	req, reqErr := s.Resources.PlacementRequest(args.Pod)
 	_, workloadAware := s.Policy.(policy.WorkloadAware)
 	if reqErr == nil && (!req.IsZero() || workloadAware) {
-		pol := s.Cache.ForPod(s.Policy)
+		pol := s.Cache.ForPod(policy.ForChoice(s.Policy, req.Choice))
 		// One Scorer per call: requests are served concurrently, and it is not.
 		scorer := policy.NewScorer(pol, req, cache.HostRequest(args.Pod))
 		rates, fits := make([]float64, len(names)), make([]bool, len(names))
-		s.Cache.ViewEach(names, func(i int, node policy.Node) {
+		s.Cache.ViewEach(names, req.Choice, func(i int, node policy.Node) {
 			rates[i], fits[i] = scorer.Score(node)
 		})
 		scores = policy.NormalizeScores(rates, fits)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/reasons"
 )
 
@@ -24,11 +25,11 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	if !p.cache.Ready() {
 		return nil, fwk.AsStatus(errNotReady)
 	}
-	req, err := p.res.PodRequest(pod)
+	req, err := p.res.PlacementRequest(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	s := &cycleState{req: req, pol: p.cache.ForPod(p.pol)}
+	s := &cycleState{req: req, pol: p.cache.ForPod(policy.ForChoice(p.pol, req.Choice))}
 	state.Write(stateKey, s)
 	if req.IsZero() {
 		return nil, fwk.NewStatus(fwk.Skip)
@@ -114,7 +115,7 @@ func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, _ *v1.Pod, po
 	if at, _, ok := p.cache.Counted(pod.UID); ok && at == node {
 		return nil // counted already
 	}
-	req, err := p.res.PodRequest(pod)
+	req, err := p.res.PlacementRequest(pod)
 	if err != nil || req.IsZero() {
 		return nil // an invalid request never runs; no gpu-mem takes no card
 	}

@@ -194,7 +194,7 @@ func TestScoreRanksAsPrioritize(t *testing.T) {
 				req, _ := f.pl.res.PodRequest(pod)
 				sc := policy.NewScorer(pol, req, policy.Host{})
 				rates, fits := make([]float64, len(order)), make([]bool, len(order))
-				f.pl.cache.ViewEach(order, func(i int, node policy.Node) { rates[i], fits[i] = sc.Score(node) })
+				f.pl.cache.ViewEach(order, nil, func(i int, node policy.Node) { rates[i], fits[i] = sc.Score(node) })
 				return policy.NormalizeScores(rates, fits)
 			}
 			check := func(st fwk.CycleState, order []string) {

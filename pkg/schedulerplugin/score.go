@@ -70,7 +70,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		}
 		// A Scorer keeps buffers and is not safe for concurrent use: one per piece.
 		sc := policy.NewScorer(s.pol, s.req, host)
-		p.cache.ViewNodes(r.objs[lo:hi], func(i int, node policy.Node) {
+		p.cache.ViewNodes(r.objs[lo:hi], s.req.Choice, func(i int, node policy.Node) {
 			r.names[lo+i] = node.Name
 			r.rates[lo+i], r.fits[lo+i] = sc.Score(node)
 		})
@@ -139,6 +139,6 @@ func (p *Plugin) rateNames(s *cycleState, pod *v1.Pod, scores fwk.NodeScoreList)
 		r.names[i] = scores[i].Name
 	}
 	sc := policy.NewScorer(s.pol, s.req, cache.HostRequest(pod))
-	p.cache.ViewEach(r.names, func(i int, node policy.Node) { r.rates[i], r.fits[i] = sc.Score(node) })
+	p.cache.ViewEach(r.names, s.req.Choice, func(i int, node policy.Node) { r.rates[i], r.fits[i] = sc.Score(node) })
 	return r
 }

@@ -26,14 +26,18 @@ type signedContainer struct {
 // the node the first pod took, which the batch re-filters and re-scores (and Reserve
 // re-checks under the node lock). It refuses (Unschedulable: no batching for the pod) under
 // a workload-aware policy, whose rates follow the whole cluster's workload, for a pod whose
-// earlier bind holds cards, and for an invalid request.
+// earlier bind holds cards, for a pod with card annotations (gpushare.CardChoice), whose
+// verdicts depend on them too, and for an invalid request.
 func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	if p.workloadAware {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "the "+p.pol.Name()+" policy rates nodes by the whole cluster's workload")
 	}
-	req, err := p.res.PodRequest(pod)
+	req, err := p.res.PlacementRequest(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable, err.Error())
+	}
+	if req.Choice != nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the pod chooses its cards or card policy by annotation")
 	}
 	if _, held := p.cache.HeldOn(pod.UID); held {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "an earlier bind of the pod holds cards")

@@ -17,7 +17,7 @@ const stateKey fwk.StateKey = Name
 // cycleState is what PreFilter learns of the pod for the rest of its scheduling cycle.
 type cycleState struct {
 	req gpushare.PodRequest // zero: the pod requests no gpu-mem
-	pol policy.Policy       // the plugin's policy, ready for this pod (cache.ForPod)
+	pol policy.Policy       // the plugin's policy or the pod's card-policy, ready for this pod (policy.ForChoice, cache.ForPod)
 	// held is the node where an earlier bind of the pod holds cards that may still land
 	// (cache.HeldOn); "" when none.
 	held string

@@ -237,7 +237,7 @@ func BenchmarkCacheScoresFGD(b *testing.B) {
 			for b.Loop() {
 				sc := policy.NewScorer(c.cache.ForPod(c.policy), req, host)
 				scores, fits := make([]float64, len(c.names)), make([]bool, len(c.names))
-				c.cache.ViewEach(c.names, func(i int, n policy.Node) { scores[i], fits[i] = sc.Score(n) })
+				c.cache.ViewEach(c.names, nil, func(i int, n policy.Node) { scores[i], fits[i] = sc.Score(n) })
 				_ = policy.NormalizeScores(scores, fits)
 				fitting = 0
 				for _, f := range fits {

@@ -140,7 +140,7 @@ func BenchmarkCacheScores(b *testing.B) {
 			for b.Loop() {
 				sc := policy.NewScorer(c.policy, req, policy.Host{})
 				scores, fits := make([]float64, len(c.names)), make([]bool, len(c.names))
-				c.cache.ViewEach(c.names, func(i int, n policy.Node) { scores[i], fits[i] = sc.Score(n) })
+				c.cache.ViewEach(c.names, nil, func(i int, n policy.Node) { scores[i], fits[i] = sc.Score(n) })
 				_ = policy.NormalizeScores(scores, fits)
 			}
 			cpu.report(b)

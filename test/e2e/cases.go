@@ -262,13 +262,7 @@ func perCardFit(t *testing.T, e *Env, sched string) {
 	// One container over two cards takes 8 on each (binpack would stack single-card 8s).
 	createPod(t, e, scheduledBy(sched, gpuPod(ns, "filler", node, ctr{units: 16, cards: 2})))
 	filler := waitPod(t, e, ns, "filler", time.Minute, "Running", isRunning)
-	alloc, _, err := res.ReadAllocation(filler)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(gpushare.CardUnits{0: 8, 1: 8}, alloc.CardUsage(filler)); diff != "" {
-		t.Fatalf("filler card usage (-want,+got):\n%s", diff)
-	}
+	wantCardUsage(t, filler, gpushare.CardUnits{0: 8, 1: 8})
 	createPod(t, e, scheduledBy(sched, gpuPod(ns, "big", node, ctr{units: 10})))
 	msg := waitFailedScheduling(t, e, ns, "big", "need 10 on one card; largest free 8 (card0 8/16, card1 8/16)")
 	t.Logf("big is Pending: %s", msg)

@@ -9,6 +9,7 @@ import "testing"
 func TestReferenceScenario(t *testing.T)       { CaseReferenceScenario(t, env) }
 func TestControlPlaneVersion(t *testing.T)     { CaseControlPlaneVersion(t, env) }
 func TestPerCardFit(t *testing.T)              { CasePerCardFit(t, env) }
+func TestCardChoice(t *testing.T)              { CaseCardChoice(t, env) }
 func TestDeleteFreesMemory(t *testing.T)       { CaseDeleteFreesMemory(t, env) }
 func TestExtenderRestart(t *testing.T)         { CaseExtenderRestart(t, env) }
 func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, env) }
@@ -17,6 +18,7 @@ func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, 
 
 func TestPluginReferenceScenario(t *testing.T)       { CasePluginReferenceScenario(t, env) }
 func TestPluginPerCardFit(t *testing.T)              { CasePluginPerCardFit(t, env) }
+func TestPluginCardChoice(t *testing.T)              { CasePluginCardChoice(t, env) }
 func TestPluginMultiContainerMultiCard(t *testing.T) { CasePluginMultiContainerMultiCard(t, env) }
 func TestPluginPreemption(t *testing.T)              { CasePluginPreemption(t, env) }
 

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -368,5 +369,17 @@ func requireRealNode(t *testing.T, e *Env) {
 	t.Helper()
 	if e.RealNode == "" {
 		t.Skip("no real node: " + e.NoRealNodeWhy)
+	}
+}
+
+// wantCardUsage fails the test unless the pod's allocation record gives it want on its cards.
+func wantCardUsage(t *testing.T, pod *corev1.Pod, want gpushare.CardUnits) {
+	t.Helper()
+	alloc, _, err := res.ReadAllocation(pod)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, alloc.CardUsage(pod)); diff != "" {
+		t.Fatalf("%s card usage (-want,+got):\n%s", pod.Name, diff)
 	}
 }

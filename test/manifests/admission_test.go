@@ -484,6 +484,26 @@ func TestAllocationAnnotationsCoverWireNames(t *testing.T) {
 	}
 }
 
+// TestCardChoiceAnnotationsAreTenants: the card annotations a pod chooses its cards with
+// (pkg/gpushare) are the tenant's to set on create and to change, while any other
+// gpushare.io key stays refused.
+func TestCardChoiceAnnotationsAreTenants(t *testing.T) {
+	c := compile(t, load(t).policies["gpushare-allocation-annotations"])
+	for _, k := range gpushare.CardChoiceAnnotationKeys() {
+		t.Run(k, func(t *testing.T) {
+			for _, req := range []request{
+				{user: tenant(), op: admission.Create, resource: "pods", object: pod("", map[string]string{k: "A100"})},
+				{user: tenant(), op: admission.Update, resource: "pods", old: pod("", map[string]string{k: "A100"}), object: pod("", map[string]string{k: "T4"})},
+				{user: tenant(), op: admission.Update, resource: "pods", old: pod("gpu-a", with(bound(), k, "A100")), object: pod("gpu-a", bound())},
+			} {
+				if got := c.admit(t, req, allowUsers{}); got != "" {
+					t.Errorf("tenant %s %s: refused %q", req.op, k, got)
+				}
+			}
+		})
+	}
+}
+
 func TestSharePluginNodeScope(t *testing.T) {
 	c := compile(t, load(t).policies["gpushare-share-plugin-node-scope"])
 	onA := sa(sharePluginSA, "gpu-a")
