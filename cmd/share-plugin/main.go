@@ -63,6 +63,7 @@ type options struct {
 	overGrantGrace     time.Duration
 	overGrantAction    string
 	procRoot           string
+	unclaimedExempt    []string
 	simulateProcesses  string
 	showVersion        bool
 }
@@ -97,6 +98,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.overGrantGrace, "over-grant-grace", time.Minute, "how long a container must stay over its grant before the event and the action")
 	fs.StringVar(&o.overGrantAction, "over-grant-action", string(watchdog.OverGrantNone),
 		"what follows the GPUMemoryOverGrant event: none, annotate (pod annotation "+gpushare.AnnotationOverGrant+") or evict (Eviction API; PodDisruptionBudgets apply; needs the pods/eviction RBAC rule)")
+	fs.StringSliceVar(&o.unclaimedExempt, "unclaimed-exempt-namespaces", []string{"kube-system"},
+		"namespaces whose pods may use cards without gpu-mem (an MPS daemon, a GPU operator's monitoring): the watchdog reports no "+gpushare.EventGPUMemoryUnclaimed+" event about them")
 	fs.StringVar(&o.procRoot, "proc-root", "/proc", "where the watchdog reads /proc/<pid>/cgroup of the processes NVML lists (the host's PID namespace)")
 	fs.StringVar(&o.simulateProcesses, "simulate-processes-file", "", "with --simulate/--simulate-file: the simulated cards' processes, a YAML list of {card: <index or UUID>, pid, usedMiB}, read on every watchdog interval; without it the watchdog is off on a simulated node")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -202,7 +205,8 @@ func run(ctx context.Context, o options) error {
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
 		MPSRoot: o.mpsRoot, UsageInterval: usageInterval, ProcRoot: o.procRoot,
-		OverGrant: watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
+		OverGrant:                 watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
+		UnclaimedExemptNamespaces: o.unclaimedExempt,
 	})
 	if err != nil {
 		return err

@@ -64,6 +64,9 @@ type Config struct {
 	UsageInterval time.Duration
 	// OverGrant is the watchdog's threshold, grace and action.
 	OverGrant watchdog.OverGrant
+	// UnclaimedExemptNamespaces hold pods the watchdog does not report for using cards they
+	// hold no gpu-mem on (watchdog.Unclaimed).
+	UnclaimedExemptNamespaces []string
 	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
 	// needs the host's PID namespace).
 	ProcRoot string

@@ -88,6 +88,7 @@ func New(cfg Config) (*Plugin, error) {
 		NodeName: cfg.NodeName, Cards: cards, Unit: cfg.Unit, Processes: cfg.NVML.Processes,
 		Client: cfg.Client, Recorder: cfg.Recorder, Clock: cfg.Clock,
 		Interval: cfg.UsageInterval, Resync: cfg.NodeResync, OverGrant: cfg.OverGrant, ProcRoot: cfg.ProcRoot,
+		Unclaimed: watchdog.Unclaimed{ExemptNamespaces: cfg.UnclaimedExemptNamespaces},
 	}, claims{p})
 	// The informer's events keep the ledger current between Allocate calls: a pod deleted
 	// soon after it was served (a Deployment scaled down, a namespace removed) frees its
