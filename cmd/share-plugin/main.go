@@ -31,6 +31,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+	"github.com/gpushare/gpushare/pkg/preflight"
 	"github.com/gpushare/gpushare/pkg/version"
 	"github.com/gpushare/gpushare/pkg/watchdog"
 )
@@ -57,6 +58,7 @@ type options struct {
 	cdiKind        string
 	cdiSpecDir     string
 	mpsRoot        string
+	nvidiaConfig   string
 	// The usage watchdog.
 	usageInterval      time.Duration
 	overGrantThreshold float64
@@ -91,6 +93,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", deviceplugin.DefaultCDISpecDir, "the runtime's CDI spec folder, seen by share-plugin at the same path: with --device-list-strategy=cdi-allocation, where it writes the per-allocation specs; with cdi-cri or cdi-allocation and simulated GPUs, where it writes the simulated cards' spec and files (real GPUs with cdi-cri: generate the spec with nvidia-ctk cdi generate)")
 	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
 		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
+	fs.StringVar(&o.nvidiaConfig, "nvidia-runtime-config", preflight.DefaultNVIDIAConfigPath,
+		"the node's NVIDIA container runtime configuration (the host's file, mounted at the same path): whether it lets a pod's own NVIDIA_VISIBLE_DEVICES widen its cards goes to the node label "+gpushare.LabelEnvDeviceRequests+" (a missing file: unknown); empty: not read, no label")
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.DurationVar(&o.usageInterval, "usage-interval", 15*time.Second,
 		"how often the usage watchdog lists each card's processes and compares each container's GPU memory with its grant; 0 disables the watchdog (needs hostPID)")
@@ -204,7 +208,7 @@ func run(ctx context.Context, o options) error {
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
-		MPSRoot: o.mpsRoot, UsageInterval: usageInterval, ProcRoot: o.procRoot,
+		MPSRoot: o.mpsRoot, UsageInterval: usageInterval, ProcRoot: o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
 		OverGrant:                 watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
 		UnclaimedExemptNamespaces: o.unclaimedExempt,
 	})
