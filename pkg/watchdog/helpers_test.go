@@ -235,10 +235,13 @@ func (e *testEnv) drainEvents() []string {
 	}
 }
 
-func (e *testEnv) overGrantEvents() []string {
+func (e *testEnv) overGrantEvents() []string { return e.eventsWith(gpushare.EventGPUMemoryOverGrant) }
+
+// eventsWith drains the events recorded so far and returns those of reason.
+func (e *testEnv) eventsWith(reason string) []string {
 	var out []string
 	for _, ev := range e.drainEvents() {
-		if strings.Contains(ev, gpushare.EventGPUMemoryOverGrant) {
+		if strings.Contains(ev, reason) {
 			out = append(out, ev)
 		}
 	}

@@ -8,15 +8,7 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-func (e *testEnv) unclaimedEvents() []string {
-	var out []string
-	for _, ev := range e.drainEvents() {
-		if strings.Contains(ev, gpushare.EventGPUMemoryUnclaimed) {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
+func (e *testEnv) unclaimedEvents() []string { return e.eventsWith(gpushare.EventGPUMemoryUnclaimed) }
 
 // unclaimedSeries is the gpushare_pod_unclaimed_gpu_memory_used_bytes series of pod on card
 // (of testNode, namespace default) with its value.

@@ -678,14 +678,20 @@ func exportedMetrics(t *testing.T) map[string]bool {
 }
 
 // mountsHostPath reports whether the pod's first container mounts the host folder path at
-// the same path.
+// the same path, read-write.
 func mountsHostPath(spec corev1.PodSpec, path string) bool {
+	return mountsHostPathAs(spec, path, false)
+}
+
+// mountsHostPathAs reports whether the pod's first container mounts the host folder path at
+// the same path, read-only or not as readOnly says.
+func mountsHostPathAs(spec corev1.PodSpec, path string, readOnly bool) bool {
 	for _, v := range spec.Volumes {
 		if v.HostPath == nil || v.HostPath.Path != path {
 			continue
 		}
 		for _, m := range spec.Containers[0].VolumeMounts {
-			if m.Name == v.Name && m.MountPath == path && !m.ReadOnly {
+			if m.Name == v.Name && m.MountPath == path && m.ReadOnly == readOnly {
 				return true
 			}
 		}

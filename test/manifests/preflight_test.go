@@ -5,26 +5,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpushare/gpushare/pkg/preflight"
 )
-
-// mountsHostPathReadOnly reports whether the pod's first container mounts the host folder
-// path read-only at the same path.
-func mountsHostPathReadOnly(spec corev1.PodSpec, path string) bool {
-	for _, v := range spec.Volumes {
-		if v.HostPath == nil || v.HostPath.Path != path {
-			continue
-		}
-		for _, m := range spec.Containers[0].VolumeMounts {
-			if m.Name == v.Name && m.MountPath == path && m.ReadOnly {
-				return true
-			}
-		}
-	}
-	return false
-}
 
 // TestRuntimeConfigMounted: deploy/ and the chart let share-plugin read the host's NVIDIA
 // runtime configuration where its flag looks (read-only); the chart's path follows its value,
@@ -34,7 +17,7 @@ func TestRuntimeConfigMounted(t *testing.T) {
 	if preflight.DefaultNVIDIAConfigPath != dir+"/config.toml" {
 		t.Fatalf("the flag's default %s is not in %s", preflight.DefaultNVIDIAConfigPath, dir)
 	}
-	if spec := deployDaemonSet(t, "share-plugin/daemonset.yaml").Spec.Template.Spec; !mountsHostPathReadOnly(spec, dir) {
+	if spec := deployDaemonSet(t, "share-plugin/daemonset.yaml").Spec.Template.Spec; !mountsHostPathAs(spec, dir, true) {
 		t.Errorf("deploy/share-plugin does not mount the host's %s read-only", dir)
 	}
 	tests := []struct {
@@ -53,7 +36,7 @@ func TestRuntimeConfigMounted(t *testing.T) {
 		if !slices.Contains(spec.Containers[0].Args, tt.wantArg) {
 			t.Errorf("%v: args %v lack %s", tt.sets, spec.Containers[0].Args, tt.wantArg)
 		}
-		if tt.wantMount != "" && !mountsHostPathReadOnly(spec, tt.wantMount) {
+		if tt.wantMount != "" && !mountsHostPathAs(spec, tt.wantMount, true) {
 			t.Errorf("%v: the host's %s is not mounted read-only", tt.sets, tt.wantMount)
 		}
 		for _, v := range spec.Volumes {
