@@ -18,9 +18,10 @@ func unclaimedSeries(pod string, card int, value string) string {
 }
 
 // TestWatchdogUnclaimed: processes of a pod on a card the pod holds nothing on are charged
-// to the pod (event, gauge): cpu requested no gpu-mem, nb holds card 0 only. nb on its own
-// card, the host process and a pod of an exempt namespace (an MPS daemon) are not
-// reported; a process NVML cannot measure still is (its presence is the finding).
+// to the pod (event, gauge), whichever cgroup driver named the pod: cpu requested no
+// gpu-mem, nb holds card 0 only. nb on its own card, the host process and a pod of an
+// exempt namespace (an MPS daemon) are not reported; a process NVML cannot measure still is
+// (its presence is the finding).
 func TestWatchdogUnclaimed(t *testing.T) {
 	mps := gpuPod("mps", ctr{name: "daemon", id: ctrID(20)})
 	mps.Namespace = "kube-system"
@@ -37,6 +38,12 @@ func TestWatchdogUnclaimed(t *testing.T) {
 			use:        [][3]int{{0, 400, 700}},
 			wantEvents: []string{"use 700 MiB of GPU memory on card " + uuid(0)},
 			wantSeries: []string{unclaimedSeries("cpu", 0, "7.340032e+08")},
+		},
+		{
+			name:       "cgroupfs driver's path",
+			use:        [][3]int{{1, 401, 64}},
+			wantEvents: []string{"use 64 MiB of GPU memory on card " + uuid(1)},
+			wantSeries: []string{unclaimedSeries("cpu", 1, "6.7108864e+07")},
 		},
 		{
 			name:       "pod on a card it holds nothing on",
@@ -61,6 +68,7 @@ func TestWatchdogUnclaimed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newWatchdogEnv(t, OverGrant{Threshold: 0.05}, PodClaim{Pod: mps})
 			e.proc(t, 600, podCgroup(podUIDs["mps"], ctrID(20)))
+			e.proc(t, 401, "0::/kubepods/besteffort/pod"+podUIDs["cpu"]+"/"+ctrID(4)+"\n")
 			e.use(tc.use...)
 			for _, pid := range tc.unknown {
 				e.list(0, gpunvml.Process{PID: uint32(pid)})
