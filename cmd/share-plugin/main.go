@@ -31,6 +31,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+	"github.com/gpushare/gpushare/pkg/preflight"
 	"github.com/gpushare/gpushare/pkg/version"
 	"github.com/gpushare/gpushare/pkg/watchdog"
 )
@@ -57,12 +58,14 @@ type options struct {
 	cdiKind        string
 	cdiSpecDir     string
 	mpsRoot        string
+	nvidiaConfig   string
 	// The usage watchdog.
 	usageInterval      time.Duration
 	overGrantThreshold float64
 	overGrantGrace     time.Duration
 	overGrantAction    string
 	procRoot           string
+	unclaimedExempt    []string
 	simulateProcesses  string
 	showVersion        bool
 }
@@ -90,6 +93,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", deviceplugin.DefaultCDISpecDir, "the runtime's CDI spec folder, seen by share-plugin at the same path: with --device-list-strategy=cdi-allocation, where it writes the per-allocation specs; with cdi-cri or cdi-allocation and simulated GPUs, where it writes the simulated cards' spec and files (real GPUs with cdi-cri: generate the spec with nvidia-ctk cdi generate)")
 	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
 		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
+	fs.StringVar(&o.nvidiaConfig, "nvidia-runtime-config", preflight.DefaultNVIDIAConfigPath,
+		"the node's NVIDIA container runtime configuration (the host's file, mounted at the same path): whether it lets a pod's own NVIDIA_VISIBLE_DEVICES widen its cards goes to the node label "+gpushare.LabelEnvDeviceRequests+" (a missing file: unknown); empty: not read, no label")
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.DurationVar(&o.usageInterval, "usage-interval", 15*time.Second,
 		"how often the usage watchdog lists each card's processes and compares each container's GPU memory with its grant; 0 disables the watchdog (needs hostPID)")
@@ -97,6 +102,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.overGrantGrace, "over-grant-grace", time.Minute, "how long a container must stay over its grant before the event and the action")
 	fs.StringVar(&o.overGrantAction, "over-grant-action", string(watchdog.OverGrantNone),
 		"what follows the GPUMemoryOverGrant event: none, annotate (pod annotation "+gpushare.AnnotationOverGrant+") or evict (Eviction API; PodDisruptionBudgets apply; needs the pods/eviction RBAC rule)")
+	fs.StringSliceVar(&o.unclaimedExempt, "unclaimed-exempt-namespaces", []string{"kube-system"},
+		"namespaces whose pods may use cards without gpu-mem (an MPS daemon, a GPU operator's monitoring): the watchdog reports no "+gpushare.EventGPUMemoryUnclaimed+" event about them")
 	fs.StringVar(&o.procRoot, "proc-root", "/proc", "where the watchdog reads /proc/<pid>/cgroup of the processes NVML lists (the host's PID namespace)")
 	fs.StringVar(&o.simulateProcesses, "simulate-processes-file", "", "with --simulate/--simulate-file: the simulated cards' processes, a YAML list of {card: <index or UUID>, pid, usedMiB}, read on every watchdog interval; without it the watchdog is off on a simulated node")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
@@ -201,8 +208,9 @@ func run(ctx context.Context, o options) error {
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
-		MPSRoot: o.mpsRoot, UsageInterval: usageInterval, ProcRoot: o.procRoot,
-		OverGrant: watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
+		MPSRoot: o.mpsRoot, UsageInterval: usageInterval, ProcRoot: o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
+		OverGrant:                 watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
+		UnclaimedExemptNamespaces: o.unclaimedExempt,
 	})
 	if err != nil {
 		return err

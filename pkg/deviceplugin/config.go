@@ -64,6 +64,13 @@ type Config struct {
 	UsageInterval time.Duration
 	// OverGrant is the watchdog's threshold, grace and action.
 	OverGrant watchdog.OverGrant
+	// NVIDIARuntimeConfig is the node's NVIDIA container runtime configuration file
+	// (preflight.DefaultNVIDIAConfigPath), read at each node publication: its verdict goes
+	// to the node label gpushare.LabelEnvDeviceRequests. Empty: not read, no label.
+	NVIDIARuntimeConfig string
+	// UnclaimedExemptNamespaces hold pods the watchdog does not report for using cards they
+	// hold no gpu-mem on (watchdog.Unclaimed).
+	UnclaimedExemptNamespaces []string
 	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
 	// needs the host's PID namespace).
 	ProcRoot string

@@ -98,7 +98,7 @@ func boolFloat(b bool) float64 {
 // (200 while registered with kubelet, 503 otherwise) and GET /served (gpushare.ServedReport as JSON).
 func (p *Plugin) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(newCollector(p), p.usage.Collector(), p.ambiguous, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(newCollector(p), p.usage.Collector(), p.preflight, p.ambiguous, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET "+gpushare.ServedPath, p.serveServed)

@@ -3,10 +3,12 @@ package deviceplugin
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,13 +21,20 @@ import (
 const publishRetry = 5 * time.Second
 
 // publishNode makes the node show the plugin's facts: gpu-count (number of cards) in status
-// capacity and allocatable, and the per-card inventory annotation with current health. It
-// patches only what differs, so calling it often is cheap.
+// capacity and allocatable, the per-card inventory annotation with current health, and the
+// verdict on its NVIDIA runtime configuration (publishPreflight). It patches only what
+// differs, so calling it often is cheap.
 func (p *Plugin) publishNode(ctx context.Context) error {
 	node, err := p.cfg.Client.CoreV1().Nodes().Get(ctx, p.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("getting node %s: %w", p.cfg.NodeName, err)
 	}
+	return errors.Join(p.publishInventory(ctx, node), p.publishPreflight(ctx, node))
+}
+
+// publishInventory patches the node's inventory annotation and its gpu-count where they
+// differ from the plugin's.
+func (p *Plugin) publishInventory(ctx context.Context, node *corev1.Node) error {
 	inv, err := inventory(p.cards.list, p.cfg.Unit, p.health.Healthy).Marshal()
 	if err != nil {
 		return err

@@ -44,6 +44,8 @@ type Plugin struct {
 	isReg bool
 
 	usage *watchdog.Watchdog // runs when UsageInterval > 0
+
+	preflight *runtimePreflight // the node's NVIDIA runtime configuration, when NVIDIARuntimeConfig is set
 }
 
 // New discovers the cards through NVML and checks that their fake devices fit in one
@@ -83,11 +85,13 @@ func New(cfg Config) (*Plugin, error) {
 			Help: "Allocate calls whose pod kubelet's PodResources API did not single out, served to the oldest matching pod, by reason (several, none, unavailable).",
 		}, []string{"reason"}),
 	}
+	p.preflight = newRuntimePreflight(cfg.NodeName)
 	p.ledger = newLedger(cfg.NodeName, cfg.Clock, p.removeAllocationSpecs)
 	p.usage = watchdog.New(watchdog.Config{
 		NodeName: cfg.NodeName, Cards: cards, Unit: cfg.Unit, Processes: cfg.NVML.Processes,
 		Client: cfg.Client, Recorder: cfg.Recorder, Clock: cfg.Clock,
 		Interval: cfg.UsageInterval, Resync: cfg.NodeResync, OverGrant: cfg.OverGrant, ProcRoot: cfg.ProcRoot,
+		Unclaimed: watchdog.Unclaimed{ExemptNamespaces: cfg.UnclaimedExemptNamespaces},
 	}, claims{p})
 	// The informer's events keep the ledger current between Allocate calls: a pod deleted
 	// soon after it was served (a Deployment scaled down, a namespace removed) frees its

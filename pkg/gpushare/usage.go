@@ -24,6 +24,11 @@ const AnnotationOverGrant = "gpushare.io/over-grant"
 // containers stayed above its grant on a card for the watchdog's grace period.
 const EventGPUMemoryOverGrant = "GPUMemoryOverGrant"
 
+// EventGPUMemoryUnclaimed is the reason of the Warning event on a pod whose processes use
+// GPU memory on a card none of its containers was granted (or that requested no gpu-mem):
+// share-plugin's usage watchdog finds the pod from the process's cgroup.
+const EventGPUMemoryUnclaimed = "GPUMemoryUnclaimed"
+
 // UsageVersion is the version of Usage this package writes and reads.
 const UsageVersion = 1
 

@@ -87,6 +87,7 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) no
 		n.Cards = append(n.Cards, cardUsage{Index: d.Index, UUID: d.UUID, Model: d.Model, Total: d.Units, Healthy: d.Healthy})
 	}
 	n.Isolation, n.IsolationLabelled = isolation(node, &n.Warnings)
+	n.EnvDeviceRequests = envDeviceRequests(node, &n.Warnings)
 	for _, p := range pods {
 		pod, warn, ok := buildPod(p, res)
 		if warn != "" {
@@ -196,6 +197,22 @@ func isolation(node *corev1.Node, warnings *[]string) (string, bool) {
 		return "invalid", labelled
 	}
 	return string(mode), labelled
+}
+
+// envDeviceRequests reads the node's gpushare.io/env-device-requests label
+// (gpushare.ParseEnvDeviceRequests): its value, "invalid" (with a warning) for a value it
+// does not know, "" without the label.
+func envDeviceRequests(node *corev1.Node, warnings *[]string) string {
+	v, labelled := node.Labels[gpushare.LabelEnvDeviceRequests]
+	if !labelled {
+		return ""
+	}
+	e, err := gpushare.ParseEnvDeviceRequests(v)
+	if err != nil {
+		*warnings = append(*warnings, fmt.Sprintf("node %s: %v", node.Name, err))
+		return "invalid"
+	}
+	return string(e)
 }
 
 // addUsage adds share-plugin's usage annotation (value v) to the node's cards and pods: per

@@ -44,6 +44,11 @@ type nodeUsage struct {
 	Isolation string `json:"isolation"`
 	// IsolationLabelled: the node carries the label (the details view then shows it).
 	IsolationLabelled bool `json:"-"`
+	// EnvDeviceRequests is the node's gpushare.io/env-device-requests label, share-plugin's
+	// reading of its NVIDIA runtime configuration: "accepted" (a pod's own
+	// NVIDIA_VISIBLE_DEVICES can widen its cards), "refused", "unknown", or "invalid" for
+	// any other value (a warning names it); absent without the label.
+	EnvDeviceRequests string `json:"envDeviceRequests,omitempty"`
 	// UsageTime is when share-plugin's usage watchdog last listed the node's processes
 	// (gpushare.io/gpu-usage); absent without that annotation. The usedMiB fields below
 	// come from the same sample.

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // renderDetails writes the compatible `-d` form: for each node
@@ -100,12 +102,16 @@ func cardChoices(pods []podUsage) []byte {
 }
 
 // nodeHeader is the NAME and IPADDRESS lines, then ISOLATION when the node carries the
-// gpushare.io/isolation label, and USAGE with the sample time (and each card's unattributed
+// gpushare.io/isolation label, ENV DEVICE REQUESTS when it carries
+// gpushare.io/env-device-requests, and USAGE with the sample time (and each card's unattributed
 // memory when there is any) when share-plugin publishes usage.
 func nodeHeader(n nodeUsage) []string {
 	lines := []string{"NAME:\t" + n.Name, "IPADDRESS:\t" + n.IPAddress}
 	if n.IsolationLabelled {
 		lines = append(lines, "ISOLATION:\t"+n.Isolation)
+	}
+	if n.EnvDeviceRequests != "" {
+		lines = append(lines, "ENV DEVICE REQUESTS:\t"+n.EnvDeviceRequests+envDeviceRequestsNote(n.EnvDeviceRequests))
 	}
 	if n.UsageTime != nil {
 		usage := "sampled " + n.UsageTime.UTC().Format(time.RFC3339)
@@ -121,6 +127,20 @@ func nodeHeader(n nodeUsage) []string {
 		lines = append(lines, "USAGE:\t"+usage)
 	}
 	return lines
+}
+
+// envDeviceRequestsNote says what a value of gpushare.io/env-device-requests means for a
+// tenant ("" for "invalid", whose warning says more).
+func envDeviceRequestsNote(v string) string {
+	switch gpushare.EnvDeviceRequests(v) {
+	case gpushare.EnvDeviceRequestsAccepted:
+		return " (the NVIDIA runtime honours a pod's own NVIDIA_VISIBLE_DEVICES: a pod can reach every GPU of the node)"
+	case gpushare.EnvDeviceRequestsRefused:
+		return " (the NVIDIA runtime ignores a pod's own NVIDIA_VISIBLE_DEVICES)"
+	case gpushare.EnvDeviceRequestsUnknown:
+		return " (share-plugin found no NVIDIA runtime configuration it could read)"
+	}
+	return ""
 }
 
 // usedNote is " (used 5.2GiB)" for a pod whose use on card index the node's usage

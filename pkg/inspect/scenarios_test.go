@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -127,6 +128,22 @@ func pendingScenario(t *testing.T) []runtime.Object {
 		failedScheduling(big, "big.2", 5, "0/2 nodes are available: 1 gpu-mem: need 10 on one card; largest free 2, 1 node(s) didn't match Pod's node affinity/selector.", true),
 		failedScheduling(pair, "pair.1", 3, "0/2 nodes are available: 1 gpu-mem: need 4 on each of 2 cards; 1 card has 4 free.", false),
 	)
+}
+
+// preflightScenario: one T4 node per value of share-plugin's gpushare.io/env-device-requests
+// label (accepted, refused, unknown), one without it (no line) and one with a value this
+// reader does not know (invalid, a warning); each runs one pod of 2 units.
+func preflightScenario(t *testing.T) []runtime.Object {
+	var out []runtime.Object
+	for i, v := range []string{"accepted", "refused", "unknown", "", "maybe"} {
+		name := fmt.Sprintf("gpu-%c", 'a'+i)
+		n := makeNode(name, fmt.Sprintf("10.0.0.%d", 10+i)).Sharing().Inventory(t, gpushare.GiB, t4(0))
+		if v != "" {
+			n = n.Label(gpushare.LabelEnvDeviceRequests, v)
+		}
+		out = append(out, n.Obj(), makePod("ml", "nb-"+name).Node(name).GPU(2, 0).Alloc(`{"0":{"0":2}}`).Obj())
+	}
+	return out
 }
 
 // usageScenario: gpu-w (two T4s, label isolation=mps) publishes usage sampled at

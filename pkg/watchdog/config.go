@@ -69,7 +69,7 @@ func (o *OverGrant) Validate() error {
 	return err
 }
 
-// Config is what New needs; every field is required but ProcRoot.
+// Config is what New needs; every field is required but ProcRoot and Unclaimed.
 type Config struct {
 	NodeName string
 	// Cards are the node's cards, in index order.
@@ -87,6 +87,9 @@ type Config struct {
 	Resync time.Duration
 	// OverGrant is the threshold, grace and action (Validate'd by the caller).
 	OverGrant OverGrant
+	// Unclaimed is what is exempt from, and how often, the reports of pods using cards
+	// they hold nothing on.
+	Unclaimed Unclaimed
 	// ProcRoot is where /proc/<pid>/cgroup is read (default /proc; the caller needs the
 	// host's PID namespace).
 	ProcRoot string

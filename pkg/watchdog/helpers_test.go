@@ -90,6 +90,7 @@ var podUIDs = map[string]string{
 	"ok":    "0d8e2f4a-6b1c-4e3d-9a7f-000000000002",
 	"cpu":   "0d8e2f4a-6b1c-4e3d-9a7f-000000000003",
 	"multi": "0d8e2f4a-6b1c-4e3d-9a7f-000000000004",
+	"mps":   "0d8e2f4a-6b1c-4e3d-9a7f-000000000005",
 }
 
 // ctr is a container of gpuPod: its name, whether it is an init container, its runtime ID.
@@ -135,6 +136,7 @@ func podCgroup(uid, id string) string {
 //   - cpu: a pod that requests no gpu-mem, process 400;
 //   - a host process 300;
 //
+// with the pods of namespace kube-system exempt from unclaimed reports,
 // and more pods with their claims.
 func newWatchdogEnv(t *testing.T, og OverGrant, more ...PodClaim) *testEnv {
 	t.Helper()
@@ -169,6 +171,7 @@ func newWatchdogEnv(t *testing.T, og OverGrant, more ...PodClaim) *testEnv {
 		NodeName: testNode, Cards: cards, Unit: gpushare.GiB, Processes: e.processes,
 		Client: e.client, Recorder: e.events, Clock: e.clock,
 		Interval: 15 * time.Second, Resync: 10 * time.Minute, OverGrant: og, ProcRoot: e.root,
+		Unclaimed: Unclaimed{ExemptNamespaces: []string{"kube-system"}},
 	}, e.ledger)
 	e.proc(t, 100, podCgroup(podUIDs["nb"], ctrID(1)))
 	e.proc(t, 200, podCgroup(podUIDs["ok"], ctrID(2)))
@@ -232,10 +235,13 @@ func (e *testEnv) drainEvents() []string {
 	}
 }
 
-func (e *testEnv) overGrantEvents() []string {
+func (e *testEnv) overGrantEvents() []string { return e.eventsWith(gpushare.EventGPUMemoryOverGrant) }
+
+// eventsWith drains the events recorded so far and returns those of reason.
+func (e *testEnv) eventsWith(reason string) []string {
 	var out []string
 	for _, ev := range e.drainEvents() {
-		if strings.Contains(ev, gpushare.EventGPUMemoryOverGrant) {
+		if strings.Contains(ev, reason) {
 			out = append(out, ev)
 		}
 	}
@@ -257,7 +263,8 @@ func scrape(t *testing.T, w *Watchdog) string {
 	t.Helper()
 	b, err := testutil.CollectAndFormat(w.Collector(), expfmt.TypeTextPlain,
 		"gpushare_container_over_grant_total", "gpushare_container_gpu_memory_used_bytes",
-		"gpushare_container_gpu_memory_granted_bytes", "gpushare_card_unattributed_memory_used_bytes")
+		"gpushare_container_gpu_memory_granted_bytes", "gpushare_card_unattributed_memory_used_bytes",
+		"gpushare_pod_unclaimed_gpu_memory_used_bytes")
 	if err != nil {
 		t.Fatal(err)
 	}

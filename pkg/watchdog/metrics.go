@@ -15,11 +15,12 @@ type usageCollector struct {
 	used         *prometheus.Desc
 	granted      *prometheus.Desc
 	unattributed *prometheus.Desc
+	unclaimed    *prometheus.Desc
 }
 
 // Collector exports the watchdog's figures: the over-grant counter and, from the last
-// sample, each container's used and granted bytes per card and each card's unattributed
-// bytes.
+// sample, each container's used and granted bytes per card, each card's unattributed bytes
+// and each pod's unclaimed bytes per card.
 func (w *Watchdog) Collector() prometheus.Collector { return newUsageCollector(w) }
 
 func newUsageCollector(w *Watchdog) *usageCollector {
@@ -33,6 +34,11 @@ func newUsageCollector(w *Watchdog) *usageCollector {
 		unattributed: prometheus.NewDesc("gpushare_card_unattributed_memory_used_bytes",
 			"GPU memory used on a card by processes of no GPU-sharing pod of the node (host processes, pods that requested no gpu-mem, processes whose cgroup could not be read).",
 			[]string{"node", "card", "uuid"}, nil),
+		// One series per pod and card with such use only, gone with the use: bounded by
+		// what runs on the node.
+		unclaimed: prometheus.NewDesc("gpushare_pod_unclaimed_gpu_memory_used_bytes",
+			"GPU memory the processes of a pod use on a card none of its containers was granted (the pod requested no gpu-mem, or holds other cards): a container reached a card it was not handed. Present while such processes run (0 when NVML cannot measure them).",
+			[]string{"node", "namespace", "pod", "card", "uuid"}, nil),
 	}
 }
 
@@ -40,6 +46,7 @@ func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.used
 	ch <- c.granted
 	ch <- c.unattributed
+	ch <- c.unclaimed
 	c.w.overGrant.Describe(ch)
 }
 
@@ -64,5 +71,9 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.unattributed, prometheus.GaugeValue, float64(s.unattributed[card.Index]),
 				node, strconv.Itoa(card.Index), card.UUID)
 		}
+	}
+	for _, u := range s.unclaimed {
+		ch <- prometheus.MustNewConstMetric(c.unclaimed, prometheus.GaugeValue, float64(u.used),
+			node, u.pod.Namespace, u.pod.Name, strconv.Itoa(u.card.Index), u.card.UUID)
 	}
 }

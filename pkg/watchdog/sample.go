@@ -50,6 +50,11 @@ type usageSample struct {
 	// listed holds the cards whose processes NVML listed; a card that failed has no
 	// usage figures in this sample.
 	listed map[int]bool
+	// unclaimed is, per pod and card, what the processes of a pod of the node (outside
+	// Unclaimed.ExemptNamespaces) use on a card the pod holds nothing on.
+	unclaimed map[podCard]*unclaimedUsage
+	// podSeen holds the UIDs of the pods of the node's pod view at the sample.
+	podSeen map[types.UID]bool
 }
 
 // sample lists the processes of every card and charges each to its container: through
@@ -58,10 +63,15 @@ type usageSample struct {
 // claim names a card; terminating ones too) is in the sample with its grant on each of its
 // cards, whether it runs processes or not; a container of such a pod using memory on a card
 // it holds nothing on is in it with grant 0. Processes of other pods, of the host, or that
-// cannot be mapped are unattributed.
+// cannot be mapped are unattributed. Besides, the use of every pod of the node on a card
+// the pod holds nothing on (none of its containers has units there, or it requested no
+// gpu-mem) is charged to the pod as unclaimed, when its cgroup names the pod.
 func (w *Watchdog) sample() usageSample {
-	s := usageSample{at: w.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{}}
-	pods := map[types.UID]*corev1.Pod{}
+	s := usageSample{at: w.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{},
+		unclaimed: map[podCard]*unclaimedUsage{}, podSeen: map[types.UID]bool{}}
+	pods := map[types.UID]*corev1.Pod{} // GPU-sharing pods
+	all := map[types.UID]*corev1.Pod{}  // every pod of the node
+	holds := map[podCard]bool{}         // a card a GPU-sharing pod holds units on
 	unitBytes := uint64(w.cfg.Unit.MiB) << 20
 	for _, pc := range w.ledger.Claims() {
 		pod, claim := pc.Pod, pc.Claim
@@ -70,10 +80,15 @@ func (w *Watchdog) sample() usageSample {
 		if pod.Spec.NodeName != w.cfg.NodeName || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
+		all[pod.UID] = pod
+		s.podSeen[pod.UID] = true
 		if len(claim.Cards()) == 0 {
 			continue
 		}
 		pods[pod.UID] = pod
+		for _, idx := range claim.Cards() {
+			holds[podCard{pod.UID, idx}] = true
+		}
 		for _, al := range []struct {
 			init bool
 			a    gpushare.Allocation
@@ -99,8 +114,11 @@ func (w *Watchdog) sample() usageSample {
 		w.nvmlAnswered(card.Index)
 		s.listed[card.Index] = true
 		for _, pr := range procs {
-			pod, name := w.attribute(pr.PID, pods)
-			if pod == nil {
+			pod, name := w.attribute(pr.PID, all)
+			if pod != nil && !holds[podCard{pod.UID, card.Index}] && !w.exempt[pod.Namespace] {
+				s.addUnclaimed(pod, card, pr)
+			}
+			if pod == nil || pods[pod.UID] == nil || name == "" {
 				s.unattributed[card.Index] += pr.UsedBytes // 0 when unknown
 				continue
 			}
@@ -117,8 +135,8 @@ func (w *Watchdog) sample() usageSample {
 	return s
 }
 
-// attribute returns the pod (among pods, the node's GPU-sharing pods by UID) and container
-// name process pid runs in; nil when it runs in none of them.
+// attribute returns the pod (among pods, by UID) and container name process pid runs in;
+// nil when it runs in none of them, "" when its container is not in the pod's status yet.
 func (w *Watchdog) attribute(pid uint32, pods map[types.UID]*corev1.Pod) (*corev1.Pod, string) {
 	c, err := w.procs.Lookup(pid)
 	switch {
@@ -141,7 +159,6 @@ func (w *Watchdog) attribute(pid uint32, pods map[types.UID]*corev1.Pod) (*corev
 	name := containerByID(pod, c.ID)
 	if name == "" {
 		klog.V(2).InfoS("GPU process of a pod in no container its status lists yet; counted as unattributed", "pod", klog.KObj(pod), "pid", pid, "containerID", c.ID)
-		return nil, ""
 	}
 	return pod, name
 }

@@ -36,6 +36,9 @@ type Watchdog struct {
 	publishedAt  time.Time
 	nvmlFailing  map[int]bool
 	warnedNoProc bool
+	// unclaimedReported is when each pod's unclaimed use of a card was last reported.
+	unclaimedReported map[podCard]time.Time
+	exempt            map[string]bool // Unclaimed.ExemptNamespaces
 
 	mu   sync.Mutex   // guards last
 	last *usageSample // read by the metrics collector
@@ -55,6 +58,10 @@ func New(cfg Config, ledger Ledger) *Watchdog {
 	for _, c := range cfg.Cards {
 		byIndex[c.Index] = c
 	}
+	exempt := map[string]bool{}
+	for _, ns := range cfg.Unclaimed.ExemptNamespaces {
+		exempt[ns] = true
+	}
 	return &Watchdog{
 		cfg:     cfg,
 		ledger:  ledger,
@@ -64,8 +71,10 @@ func New(cfg Config, ledger Ledger) *Watchdog {
 			Name: "gpushare_container_over_grant_total",
 			Help: "Episodes of a container staying above its GPU memory grant on a card for the grace period, by the pod's namespace.",
 		}, []string{"node", "namespace"}),
-		episodes:    map[usageKey]*episode{},
-		nvmlFailing: map[int]bool{},
+		episodes:          map[usageKey]*episode{},
+		nvmlFailing:       map[int]bool{},
+		unclaimedReported: map[podCard]time.Time{},
+		exempt:            exempt,
 	}
 }
 
@@ -92,6 +101,7 @@ func (w *Watchdog) step(ctx context.Context) {
 	w.last = &s
 	w.mu.Unlock()
 	w.judge(ctx, s)
+	w.reportUnclaimed(s)
 	w.publish(ctx, s)
 }
 

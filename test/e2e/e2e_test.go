@@ -29,6 +29,8 @@ func TestCDIHandover(t *testing.T)               { CaseCDIHandover(t, env) }
 func TestCDIAllocationEnvLoses(t *testing.T)     { CaseCDIAllocationEnvLoses(t, env) }
 func TestReservedEnvFromConfigMap(t *testing.T)  { CaseReservedEnvFromConfigMap(t, env) }
 func TestUsageWatchdog(t *testing.T)             { CaseUsageWatchdog(t, env) }
+func TestUsageWatchdogUnclaimed(t *testing.T)    { CaseUsageWatchdogUnclaimed(t, env) }
+func TestNodePreflight(t *testing.T)             { CaseNodePreflight(t, env) }
 func TestMPSIsolation(t *testing.T)              { CaseMPSIsolation(t, env) }
 func TestChaosExtenderKills(t *testing.T)        { CaseChaosExtenderKills(t, env) }
 func TestChaosDelayedBinding(t *testing.T)       { CaseChaosDelayedBinding(t, env) }

@@ -1,6 +1,7 @@
 package manifests_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -24,6 +25,28 @@ func chartPolicy(t *testing.T, c chart, name string) compiled {
 	}
 	out.binding = &b
 	return out
+}
+
+// TestChartUnclaimedExemptions: the namespaces whose pods may set NVIDIA_* (the release's
+// and admission.reservedEnv.exemptNamespaces) are the ones share-plugin's watchdog does not
+// report for using cards without gpu-mem.
+func TestChartUnclaimedExemptions(t *testing.T) {
+	tests := []struct {
+		ns   string
+		sets []string
+		want string
+	}{
+		{"kube-system", nil, "--unclaimed-exempt-namespaces=kube-system"},
+		{"gpu-system", nil, "--unclaimed-exempt-namespaces=gpu-system,kube-system"},
+		{"gpu-system", []string{"admission.reservedEnv.exemptNamespaces={gpu-operator,gpu-system}"}, "--unclaimed-exempt-namespaces=gpu-system,gpu-operator"},
+	}
+	for _, tt := range tests {
+		var ds appsv1.DaemonSet
+		render(t, tt.ns, tt.sets).decode(t, "DaemonSet/share-plugin", &ds)
+		if args := ds.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, tt.want) {
+			t.Errorf("release in %s with %v: share-plugin args %v lack %s", tt.ns, tt.sets, args, tt.want)
+		}
+	}
 }
 
 // TestChartReservedEnvExemptions: the chart's exempt namespaces and users reach

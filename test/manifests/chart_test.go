@@ -180,8 +180,10 @@ func TestChartNamespace(t *testing.T) {
 		c := render(t, ns, []string{"topology=" + topology})
 		for k, o := range c {
 			// kube-system is where that RoleBinding must be, and an exempt namespace of
-			// gpushare-reserved-env by default (TestChartReservedEnvExemptions).
-			if strings.Contains(string(o.raw), "kube-system") && k != "RoleBinding/gpushare-scheduler-authentication-reader" &&
+			// gpushare-reserved-env and of share-plugin's unclaimed-use reports by default
+			// (TestChartReservedEnvExemptions, TestChartUnclaimedExemptions).
+			raw := strings.ReplaceAll(string(o.raw), "--unclaimed-exempt-namespaces="+ns+",kube-system", "")
+			if strings.Contains(raw, "kube-system") && k != "RoleBinding/gpushare-scheduler-authentication-reader" &&
 				k != "ValidatingAdmissionPolicyBinding/"+reservedEnvPolicy {
 				t.Errorf("%s (%s) still names kube-system", k, topology)
 			}
@@ -631,7 +633,7 @@ func TestChartMonitoring(t *testing.T) {
 				check(topology+" alert "+r.Alert, r.Expr)
 			}
 		}
-		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered"} {
+		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered", "GPUSharePodUnclaimedGPUMemory"} {
 			if !slices.Contains(alerts, want) {
 				t.Errorf("%s: alerts %v lack %s", topology, alerts, want)
 			}
@@ -676,14 +678,20 @@ func exportedMetrics(t *testing.T) map[string]bool {
 }
 
 // mountsHostPath reports whether the pod's first container mounts the host folder path at
-// the same path.
+// the same path, read-write.
 func mountsHostPath(spec corev1.PodSpec, path string) bool {
+	return mountsHostPathAs(spec, path, false)
+}
+
+// mountsHostPathAs reports whether the pod's first container mounts the host folder path at
+// the same path, read-only or not as readOnly says.
+func mountsHostPathAs(spec corev1.PodSpec, path string, readOnly bool) bool {
 	for _, v := range spec.Volumes {
 		if v.HostPath == nil || v.HostPath.Path != path {
 			continue
 		}
 		for _, m := range spec.Containers[0].VolumeMounts {
-			if m.Name == v.Name && m.MountPath == path && !m.ReadOnly {
+			if m.Name == v.Name && m.MountPath == path && m.ReadOnly == readOnly {
 				return true
 			}
 		}
