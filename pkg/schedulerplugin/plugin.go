@@ -38,6 +38,7 @@ type Plugin struct {
 	workloadAware bool // pol scores pods without gpu-mem too (fgd)
 	res           gpushare.Resources
 	wording       reasons.Wording
+	nodeSelector  labels.Selector // the nodes the ledger accounts (GPUShareArgs.NodeSelector)
 	binder        *binding.Binder
 	parallelizer  fwk.Parallelizer // nil: PreScore rates the nodes in one goroutine
 	rates         sync.Pool        // of *nodeRates, PreScore's buffers (score.go)
@@ -129,8 +130,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration,
 		"unrecordedGrace", args.UnrecordedGrace.Duration)
 	return &Plugin{
-		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, parallelizer: h.Parallelizer(),
-		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
+		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
+		parallelizer: h.Parallelizer(),
+		binder:       &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
 }
 

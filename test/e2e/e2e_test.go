@@ -19,6 +19,9 @@ func TestPluginReferenceScenario(t *testing.T)       { CasePluginReferenceScenar
 func TestPluginPerCardFit(t *testing.T)              { CasePluginPerCardFit(t, env) }
 func TestPluginMultiContainerMultiCard(t *testing.T) { CasePluginMultiContainerMultiCard(t, env) }
 func TestPluginPreemption(t *testing.T)              { CasePluginPreemption(t, env) }
+func TestPluginRetriesOnlyWhenMemoryFrees(t *testing.T) {
+	CasePluginRetriesOnlyWhenMemoryFrees(t, env)
+}
 
 func TestDeployManifestsDryRun(t *testing.T)     { CaseDeployManifestsDryRun(t, env) }
 func TestRealNodeTwoCards(t *testing.T)          { CaseRealNodeTwoCards(t, env) }
