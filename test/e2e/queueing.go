@@ -4,7 +4,7 @@ package e2e
 
 import (
 	"context"
-		"io"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
