@@ -26,7 +26,7 @@ const (
 	churnEvery  = time.Second
 )
 
-// CasePluginRetriesOnlyWhenMemoryFrees: a gpu-mem pod gpushare-scheduler found no room for
+// CasePluginRetriesOnlyWhenMemoryFrees: a gpu-mem pod GPUShare found no card for
 // is not retried by unrelated churn (pods without gpu-mem coming and going, node labels),
 // and is bound promptly once a pod holding gpu-mem on its node is deleted. It logs the
 // wasted attempts and the time from the deletion to the bind (docs/scheduler-plugin.md
@@ -35,14 +35,14 @@ const (
 func CasePluginRetriesOnlyWhenMemoryFrees(t *testing.T, e *Env) {
 	requireBinary(t, e, "gpushare-scheduler")
 	ns := newNamespace(t, e)
-	node := newKwokNode(t, e, "requeue", t4)
+	// Per-card fit, not the node's total, rejects "big": NodeResourcesFit passes it (16 of 32
+	// units free), so GPUShare's hints alone decide when it is retried.
+	node := newKwokNode(t, e, "requeue", v100, v100)
 	other := newKwokNode(t, e, "requeue-churn", t4)
-	for _, n := range []string{"a", "b", "c"} {
-		createPod(t, e, scheduledBy(PluginSchedulerName, gpuPod(ns, n, node, ctr{units: 4})))
-		waitPod(t, e, ns, n, time.Minute, "Running", isRunning)
-	}
-	createPod(t, e, scheduledBy(PluginSchedulerName, gpuPod(ns, "d", node, ctr{units: 4})))
-	waitFailedScheduling(t, e, ns, "d", "need 4")
+	createPod(t, e, scheduledBy(PluginSchedulerName, gpuPod(ns, "filler", node, ctr{units: 16, cards: 2})))
+	waitPod(t, e, ns, "filler", time.Minute, "Running", isRunning)
+	createPod(t, e, scheduledBy(PluginSchedulerName, gpuPod(ns, "big", node, ctr{units: 10})))
+	waitFailedScheduling(t, e, ns, "big", "need 10 on one card")
 
 	metrics := pluginSchedulerMetrics(t, e)
 	before := unschedulableAttempts(t, metrics)
@@ -58,9 +58,9 @@ func CasePluginRetriesOnlyWhenMemoryFrees(t *testing.T, e *Env) {
 		time.Sleep(churnEvery)
 	}
 	wasted := unschedulableAttempts(t, metrics) - before
-	t.Logf("gpu-mem pod d retried %d times during %d unrelated pod and node events", wasted, 2*churnRounds)
+	t.Logf("gpu-mem pod big retried %d times during %d unrelated pod and node events", wasted, 2*churnRounds)
 	if wasted > 1 {
-		t.Errorf("d was retried %d times by events that free no gpu-mem, want at most 1", wasted)
+		t.Errorf("big was retried %d times by events that free no gpu-mem, want at most 1", wasted)
 	}
 
 	w, err := e.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{})
@@ -68,8 +68,8 @@ func CasePluginRetriesOnlyWhenMemoryFrees(t *testing.T, e *Env) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	if err := e.Client.CoreV1().Pods(ns).Delete(ctx, "a", *metav1.NewDeleteOptions(0)); err != nil {
-		t.Fatalf("deleting a: %v", err)
+	if err := e.Client.CoreV1().Pods(ns).Delete(ctx, "filler", *metav1.NewDeleteOptions(0)); err != nil {
+		t.Fatalf("deleting filler: %v", err)
 	}
 	var deleted, bound time.Time
 	for bound.IsZero() {
@@ -81,22 +81,22 @@ func CasePluginRetriesOnlyWhenMemoryFrees(t *testing.T, e *Env) {
 			p, isPod := ev.Object.(*corev1.Pod)
 			switch {
 			case !isPod:
-			case ev.Type == watch.Deleted && p.Name == "a":
+			case ev.Type == watch.Deleted && p.Name == "filler":
 				deleted = time.Now()
-			case p.Name == "d" && p.Spec.NodeName != "":
+			case p.Name == "big" && p.Spec.NodeName != "":
 				bound = time.Now()
 			}
 		case <-ctx.Done():
-			t.Fatalf("d not bound after a was deleted; events:\n%s", podEvents(e, ns, "d"))
+			t.Fatalf("big not bound after filler was deleted; events:\n%s", podEvents(e, ns, "big"))
 		}
 	}
 	if deleted.IsZero() {
-		t.Fatal("d was bound before a's deletion was seen")
+		t.Fatal("big was bound before filler's deletion was seen")
 	}
 	took := bound.Sub(deleted)
-	t.Logf("d bound %v after a's deletion", took.Round(time.Millisecond))
+	t.Logf("big bound %v after filler's deletion", took.Round(time.Millisecond))
 	if took > 5*time.Second {
-		t.Errorf("d bound %v after a's deletion, want under 5s", took)
+		t.Errorf("big bound %v after filler's deletion, want under 5s", took)
 	}
 }
 
