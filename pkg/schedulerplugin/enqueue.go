@@ -14,7 +14,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// ledgerCatchUp bounds how long the pre-queueing hint of a deleted pod waits for the ledger
+// ledgerCatchUp bounds how long the queueing hint of a deleted pod waits for the ledger
 // to stop counting it. The ledger and the scheduling queue hear the same informer event on
 // different goroutines; without the wait a pod moved by the deletion could be filtered
 // against the ledger as it was before, fail again and wait for the next event. The ledger
@@ -39,11 +39,7 @@ var _ fwk.EnqueueExtensions = (*Plugin)(nil)
 // pod GPUShare rejected.
 func (p *Plugin) EventsToRegister(context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
-		{
-			Event:             fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete},
-			QueueingHintFn:    p.hintPodDeleted,
-			PreQueueingHintFn: p.preHintPodDeleted,
-		},
+		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.hintPodDeleted},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Update}, QueueingHintFn: p.hintPodRecordChanged},
 		{
 			Event:          fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeAnnotation},
@@ -60,20 +56,25 @@ func (p *Plugin) holdsGPUMem(pod *v1.Pod) bool {
 	return err != nil || !req.IsZero()
 }
 
-// preHintPodDeleted waits (at most ledgerCatchUp) for the ledger to stop counting the
-// deleted gpu-mem pod, once per event, before the hints let pods retry against it.
-func (p *Plugin) preHintPodDeleted(logger klog.Logger, oldObj, _ any) (fwk.PreQueueingHintResult, error) {
-	if pod, ok := oldObj.(*v1.Pod); ok && p.holdsGPUMem(pod) {
-		ctx, cancel := context.WithTimeout(context.Background(), ledgerCatchUp)
-		defer cancel()
-		if !p.cache.AwaitUncounted(ctx, pod.UID) {
-			logger.V(4).Info("GPUShare ledger still counts a pod the scheduler saw deleted", "pod", klog.KObj(pod))
-		}
+// awaitLedger waits (at most ledgerCatchUp) for the ledger to stop counting the deleted
+// pod gone, so that the pods the hint queues are filtered against the ledger after the
+// deletion. The scheduler calls the hint once per rejected pod for one event: only the first
+// call for a pod waits (lastAwaited), so an event that is not a real deletion delays the
+// scheduler's event handling by ledgerCatchUp once, not once per pending pod.
+func (p *Plugin) awaitLedger(logger klog.Logger, gone *v1.Pod) {
+	uid := gone.UID
+	if prev := p.lastAwaited.Swap(&uid); prev != nil && *prev == uid {
+		return
 	}
-	return fwk.PreQueueingHintResult{AllPods: true}, nil
+	ctx, cancel := context.WithTimeout(context.Background(), ledgerCatchUp)
+	defer cancel()
+	if !p.cache.AwaitUncounted(ctx, gone.UID) {
+		logger.V(4).Info("GPUShare ledger still counts a pod the scheduler saw deleted", "pod", klog.KObj(gone))
+	}
 }
 
-// hintPodDeleted queues when the pod that went away held (or may have held) gpu-mem.
+// hintPodDeleted queues when the pod that went away held (or may have held) gpu-mem, once
+// the ledger no longer counts it.
 func (p *Plugin) hintPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	gone, ok := oldObj.(*v1.Pod)
 	if !ok {
@@ -82,6 +83,7 @@ func (p *Plugin) hintPodDeleted(logger klog.Logger, pod *v1.Pod, oldObj, _ any) 
 	if !p.holdsGPUMem(gone) {
 		return fwk.QueueSkip, nil
 	}
+	p.awaitLedger(logger, gone)
 	logger.V(5).Info("gpu-mem pod deleted: retrying", "pod", klog.KObj(pod), "deleted", klog.KObj(gone))
 	return fwk.Queue, nil
 }

@@ -105,9 +105,10 @@ func TestQueueingHints(t *testing.T) {
 	}
 }
 
-// TestPreHintWaitsForTheLedger: the queue must not retry pods against a ledger that still
-// counts the deleted pod.
-func TestPreHintWaitsForTheLedger(t *testing.T) {
+// TestDeleteHintWaitsForTheLedger: the queue must not retry pods against a ledger that
+// still counts the deleted pod (the scheduler's handler and the ledger's hear the deletion
+// on different goroutines).
+func TestDeleteHintWaitsForTheLedger(t *testing.T) {
 	gpuPod := ct.Placed(ct.Pod("gpu", 16), "n1", gpushare.CardUnits{0: 16})
 	f := start(t, nil, ct.Node("n1", 16), gpuPod)
 	ct.Eventually(t, "placed pod counted", func() bool { return f.cards("n1") == "0:16/16" })
@@ -121,10 +122,10 @@ func TestPreHintWaitsForTheLedger(t *testing.T) {
 	if err := f.client.CoreV1().Pods("default").Delete(context.Background(), "gpu", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if res, err := f.pl.preHintPodDeleted(klog.Background(), gpuPod, nil); err != nil || !res.AllPods {
-		t.Fatalf("pre-hint = %+v, %v; want every pod checked", res, err)
+	if hint, err := f.pl.hintPodDeleted(klog.Background(), ct.Pod("pending", 8), gpuPod, nil); err != nil || hint != fwk.Queue {
+		t.Fatalf("hint = %v, %v; want Queue", hint, err)
 	}
 	if got := f.cards("n1"); got != "0:0/16" {
-		t.Fatalf("after the pre-hint returned the ledger reads %s, want 0:0/16", got)
+		t.Fatalf("after the hint returned the ledger reads %s, want 0:0/16", got)
 	}
 }
