@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -38,6 +40,8 @@ type Plugin struct {
 	workloadAware bool // pol scores pods without gpu-mem too (fgd)
 	res           gpushare.Resources
 	wording       reasons.Wording
+	nodeSelector  labels.Selector           // the nodes the ledger accounts (GPUShareArgs.NodeSelector)
+	lastAwaited   atomic.Pointer[types.UID] // the deleted pod awaitLedger last waited for
 	binder        *binding.Binder
 	parallelizer  fwk.Parallelizer // nil: PreScore rates the nodes in one goroutine
 	rates         sync.Pool        // of *nodeRates, PreScore's buffers (score.go)
@@ -129,8 +133,9 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration,
 		"unrecordedGrace", args.UnrecordedGrace.Duration)
 	return &Plugin{
-		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, parallelizer: h.Parallelizer(),
-		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
+		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
+		parallelizer: h.Parallelizer(),
+		binder:       &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
 }
 

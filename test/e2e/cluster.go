@@ -44,6 +44,7 @@ type config struct {
 	extenderPort            int
 	extenderDiagnosticsPort int
 	sharePluginPort         int
+	pluginSchedulerPort     int
 }
 
 func configFromEnv() (*config, error) {
@@ -106,6 +107,7 @@ func (c *config) ports() ([]string, error) {
 		"GPUSHARE_EXTENDER_PORT":             &c.extenderPort,
 		"GPUSHARE_EXTENDER_DIAGNOSTICS_PORT": &c.extenderDiagnosticsPort,
 		"GPUSHARE_SHARE_PLUGIN_METRICS_PORT": &c.sharePluginPort,
+		"GPUSHARE_PLUGIN_SCHEDULER_PORT":     &c.pluginSchedulerPort,
 	}
 	for _, l := range lines {
 		name, value, ok := strings.Cut(l, "=")
@@ -278,6 +280,9 @@ type Env struct {
 	ExtenderPKI string
 	// ExtenderHTTP trusts the extender's CA and presents the tools' client certificate.
 	ExtenderHTTP *http.Client
+	// PluginSchedulerURL is gpushare-scheduler's secure port (https://127.0.0.1:<port>):
+	// /metrics, /readyz; the cluster admin's credentials are authorized there.
+	PluginSchedulerURL string
 	// SharePluginURL is the real node's share-plugin metrics address (http://127.0.0.1:<port>).
 	SharePluginURL string
 	// RealNode is the kubelet-backed node's name; empty in the kwok-only variant.
@@ -299,6 +304,7 @@ func clusterUp(c *config) (*Env, error) {
 		ExtenderDiagnosticsURL: fmt.Sprintf("https://127.0.0.1:%d", c.extenderDiagnosticsPort),
 		ExtenderPKI:            filepath.Join(c.state, "pki", "extender"),
 		SharePluginURL:         fmt.Sprintf("http://127.0.0.1:%d", c.sharePluginPort),
+		PluginSchedulerURL:     fmt.Sprintf("https://127.0.0.1:%d", c.pluginSchedulerPort),
 	}
 	var err error
 	if e.ExtenderHTTP, err = e.extenderClient(true); err != nil {

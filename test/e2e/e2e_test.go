@@ -21,6 +21,9 @@ func TestPluginPerCardFit(t *testing.T)              { CasePluginPerCardFit(t, e
 func TestPluginCardChoice(t *testing.T)              { CasePluginCardChoice(t, env) }
 func TestPluginMultiContainerMultiCard(t *testing.T) { CasePluginMultiContainerMultiCard(t, env) }
 func TestPluginPreemption(t *testing.T)              { CasePluginPreemption(t, env) }
+func TestPluginRetriesOnlyWhenMemoryFrees(t *testing.T) {
+	CasePluginRetriesOnlyWhenMemoryFrees(t, env)
+}
 
 func TestDeployManifestsDryRun(t *testing.T)     { CaseDeployManifestsDryRun(t, env) }
 func TestRealNodeTwoCards(t *testing.T)          { CaseRealNodeTwoCards(t, env) }

@@ -6,13 +6,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -63,12 +59,5 @@ func CaseMPSIsolation(t *testing.T, e *Env) {
 // labelNode sets the node's gpushare.io/isolation label to value ("" removes it).
 func labelNode(ctx context.Context, t *testing.T, e *Env, node, value string) {
 	t.Helper()
-	v := "null"
-	if value != "" {
-		v = strconv.Quote(value)
-	}
-	patch := `{"metadata":{"labels":{` + strconv.Quote(gpushare.LabelIsolation) + `:` + v + `}}}`
-	if _, err := e.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Errorf("labelling node %s %s=%q: %v", node, gpushare.LabelIsolation, value, err)
-	}
+	setNodeLabel(ctx, t, e, node, gpushare.LabelIsolation, value)
 }
