@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # hack/tools.sh TOOL: prints the path of a pinned tool the tests need, building it once into
 # ${XDG_CACHE_HOME:-~/.cache}/gpushare/tools/ from its module under hack/tools/TOOL (the
-# version is the one that go.mod pins). Tools: helm; and prometheus-operator-crds and
-# cert-manager-crds, the folders of those projects' CRDs (from their Go modules, pinned below,
-# in the module cache), which the chart's e2e installs to dry-run its ServiceMonitors,
-# PrometheusRule, Issuers and Certificates.
+# version is the one that go.mod pins). Tools: helm; and prometheus-operator-crds,
+# cert-manager-crds and kueue-crds, the folders of those projects' CRDs (from their Go modules,
+# pinned below, in the module cache), which the e2e installs to dry-run the chart's
+# ServiceMonitors, PrometheusRule, Issuers and Certificates and the Kueue recipe in
+# deploy/examples/kueue.
 set -o errexit -o nounset -o pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,6 +14,7 @@ cache=${XDG_CACHE_HOME:-$HOME/.cache}/gpushare/tools
 
 PROMETHEUS_OPERATOR_VERSION=v0.85.0
 CERT_MANAGER_VERSION=v1.21.2
+KUEUE_VERSION=v0.17.0
 
 # module_dir MODULE@VERSION: the module's folder in the Go module cache (downloaded once).
 module_dir() {
@@ -33,7 +35,13 @@ case $tool in
     echo "$dir/deploy/crds"
     exit 0
     ;;
-  *) echo "hack/tools.sh: unknown tool $tool (known: helm, prometheus-operator-crds, cert-manager-crds)" >&2; exit 2 ;;
+  kueue-crds)
+    dir=$(module_dir "sigs.k8s.io/kueue@$KUEUE_VERSION")
+    [ -d "$dir/config/components/crd/bases" ] || { echo "hack/tools.sh: no CRDs in kueue $KUEUE_VERSION ($dir)" >&2; exit 1; }
+    echo "$dir/config/components/crd/bases"
+    exit 0
+    ;;
+  *) echo "hack/tools.sh: unknown tool $tool (known: helm, prometheus-operator-crds, cert-manager-crds, kueue-crds)" >&2; exit 2 ;;
 esac
 mod=$REPO/hack/tools/$tool
 version=$(sed -n "s|^[[:space:]]*${pkg%%/cmd/*} \(v[^ ]*\).*|\1|p" "$mod/go.mod")

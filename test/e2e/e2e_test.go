@@ -11,6 +11,8 @@ func TestControlPlaneVersion(t *testing.T)     { CaseControlPlaneVersion(t, env)
 func TestPerCardFit(t *testing.T)              { CasePerCardFit(t, env) }
 func TestCardChoice(t *testing.T)              { CaseCardChoice(t, env) }
 func TestDeleteFreesMemory(t *testing.T)       { CaseDeleteFreesMemory(t, env) }
+func TestResourceQuotaGPUMem(t *testing.T)     { CaseResourceQuotaGPUMem(t, env) }
+func TestKueueRecipeDryRun(t *testing.T)       { CaseKueueRecipeDryRun(t, env) }
 func TestExtenderRestart(t *testing.T)         { CaseExtenderRestart(t, env) }
 func TestMultiContainerMultiCard(t *testing.T) { CaseMultiContainerMultiCard(t, env) }
 
