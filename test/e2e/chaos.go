@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -408,6 +410,14 @@ func startBindingDelayProxy(t *testing.T, e *Env, delay time.Duration) *bindingD
 		}
 		if r.Method == http.MethodPost && filepath.Base(r.URL.Path) == "binding" {
 			p.held.Add(1)
+			// Read the body first: the server notices a client that gave up (and ends
+			// r.Context()) only once the request body has been read.
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				p.dropped.Add(1)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			select {
 			case <-time.After(delay):
 				p.forwarded.Add(1)

@@ -18,7 +18,7 @@ const lateBindingDelay = 20 * time.Second
 // refuses its Lease writes) while its process lives on. The standby takes over and the two
 // 12-unit pods of a 16-unit card go to it. The old leader's Binding must never reach the API
 // server (its deadline ends with the lease it could prove, so the proxy drops it), exactly
-// one pod is bound, and no card is over capacity.
+// one pod is bound, no card is over capacity, and the old leader exits once its binds ended.
 func CaseFailoverLateBinding(t *testing.T, e *Env) {
 	requireBinary(t, e, "extender", "kubectl-inspect-gpushare")
 	ctx := testContext(t, 5*time.Minute)
@@ -41,6 +41,14 @@ func CaseFailoverLateBinding(t *testing.T, e *Env) {
 	lost := time.Now()
 	waitFor(ctx, t, time.Minute, "extender-b to lead", func() bool { return proxy.ready() == b })
 	t.Logf("extender-b leads %s after extender-a's lease writes were cut", time.Since(lost).Round(100*time.Millisecond))
+	waitFor(ctx, t, 30*time.Second, "extender-a to exit after losing the lease", func() bool {
+		select {
+		case <-a.done:
+			return true
+		default:
+			return false
+		}
+	})
 	createPod(t, e, gpuPod(ns, "rival", node, ctr{units: 12}))
 
 	// Every Binding extender-a sent is forwarded lateBindingDelay after it was sent, or
