@@ -337,8 +337,12 @@ func run(ctx context.Context, o *options) error {
 	tctx, stopTransport := context.WithCancel(ctx)
 	defer stopTransport()
 	go transport.Run(tctx)
-	factory.Start(ctx.Done())
+	// Their own stop, ended on every return: Shutdown waits for the informers to stop, and
+	// ctx is not done when run returns for a lost lease or a server error.
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	factory.Start(informersCtx.Done())
 	defer factory.Shutdown()
+	defer stopInformers()
 	cacheDone := make(chan error, 1)
 	go func() { cacheDone <- c.Run(ctx) }()
 

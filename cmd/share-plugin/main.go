@@ -225,8 +225,12 @@ func run(ctx context.Context, o options) error {
 		}
 		klog.InfoS("Wrote the simulated GPUs' CDI spec", "path", path, "kind", o.cdiKind)
 	}
-	factory.Start(ctx.Done())
+	// Their own stop, ended on every return: Shutdown waits for the informers to stop, and
+	// ctx is not done when Run returns an error (a refused unit change).
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	factory.Start(informersCtx.Done())
 	defer factory.Shutdown()
+	defer stopInformers()
 	if o.metricsAddress != "" {
 		go serveMetrics(ctx, o.metricsAddress, plugin.Handler())
 	}

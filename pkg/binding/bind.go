@@ -25,6 +25,19 @@ type Binder struct {
 	// Timeout bounds each API write and, separately, the read-back that settles a failed
 	// one (default DefaultBindTimeout).
 	Timeout time.Duration
+	// Lease, when set, is the leadership this replica's writes must end within (see
+	// Write); nil: a single replica, or one whose caller is the leader by other means
+	// (kube-scheduler's own leader election, for the framework plugin).
+	Lease Lease
+}
+
+// Lease is the leader lease a replica's bind writes must fit in (implemented by
+// *leader.Elector).
+type Lease interface {
+	// BeginWrite is called right before the writes: it returns how long they may last and
+	// done, to call once they are over, or an error when this replica does not surely hold
+	// the lease for any write.
+	BeginWrite() (left time.Duration, done func(), err error)
 }
 
 func (b *Binder) timeout() time.Duration {
@@ -42,7 +55,12 @@ func (b *Binder) timeout() time.Duration {
 // ctx: the scheduler retries later. Errors are *Error.
 func (b *Binder) Bind(ctx context.Context, pod *cache.Pod, node string, req gpushare.PodRequest, pol policy.Policy) error {
 	if req.IsZero() {
-		if err := b.createBinding(ctx, pod, node, nil); err != nil {
+		wctx, cancel, err := b.writeContext(ctx)
+		if err != nil {
+			return Fail(metrics.BindLease, "binding pod %s/%s to %s: %w", pod.GetNamespace(), pod.GetName(), node, err)
+		}
+		defer cancel()
+		if err := b.createBinding(wctx, pod, node, nil); err != nil {
 			return Fail(metrics.BindBinding, "binding pod %s/%s to %s: %w", pod.GetNamespace(), pod.GetName(), node, err)
 		}
 		return nil

@@ -76,6 +76,10 @@ func TestUnrecordedPodGracePeriod(t *testing.T) {
 				if got := cards(env.Cache, "n1"); got != tc.wantBefore {
 					t.Fatalf("cards %s into the grace period: %q, want %q", env.Clock.Since(ct.Epoch), got, tc.wantBefore)
 				}
+				if charged, since := inspectUnrecorded(env.Cache, "self"); charged || !since.Equal(ct.Epoch) {
+					t.Fatalf("Inspect %s into the grace period: charged %v, unrecorded since %s; want not charged, since %s",
+						env.Clock.Since(ct.Epoch), charged, since, ct.Epoch)
+				}
 				var fe *policy.FitError
 				if err := env.Cache.Fits("n1", request(t, fit), pol); !errors.As(err, &fe) {
 					t.Fatalf("Fits(%d) %s into the grace period = %v, want a FitError", tc.fits, env.Clock.Since(ct.Epoch), err)
@@ -86,6 +90,9 @@ func TestUnrecordedPodGracePeriod(t *testing.T) {
 			env.Cache.EndGraceNow()
 			if got := cards(env.Cache, "n1"); got != tc.wantAfter {
 				t.Fatalf("cards after the grace period: %q, want %q", got, tc.wantAfter)
+			}
+			if charged, since := inspectUnrecorded(env.Cache, "self"); !charged || !since.Equal(ct.Epoch) {
+				t.Fatalf("Inspect after the grace period: charged %v, unrecorded since %s; want charged, since %s", charged, since, ct.Epoch)
 			}
 			want := "Warning " + cache.EventUnrecordedPod + " pod default/self requests " + strconv.FormatInt(tc.units, 10) +
 				" units on node n1 without an allocation record for longer than 2m0s; it is counted against the node's free memory as a whole, no longer on every card: " +
@@ -116,6 +123,23 @@ func TestUnrecordedPodGracePeriod(t *testing.T) {
 			noMoreEvents(t, env, rec)
 		})
 	}
+}
+
+// inspectUnrecorded is what Inspect tells of the pod name on node n1: whether it is charged
+// (on every card listing it) and since when it has counted without a record.
+func inspectUnrecorded(c *cache.Cache, name string) (charged bool, since time.Time) {
+	n, _ := c.InspectNode("n1")
+	for _, card := range n.Cards {
+		for _, p := range card.Pods {
+			if p.Name == name {
+				charged = p.Charged
+				if p.UnrecordedSince != nil {
+					since = p.UnrecordedSince.Time
+				}
+			}
+		}
+	}
+	return charged, since
 }
 
 // TestUnrecordedPodRecordAfterGrace: a record that appears after the grace period makes the

@@ -3,6 +3,8 @@ package cache
 import (
 	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
@@ -44,8 +46,12 @@ func (n *nodeState) info() gpushare.InspectNode {
 		}
 		for uid, e := range n.pods {
 			if u := e.counted().on(c.Index); u > 0 {
-				ci.Pods = append(ci.Pods, gpushare.InspectPod{Name: e.name, Namespace: e.namespace, UID: uid, Units: u,
-					Reserved: e.reserved, Conservative: e.basis.unrecorded()})
+				ip := gpushare.InspectPod{Name: e.name, Namespace: e.namespace, UID: uid, Units: u,
+					Reserved: e.reserved, Conservative: e.basis.unrecorded(), Charged: e.basis == basisCharged}
+				if since, ok := n.unrecorded[uid]; ok && ip.Conservative {
+					ip.UnrecordedSince = &metav1.Time{Time: since}
+				}
+				ci.Pods = append(ci.Pods, ip)
 			}
 		}
 		sort.Slice(ci.Pods, func(i, j int) bool {

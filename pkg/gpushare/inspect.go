@@ -1,6 +1,9 @@
 package gpushare
 
-import "k8s.io/apimachinery/pkg/types"
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // InspectPath is the extender's endpoint, on its diagnostics address, answering an
 // InspectReport of every node; InspectPath + "/<node>" answers one node's.
@@ -52,4 +55,10 @@ type InspectPod struct {
 	// per-card need on every card of the node, and after its grace period its total units
 	// against the node's free units, on the cards with the least free first.
 	Conservative bool `json:"conservative,omitempty"`
+	// Charged: a Conservative pod past its grace period, counted against the node's free
+	// units on the cards listing it, no longer on every card.
+	Charged bool `json:"charged,omitempty"`
+	// UnrecordedSince: when the extender first counted a Conservative pod without a valid
+	// record (its grace period runs from then); nil for the other pods.
+	UnrecordedSince *metav1.Time `json:"unrecordedSince,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -192,7 +193,7 @@ func (r *checkReport) extenderProblems(a *annotatedNode, e *gpushare.InspectNode
 		pods[p.key()] = p
 	}
 	reserved := map[string]bool{}
-	conservative := map[string][]int{}
+	conservative := map[string]*conservativePod{}
 	extCards := map[int]*gpushare.InspectCard{}
 	for i := range e.Cards {
 		c := &e.Cards[i]
@@ -204,15 +205,15 @@ func (r *checkReport) extenderProblems(a *annotatedNode, e *gpushare.InspectNode
 				reserved[key] = true
 				r.Notes = append(r.Notes, fmt.Sprintf("node %s card %d: extender holds %d units for %s, reserved and not yet seen bound", a.Name, c.Index, p.Units, key))
 			case p.Conservative:
-				conservative[key] = append(conservative[key], c.Index)
+				if conservative[key] == nil {
+					conservative[key] = &conservativePod{}
+				}
+				conservative[key].add(c.Index, p)
 			}
 		}
 	}
 	for _, key := range sortedKeys(conservative) {
-		cards := conservative[key]
-		sort.Ints(cards)
-		r.add(problemExtenderConservative, a.Name, nil, key, "node %s: pod %s: extender counts it on every card (%s) because its record is invalid",
-			a.Name, key, joinInts(cards))
+		r.add(problemExtenderConservative, a.Name, nil, key, "node %s: pod %s: %s", a.Name, key, conservative[key])
 	}
 	used := a.used()
 	cards := map[int]bool{}
@@ -250,6 +251,46 @@ func (r *checkReport) extenderProblems(a *annotatedNode, e *gpushare.InspectNode
 		r.add(problemExtenderDiffers, a.Name, ptr(c), "", "node %s card %d: extender counts %d units, annotations %d (%s)",
 			a.Name, c, extTotal, annTotal, podDiffs(annPods, extPods, pods))
 	}
+}
+
+// conservativePod is what the extender counts, card by card, for a pod it cannot trust.
+type conservativePod struct {
+	cards   []int
+	units   []int64 // by cards
+	charged bool
+	since   time.Time // zero: not reported
+}
+
+func (c *conservativePod) add(card int, p gpushare.InspectPod) {
+	c.cards, c.units = append(c.cards, card), append(c.units, p.Units)
+	c.charged = c.charged || p.Charged
+	if p.UnrecordedSince != nil {
+		c.since = p.UnrecordedSince.Time
+	}
+}
+
+// String says what the pod blocks: within its grace period every card; past it, the units
+// charged on the cards it is counted on, and since when it has shown no record.
+func (c *conservativePod) String() string {
+	if !c.charged {
+		return fmt.Sprintf("extender counts it on every card (%s) because its record is invalid", joinInts(c.cards))
+	}
+	var total int64
+	parts := make([]string, len(c.cards))
+	for i, card := range c.cards {
+		total += c.units[i]
+		parts[i] = fmt.Sprintf("%d (%d units)", card, c.units[i])
+	}
+	cards := "card"
+	if len(parts) > 1 {
+		cards = "cards"
+	}
+	since := "for longer than the grace period"
+	if !c.since.IsZero() {
+		since = "since " + c.since.UTC().Format(time.RFC3339) + ", past the grace period"
+	}
+	return fmt.Sprintf("blocks %d units of the node on %s %s: no valid allocation record %s, so the extender charges it "+
+		"to the node's free units until share-plugin records its card or it ends", total, cards, strings.Join(parts, ", "), since)
 }
 
 // extenderPodKey is the annotations' key of an extender pod; a pod whose UID differs from

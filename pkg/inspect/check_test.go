@@ -2,9 +2,11 @@ package inspect
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -199,6 +201,27 @@ func TestCompareViews(t *testing.T) {
 			want: []string{
 				`node gpu-a: pod ml/x: allocation invalid: decoding allocation "[1]": json: cannot unmarshal array into Go value of type gpushare.Allocation`,
 				"node gpu-a: pod ml/x: extender counts it on every card (0,1) because its record is invalid",
+			},
+			wantKinds: []string{problemInvalidRecord, problemExtenderConservative},
+		},
+		{
+			name: "self-placed pod past its grace period charged by the extender to two cards",
+			pods: append(agreeingPods(), *makePod("ml", "x").Node("gpu-a").GPU(6, 0).Obj()),
+			extender: func(e *gpushare.InspectReport) {
+				since := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+				for i, u := range []int64{4, 2} {
+					c := &e.Nodes[0].Cards[i]
+					c.Used += u
+					c.Pods = append(c.Pods, gpushare.InspectPod{Namespace: "ml", Name: "x", UID: "ml-x", Units: u,
+						Conservative: true, Charged: true, UnrecordedSince: &since})
+				}
+			},
+			wantPods: 3,
+			want: []string{
+				"node gpu-a: pod ml/x: requests 6 units but has no allocation annotation",
+				"node gpu-a: pod ml/x: blocks 6 units of the node on cards 0 (4 units), 1 (2 units): no valid allocation record " +
+					"since 2026-01-02T03:04:05Z, past the grace period, so the extender charges it to the node's free units " +
+					"until share-plugin records its card or it ends",
 			},
 			wantKinds: []string{problemInvalidRecord, problemExtenderConservative},
 		},

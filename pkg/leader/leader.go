@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // Defaults of Config's timing, those of kube-scheduler and kube-controller-manager.
@@ -51,6 +52,9 @@ type Config struct {
 	// OnChange, when set, is called with true when this replica starts leading and with
 	// false when it stops (e.g. to set a gauge). It must not block.
 	OnChange func(leading bool)
+	// Clock times the renewals that BeginWrite's window rests on (default the real clock;
+	// tests drive a fake one).
+	Clock clock.PassiveClock
 }
 
 // Validate checks the Lease's name and the timing as leaderelection does, with the flag
@@ -88,8 +92,9 @@ func NewIdentity() (string, error) {
 // Elector campaigns for the Lease and tells whether this replica leads. It is used once: Run
 // returns for good, and the process then exits.
 type Elector struct {
-	cfg Config
-	le  *leaderelection.LeaderElector
+	cfg    Config
+	le     *leaderelection.LeaderElector
+	window *window
 
 	mu      sync.Mutex
 	leading bool // between OnStartedLeading and OnStoppedLeading
@@ -108,19 +113,23 @@ func New(cfg Config) (*Elector, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	e := &Elector{cfg: cfg}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	e := &Elector{cfg: cfg, window: newWindow(cfg.Clock, cfg)}
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: &resourcelock.LeaseLock{
+		Lock: &windowLock{w: e.window, Interface: &resourcelock.LeaseLock{
 			LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.Namespace, Name: cfg.Name},
 			Client:     cfg.Client.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: cfg.Identity},
-		},
+		}},
 		LeaseDuration: cfg.LeaseDuration,
 		RenewDeadline: cfg.RenewDeadline,
 		RetryPeriod:   cfg.RetryPeriod,
 		// The caller ends Run's ctx only after its servers drained the binds they had in
-		// flight (see Run), so handing the lease over at once is safe and spares the standby a
-		// lease duration of waiting.
+		// flight (see Run), and the release waits for any write begun with BeginWrite (a lost
+		// lease is released too), so handing the lease over at once is safe and spares the
+		// standby a lease duration of waiting.
 		ReleaseOnCancel: true,
 		Name:            cfg.Name,
 		Callbacks: leaderelection.LeaderCallbacks{
@@ -164,6 +173,20 @@ func (e *Elector) Leading() bool {
 	leading := e.leading
 	e.mu.Unlock()
 	return leading && e.le.IsLeader()
+}
+
+// BeginWrite is to be called right before a write that only the leader may make (a
+// Binding): it returns how long the write may last, so that it ends while this replica
+// surely still holds the lease (RenewDeadline after the last renewal was sent, at most), and
+// done, to call once the write is over (the lease is not released before). Errors wrap
+// ErrNotHeld: this replica does not lead, is releasing the lease, or its last renewal is
+// too old to cover any write; the caller then refuses the write and the scheduler retries,
+// on the next leader.
+func (e *Elector) BeginWrite() (time.Duration, func(), error) {
+	if !e.Leading() {
+		return 0, nil, fmt.Errorf("%w: not the leader", ErrNotHeld)
+	}
+	return e.window.begin()
 }
 
 // Leader is the holderIdentity of the Lease as last observed, "" before any or after a

@@ -216,3 +216,28 @@ func TestNewIdentity(t *testing.T) {
 		t.Fatalf("identities %q, %q: want hostname_<8 hex digits>, different each time", a, b)
 	}
 }
+
+// The leader's writes may last at most RenewDeadline from its last renewal; a follower, and
+// a replica that stopped, may begin none.
+func TestBeginWrite(t *testing.T) {
+	client := newClient()
+	a := start(t, newElector(t, client, "a_1", nil))
+	eventually(t, 5*time.Second, "a leads", a.e.Leading)
+	b := start(t, newElector(t, client, "b_1", nil))
+	eventually(t, 5*time.Second, "b observes a", func() bool { return b.e.Leader() == "a_1" })
+
+	left, done, err := a.e.BeginWrite()
+	if err != nil || left <= 0 || left > renew {
+		t.Fatalf("leader's BeginWrite: %s, %v; want at most the renew deadline %s", left, err, renew)
+	}
+	done()
+	if _, _, err := b.e.BeginWrite(); !errors.Is(err, leader.ErrNotHeld) {
+		t.Errorf("follower's BeginWrite: %v, want ErrNotHeld", err)
+	}
+	a.cancel()
+	<-a.done
+	a.done <- nil
+	if _, _, err := a.e.BeginWrite(); !errors.Is(err, leader.ErrNotHeld) {
+		t.Errorf("BeginWrite after Run returned: %v, want ErrNotHeld", err)
+	}
+}

@@ -56,6 +56,9 @@ const (
 	// BindNodeUnfit: the node is one filter rejects for any pod (not a gpushare node, or
 	// without cards).
 	BindNodeUnfit = "node_unfit"
+	// BindLease: this replica could not be sure to hold the leader lease until the Binding
+	// write would end, so it did not write it.
+	BindLease = "lease"
 )
 
 // CardSource gives the per-card view and the ledger's statistics at scrape time
@@ -120,7 +123,7 @@ func New(cards CardSource) *Metrics {
 		m.filterRejections.WithLabelValues(r)
 	}
 	for _, r := range []string{BindBadRequest, BindPodLookup, BindUIDMismatch, BindInvalid, BindNoFit, BindPatch, BindBinding,
-		BindUnknown, BindHeldElsewhere, BindInFlight, BindNoUID, BindSchedulerName, BindNotGPU, BindNodeUnfit} {
+		BindUnknown, BindHeldElsewhere, BindInFlight, BindNoUID, BindSchedulerName, BindNotGPU, BindNodeUnfit, BindLease} {
 		m.bindFailures.WithLabelValues(r)
 	}
 	m.registry.MustRegister(m.FilterDuration, m.PrioritizeDuration, m.BindDuration,

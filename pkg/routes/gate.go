@@ -6,6 +6,8 @@ import (
 	"net/http"
 
 	"github.com/julienschmidt/httprouter"
+
+	"github.com/gpushare/gpushare/pkg/binding"
 )
 
 // errNotSynced answers every scheduler verb and /inspect until the cache is ready.
@@ -36,6 +38,10 @@ type Leadership interface {
 	Leading() bool
 	// Leader is the identity of the leader as last observed, "" when unknown.
 	Leader() string
+	// BeginWrite bounds a bind's writes by the lease: whenLeading checks leadership when
+	// the request arrives, BeginWrite again right before the Binding, which must end while
+	// the lease surely holds.
+	binding.Lease
 }
 
 // whenLeading runs h only on the leader. A follower's ledger lacks the cards the leader holds

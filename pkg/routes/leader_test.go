@@ -1,9 +1,11 @@
 package routes_test
 
 import (
+	"errors"
 	"net/http"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -16,10 +18,38 @@ import (
 type leadership struct {
 	leading atomic.Bool
 	leader  string
+	// loseAfter > 0: leading answers false from the loseAfter+1-th check on, as when the
+	// lease is lost while a request is being served.
+	loseAfter, checks atomic.Int32
+	// left is what BeginWrite leaves a write (0: the default, a full lease).
+	left     time.Duration
+	inflight atomic.Int32 // writes begun and not done
 }
 
-func (l *leadership) Leading() bool  { return l.leading.Load() }
+func (l *leadership) Leading() bool {
+	n := l.checks.Add(1)
+	if lose := l.loseAfter.Load(); lose > 0 && n > lose {
+		return false
+	}
+	return l.leading.Load()
+}
+
 func (l *leadership) Leader() string { return l.leader }
+
+func (l *leadership) BeginWrite() (time.Duration, func(), error) {
+	if !l.Leading() {
+		return 0, nil, errors.New("not the leader")
+	}
+	left := l.left
+	switch {
+	case left == 0:
+		left = 15 * time.Second
+	case left < 0:
+		return 0, nil, errors.New("the lease ends too soon")
+	}
+	l.inflight.Add(1)
+	return left, func() { l.inflight.Add(-1) }, nil
+}
 
 var _ routes.Leadership = (*leadership)(nil)
 

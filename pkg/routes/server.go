@@ -92,7 +92,8 @@ type Config struct {
 	BindNonGPUPods bool
 	// Leadership, when set, limits filter, prioritize and bind to the elected replica; the
 	// others answer them 503. /readyz does not depend on it: it is 200 on every replica whose
-	// cache synced, followers included. Nil: this replica always answers.
+	// cache synced, followers included. A bind also asks it, right before its Binding write,
+	// how long the write may last (binding.Lease). Nil: this replica always answers.
 	Leadership Leadership
 	// BindTimeout defaults to DefaultBindTimeout.
 	BindTimeout time.Duration
@@ -198,6 +199,9 @@ func New(cfg Config) (*Handlers, error) {
 		podGets:  rate.NewLimiter(rate.Limit(cfg.PodGetQPS), cfg.PodGetBurst),
 	}
 	s.binder = &binding.Binder{Cache: cfg.Cache, Client: cfg.Client, Wording: s.wording, Timeout: cfg.BindTimeout}
+	if cfg.Leadership != nil {
+		s.binder.Lease = cfg.Leadership
+	}
 	verbs := newRouter()
 	s.installFilter(verbs)
 	s.installPrioritize(verbs)

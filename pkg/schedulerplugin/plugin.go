@@ -132,6 +132,10 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	klog.FromContext(ctx).Info("GPUShare plugin ready to sync", "policy", pol.Name(), "nodeSelector", sel.String(),
 		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration,
 		"unrecordedGrace", args.UnrecordedGrace.Duration)
+	// No binding.Lease: kube-scheduler's own leader election covers the plugin's writes.
+	// Only the leading kube-scheduler runs scheduling cycles, and one that fails to renew
+	// exits at once (its OnStoppedLeading), RenewDeadline after its last renewal and before
+	// a standby may lead, ending any Binding in flight with the process.
 	return &Plugin{
 		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
 		parallelizer: h.Parallelizer(),

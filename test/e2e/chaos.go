@@ -3,8 +3,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -376,10 +379,14 @@ func waitSettled(ctx context.Context, t *testing.T, e *Env, ns, prefix string, m
 }
 
 // bindingDelayProxy forwards to the API server with the suite's credentials and holds every
-// POST to a pods/binding subresource for delay first.
+// POST to a pods/binding subresource for delay first; a Binding whose client gives up
+// meanwhile is dropped. With cutLeases set it refuses every Lease write (503), as for a
+// replica cut off from the API server's leases but not from the rest.
 type bindingDelayProxy struct {
-	kubeconfig string
-	held       atomic.Int64
+	kubeconfig         string
+	held               atomic.Int64 // Bindings held
+	forwarded, dropped atomic.Int64 // held Bindings sent on after the delay, dropped before
+	cutLeases          atomic.Bool
 }
 
 func startBindingDelayProxy(t *testing.T, e *Env, delay time.Duration) *bindingDelayProxy {
@@ -397,11 +404,25 @@ func startBindingDelayProxy(t *testing.T, e *Env, delay time.Duration) *bindingD
 	rp.FlushInterval = -1 // watches stream
 	p := &bindingDelayProxy{}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p.cutLeases.Load() && r.Method != http.MethodGet && strings.Contains(r.URL.Path, "/leases") {
+			http.Error(w, "lease writes cut off by the test", http.StatusServiceUnavailable)
+			return
+		}
 		if r.Method == http.MethodPost && filepath.Base(r.URL.Path) == "binding" {
 			p.held.Add(1)
+			// Read the body first: the server notices a client that gave up (and ends
+			// r.Context()) only once the request body has been read.
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				p.dropped.Add(1)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 			select {
 			case <-time.After(delay):
+				p.forwarded.Add(1)
 			case <-r.Context().Done():
+				p.dropped.Add(1)
 				return
 			}
 		}

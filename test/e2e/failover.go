@@ -33,8 +33,11 @@ var failoverLeaseArgs = []string{
 type replica struct {
 	name              string
 	port, diagnostics int
-	cmd               *exec.Cmd
-	done              chan struct{}
+	// kubeconfig defaults to the cluster's; args are added to the common ones.
+	kubeconfig string
+	args       []string
+	cmd        *exec.Cmd
+	done       chan struct{}
 }
 
 // CaseExtenderFailover: two extender replicas with leader election behind a proxy that
@@ -45,24 +48,11 @@ func CaseExtenderFailover(t *testing.T, e *Env) {
 	requireBinary(t, e, "extender")
 	requireBinary(t, e, "kubectl-inspect-gpushare")
 	ctx := testContext(t, 8*time.Minute)
-	if err := e.StopComponent(ctx, "extender"); err != nil {
-		t.Fatalf("stopping the cluster's extender: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := e.StartComponent(context.Background(), "extender"); err != nil {
-			t.Errorf("restarting the cluster's extender: %v", err)
-		}
-	})
-	replicas := []*replica{
-		{name: "extender-a", port: e.cfg.extenderPort + 100, diagnostics: e.cfg.extenderDiagnosticsPort + 100},
-		{name: "extender-b", port: e.cfg.extenderPort + 200, diagnostics: e.cfg.extenderDiagnosticsPort + 200},
-	}
+	replicas := replicaPair(ctx, t, e)
 	for _, r := range replicas {
 		startReplica(t, e, r)
 	}
 	proxy := newReadinessProxy(t, e, replicas)
-	proxy.listen(t, e.cfg.extenderPort, func(r *replica) int { return r.port })
-	proxy.listen(t, e.cfg.extenderDiagnosticsPort, func(r *replica) int { return r.diagnostics })
 	var leader *replica
 	waitFor(ctx, t, time.Minute, "a leader", func() bool { leader = proxy.ready(); return leader != nil })
 	t.Logf("leader: %s", leader.name)
@@ -123,6 +113,25 @@ func CaseExtenderFailover(t *testing.T, e *Env) {
 	assertLedgerSound(t, e)
 }
 
+// replicaPair stops the cluster's extender (it is started again at the end of the test)
+// and returns two replicas to start on ports of their own; newReadinessProxy serves the
+// cluster extender's ports in front of them.
+func replicaPair(ctx context.Context, t *testing.T, e *Env) []*replica {
+	t.Helper()
+	if err := e.StopComponent(ctx, "extender"); err != nil {
+		t.Fatalf("stopping the cluster's extender: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.StartComponent(context.Background(), "extender"); err != nil {
+			t.Errorf("restarting the cluster's extender: %v", err)
+		}
+	})
+	return []*replica{
+		{name: "extender-a", port: e.cfg.extenderPort + 100, diagnostics: e.cfg.extenderDiagnosticsPort + 100},
+		{name: "extender-b", port: e.cfg.extenderPort + 200, diagnostics: e.cfg.extenderDiagnosticsPort + 200},
+	}
+}
+
 // startReplica runs one extender with leader election and the cluster's TLS material; it
 // is killed at the end of the test.
 func startReplica(t *testing.T, e *Env, r *replica) {
@@ -131,8 +140,12 @@ func startReplica(t *testing.T, e *Env, r *replica) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	kubeconfig := r.kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = e.Kubeconfig
+	}
 	args := append([]string{
-		"--kubeconfig", e.Kubeconfig, "--bind-address", "127.0.0.1",
+		"--kubeconfig", kubeconfig, "--bind-address", "127.0.0.1",
 		"--port", strconv.Itoa(r.port), "--diagnostics-port", strconv.Itoa(r.diagnostics),
 		"--tls-cert-file", filepath.Join(e.ExtenderPKI, "extender.crt"),
 		"--tls-private-key-file", filepath.Join(e.ExtenderPKI, "extender.key"),
@@ -141,6 +154,7 @@ func startReplica(t *testing.T, e *Env, r *replica) {
 		"--client-allowed-names", "kube-scheduler,gpushare-admin",
 		"--policy", "binpack", "--node-selector", "cgpu=true",
 	}, failoverLeaseArgs...)
+	args = append(args, r.args...)
 	r.cmd = exec.Command(e.Bin("extender"), args...)
 	r.cmd.Stdout, r.cmd.Stderr = logf, logf
 	if err := r.cmd.Start(); err != nil {
@@ -166,9 +180,14 @@ type readinessProxy struct {
 	replicas []*replica
 }
 
+// newReadinessProxy serves the cluster extender's verbs and diagnostics ports in front of
+// replicas.
 func newReadinessProxy(t *testing.T, e *Env, replicas []*replica) *readinessProxy {
 	t.Helper()
-	return &readinessProxy{e: e, replicas: replicas}
+	p := &readinessProxy{e: e, replicas: replicas}
+	p.listen(t, e.cfg.extenderPort, func(r *replica) int { return r.port })
+	p.listen(t, e.cfg.extenderDiagnosticsPort, func(r *replica) int { return r.diagnostics })
+	return p
 }
 
 // ready returns the replica that leads (nil when none).
