@@ -19,8 +19,9 @@ import (
 const publishRetry = 5 * time.Second
 
 // publishNode makes the node show the plugin's facts: gpu-count (number of cards) in status
-// capacity and allocatable, and the per-card inventory annotation with current health. It
-// patches only what differs, so calling it often is cheap.
+// capacity and allocatable, the per-card inventory annotation with current health, and the
+// isolation it enforces (publishEnforcedIsolation). It patches only what differs, so calling
+// it often is cheap.
 func (p *Plugin) publishNode(ctx context.Context) error {
 	node, err := p.cfg.Client.CoreV1().Nodes().Get(ctx, p.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
@@ -41,6 +42,9 @@ func (p *Plugin) publishNode(ctx context.Context) error {
 			return fmt.Errorf("annotating node %s with its GPU inventory: %w", node.Name, err)
 		}
 		klog.InfoS("Published GPU inventory", "node", node.Name, "inventory", inv)
+	}
+	if err := p.publishEnforcedIsolation(ctx, node); err != nil {
+		return err
 	}
 	count := *resource.NewQuantity(int64(len(p.cards.list)), resource.DecimalSI)
 	capQ, okC := node.Status.Capacity[p.cfg.Resources.Count]

@@ -97,3 +97,14 @@ func OpenNVML(libraryPath, cgroupRoot string) (s NVMLSetter, close func(), err e
 	}
 	return NVMLSetter{Lib: lib, CgroupRoot: cgroupRoot}, func() { _ = lib.Shutdown() }, nil
 }
+
+// SystemSupport is NVMLSupport for the driver's library (libnvidia-ml.so.1, or
+// libraryPath), loaded and released here.
+func SystemSupport(libraryPath, cgroupRoot string, uuids []string) error {
+	s, closeLib, err := OpenNVML(libraryPath, cgroupRoot)
+	if err != nil {
+		return err
+	}
+	defer closeLib()
+	return NVMLSupport(s.Lib, cgroupRoot, uuids)
+}

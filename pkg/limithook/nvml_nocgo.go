@@ -21,3 +21,6 @@ func (NVMLSetter) SetLimit(context.Context, string, Cgroup, Limit) error { retur
 
 // OpenNVML fails: no NVML without cgo.
 func OpenNVML(string, string) (NVMLSetter, func(), error) { return NVMLSetter{}, nil, errNoCgo }
+
+// SystemSupport fails: no NVML without cgo.
+func SystemSupport(string, string, []string) error { return errNoCgo }
