@@ -27,6 +27,7 @@ func TestCDIHandover(t *testing.T)               { CaseCDIHandover(t, env) }
 func TestCDIAllocationEnvLoses(t *testing.T)     { CaseCDIAllocationEnvLoses(t, env) }
 func TestUsageWatchdog(t *testing.T)             { CaseUsageWatchdog(t, env) }
 func TestMPSIsolation(t *testing.T)              { CaseMPSIsolation(t, env) }
+func TestLimitHookRecordsGrant(t *testing.T)     { CaseLimitHookRecordsGrant(t, env) }
 func TestChaosExtenderKills(t *testing.T)        { CaseChaosExtenderKills(t, env) }
 func TestChaosDelayedBinding(t *testing.T)       { CaseChaosDelayedBinding(t, env) }
 func TestChaosTenantEdits(t *testing.T)          { CaseChaosTenantEdits(t, env) }
