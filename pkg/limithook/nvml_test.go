@@ -137,6 +137,7 @@ func TestNVMLSupport(t *testing.T) {
 		wantErr string
 	}{
 		{name: "supported", lib: mockLib(nvml.SUCCESS, &calls, "GPU-a"), root: v2},
+		{name: "root cgroup not opened: the call exists", lib: mockLib(nvml.ERROR_OPERATING_SYSTEM, &calls, "GPU-a"), root: v2},
 		{name: "driver says not supported", lib: mockLib(nvml.ERROR_NOT_SUPPORTED, &calls, "GPU-a"), root: v2, wantErr: "R615"},
 		{name: "no cgroup v2", lib: mockLib(nvml.SUCCESS, &calls, "GPU-a"), root: t.TempDir(), wantErr: "cgroup v2"},
 		{name: "library without the call", lib: func() *mock.Interface {
