@@ -10,10 +10,10 @@ IMAGE_TAG ?= $(shell cat $(CURDIR)/VERSION)
 LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION)
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/... ./pkg/watchdog/... ./pkg/inspect/... ./pkg/serving/... ./pkg/leader/... ./internal/bench/parallel/... ./pkg/schedulerplugin/...
-COMMANDS  := extender share-plugin kubectl-inspect-gpushare
+COMMANDS  := extender share-plugin gpushare-limit-hook kubectl-inspect-gpushare
 # Benchmark tools (internal/bench/cmd/*), built into ./bin beside the product commands.
 BENCH_COMMANDS := $(wildcard internal/bench/cmd/*)
-# share-plugin reaches the driver's NVML through cgo (go-nvml dlopens libnvidia-ml at run time,
+# share-plugin and gpushare-limit-hook reach the driver's NVML through cgo (go-nvml dlopens libnvidia-ml at run time,
 # so nothing links against the driver). Without a C compiler it is built with CGO_ENABLED=0:
 # simulated GPUs still work and real NVML is refused with a clear message.
 NVML_CGO  ?= $(shell command -v gcc >/dev/null 2>&1 && echo 1 || echo 0)
@@ -36,7 +36,7 @@ all: build
 build: ## Build every command into ./bin
 	@mkdir -p $(BIN)
 	@for d in $(addprefix cmd/,$(COMMANDS) $(EXTRA_COMMANDS)) $(BENCH_COMMANDS); do \
-	  c=$${d##*/}; cgo=0; [ "$$c" = share-plugin ] && cgo=$(NVML_CGO); \
+	  c=$${d##*/}; cgo=0; case $$c in share-plugin|gpushare-limit-hook) cgo=$(NVML_CGO);; esac; \
 	  if [ -d $$d ]; then echo "go build $$d (CGO_ENABLED=$$cgo)"; CGO_ENABLED=$$cgo $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$$c ./$$d; fi; \
 	done
 	@# A module of its own (it pulls in k8s.io/kubernetes), outside the workspace.

@@ -30,6 +30,7 @@ import (
 	"github.com/gpushare/gpushare/internal/flagenv"
 	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 	"github.com/gpushare/gpushare/pkg/preflight"
 	"github.com/gpushare/gpushare/pkg/version"
@@ -59,6 +60,7 @@ type options struct {
 	cdiSpecDir     string
 	mpsRoot        string
 	nvidiaConfig   string
+	limitHookPath  string
 	// The usage watchdog.
 	usageInterval      time.Duration
 	overGrantThreshold float64
@@ -95,6 +97,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
 	fs.StringVar(&o.nvidiaConfig, "nvidia-runtime-config", preflight.DefaultNVIDIAConfigPath,
 		"the node's NVIDIA container runtime configuration (the host's file, mounted at the same path): whether it lets a pod's own NVIDIA_VISIBLE_DEVICES widen its cards goes to the node label "+gpushare.LabelEnvDeviceRequests+" (a missing file: unknown); empty: not read, no label")
+	fs.StringVar(&o.limitHookPath, "limit-hook-path", deviceplugin.DefaultLimitHookPath,
+		"host path of gpushare-limit-hook, which the per-allocation CDI spec names on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationLimit)+" (the DaemonSet installs it there)")
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.DurationVar(&o.usageInterval, "usage-interval", 15*time.Second,
 		"how often the usage watchdog lists each card's processes and compares each container's GPU memory with its grant; 0 disables the watchdog (needs hostPID)")
@@ -202,13 +206,17 @@ func run(ctx context.Context, o options) error {
 		simulatedCardDir = deviceplugin.SimulatedCardDir(o.cdiSpecDir)
 	}
 
+	limitUnsupported := limitSupport(nv, simulated, o.nvmlLibrary)
+	klog.InfoS("Per-cgroup GPU memory limits (isolation "+string(gpushare.IsolationLimit)+")", "supported", limitUnsupported == nil, "why", limitUnsupported)
+
 	plugin, err := deviceplugin.New(deviceplugin.Config{
 		NodeName: o.nodeName, Resources: res, Unit: unit, PluginDir: o.pluginDir,
 		NVML: nv, Client: client, Pods: pods,
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
-		MPSRoot: o.mpsRoot, UsageInterval: usageInterval, ProcRoot: o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
+		MPSRoot: o.mpsRoot, LimitHookPath: o.limitHookPath, LimitUnsupported: limitUnsupported, UsageInterval: usageInterval,
+		ProcRoot: o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
 		OverGrant:                 watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
 		UnclaimedExemptNamespaces: o.unclaimedExempt,
 	})
@@ -235,6 +243,23 @@ func run(ctx context.Context, o options) error {
 		go serveMetrics(ctx, o.metricsAddress, plugin.Handler())
 	}
 	return plugin.Run(ctx)
+}
+
+// limitSupport says why the node's driver or cgroups cannot enforce per-cgroup memory limits
+// (limithook.NVMLSupport), or nil: simulated cards always can (the hook records the limit).
+func limitSupport(nv gpunvml.Interface, simulated bool, nvmlLibrary string) error {
+	if simulated {
+		return nil
+	}
+	devs, err := nv.Devices()
+	if err != nil {
+		return fmt.Errorf("listing GPUs: %w", err)
+	}
+	uuids := make([]string, len(devs))
+	for i, d := range devs {
+		uuids[i] = d.UUID
+	}
+	return limithook.SystemSupport(nvmlLibrary, limithook.DefaultCgroupRoot, uuids)
 }
 
 // openNVML opens the real library, or the simulated node when --simulate or

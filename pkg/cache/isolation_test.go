@@ -34,7 +34,7 @@ func TestIsolationInFit(t *testing.T) {
 	ct.SetGPU(&two.Spec.Containers[0], 16, 2) // 8 units on each of 2 cards
 	const (
 		mpsRefusal = `node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2`
-		typo       = `node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="MPS": want none or mps`
+		typo       = `node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="MPS": want none, mps or limit`
 	)
 	tests := []struct {
 		name, node string
@@ -91,7 +91,7 @@ func TestIsolationLabelChangeApplies(t *testing.T) {
 		want string // "" = fits
 	}{
 		{"mps", `node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2`},
-		{"oops", `node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="oops": want none or mps`},
+		{"oops", `node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="oops": want none, mps or limit`},
 		{"none", ""},
 	} {
 		if _, err := env.Client.CoreV1().Nodes().Update(context.Background(), isolated("n1", step.mode), metav1.UpdateOptions{}); err != nil {

@@ -3,6 +3,7 @@ package deviceplugin
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 
 	"google.golang.org/grpc/codes"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	cdi "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -29,8 +31,8 @@ const (
 // steps, each in the file named after it: find the container (findCandidate, match.go),
 // check the pod against the node's isolation label and decide its cards against the
 // ledger (decideCards, decide.go), then write the truth on the pod, grant it in the ledger
-// and answer with the card UUIDs, and on an MPS node the container's MPS limit and daemon
-// folders (respond.go). No match or no room is an error: kubelet then fails the pod's
+// and answer with the card UUIDs, on an MPS node the container's MPS limit and daemon
+// folders (respond.go), and on a limit node the hook that sets its limits (limit.go). No match or no room is an error: kubelet then fails the pod's
 // admission with the message, instead of the container silently running on a wrong or
 // full card.
 func (p *Plugin) Allocate(ctx context.Context, req *pluginapi.AllocateRequest) (*pluginapi.AllocateResponse, error) {
@@ -76,6 +78,15 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	if err == nil && iso == gpushare.IsolationMPS {
 		mpsEnv, mounts, err = p.mpsResponse(c, d.cards, d.units)
 	}
+	var hooks []*cdi.Hook
+	if err == nil && iso == gpushare.IsolationLimit {
+		if why := p.limitUnavailable(); why != nil {
+			err = &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node %s is labelled %s=%s but cannot enforce it: %v",
+				c.cont.Name, klog.KObj(c.pod), p.cfg.NodeName, gpushare.LabelIsolation, gpushare.IsolationLimit, why)}
+		} else {
+			hooks = []*cdi.Hook{p.limitHook(d.cards, d.units)}
+		}
+	}
 	switch {
 	case errors.As(err, &ref):
 		return nil, p.refuse(c, ref)
@@ -101,7 +112,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	klog.InfoS("Allocated", "pod", klog.KObj(c.pod), "container", c.cont.Name, "units", n,
 		"cards", env[gpushare.EnvIndex], "uuids", env[gpushare.EnvVisibleDevices], "perCard", d.units, "placedByPlugin", d.placed, "podAssigned", all,
 		"isolation", iso, "mpsLimit", mpsEnv[gpushare.EnvMPSPinnedMemLimit])
-	resp, err := p.handOver(c, env, d.cards)
+	resp, err := p.handOver(c, env, d.cards, hooks)
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "gpushare: handing over the cards of pod %s container %q: %v", klog.KObj(c.pod), c.cont.Name, err)
 	}

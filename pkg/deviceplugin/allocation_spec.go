@@ -91,12 +91,13 @@ func cardEdits(cards []gpushare.Device, minors map[string]int, simulatedCardDir 
 }
 
 // allocationSpec is the CDI spec of one container's allocation: one device, name, whose
-// edits give the cards (cardEdits) and set env, sorted by key so that equal allocations
-// write equal files.
-func allocationSpec(name string, edits cdi.ContainerEdits, env map[string]string) (*cdi.Spec, error) {
+// edits give the cards (cardEdits), set env, sorted by key so that equal allocations write
+// equal files, and add hooks (the limit hook on a limit node).
+func allocationSpec(name string, edits cdi.ContainerEdits, env map[string]string, hooks []*cdi.Hook) (*cdi.Spec, error) {
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		edits.Env = append(edits.Env, k+"="+env[k])
 	}
+	edits.Hooks = append(edits.Hooks, hooks...)
 	spec := &cdi.Spec{Kind: AllocationCDIKind, Devices: []cdi.Device{{Name: name, ContainerEdits: edits}}}
 	v, err := cdi.MinimumRequiredVersion(spec)
 	if err != nil {
@@ -111,7 +112,7 @@ func allocationSpec(name string, edits cdi.ContainerEdits, env map[string]string
 // file is written under a temporary name, loaded back with the CDI library's own reader
 // (the validation runtimes apply) and only then renamed into place, so the runtime never
 // reads half a spec or an invalid one.
-func (p *Plugin) writeAllocationSpec(pod *corev1.Pod, cont string, cards []gpushare.Device, env map[string]string) (string, error) {
+func (p *Plugin) writeAllocationSpec(pod *corev1.Pod, cont string, cards []gpushare.Device, env map[string]string, hooks []*cdi.Hook) (string, error) {
 	name, err := allocationDeviceName(pod.UID, cont)
 	if err != nil {
 		return "", err
@@ -120,7 +121,7 @@ func (p *Plugin) writeAllocationSpec(pod *corev1.Pod, cont string, cards []gpush
 	if err != nil {
 		return "", err
 	}
-	spec, err := allocationSpec(name, edits, env)
+	spec, err := allocationSpec(name, edits, env, hooks)
 	if err != nil {
 		return "", err
 	}

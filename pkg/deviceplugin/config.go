@@ -71,6 +71,13 @@ type Config struct {
 	// UnclaimedExemptNamespaces hold pods the watchdog does not report for using cards they
 	// hold no gpu-mem on (watchdog.Unclaimed).
 	UnclaimedExemptNamespaces []string
+	// LimitHookPath is the host path of gpushare-limit-hook, which the per-allocation CDI
+	// specs name on nodes labelled gpushare.io/isolation=limit (default DefaultLimitHookPath).
+	LimitHookPath string
+	// LimitUnsupported says why the node's driver or cgroups cannot enforce per-cgroup
+	// memory limits (limithook.NVMLSupport); nil: they can (simulated cards always can: the
+	// hook records the limit).
+	LimitUnsupported error
 	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
 	// needs the host's PID namespace).
 	ProcRoot string
@@ -132,6 +139,12 @@ func (c *Config) validate() error {
 	}
 	if err := checkCDIConfig(c); err != nil {
 		return err
+	}
+	if c.LimitHookPath == "" {
+		c.LimitHookPath = DefaultLimitHookPath
+	}
+	if !filepath.IsAbs(c.LimitHookPath) || filepath.Clean(c.LimitHookPath) != c.LimitHookPath {
+		return fmt.Errorf("limit hook path %q: want a clean absolute path", c.LimitHookPath)
 	}
 	if c.MPSRoot == "" {
 		c.MPSRoot = gpushare.DefaultMPSRoot

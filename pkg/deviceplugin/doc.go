@@ -14,14 +14,16 @@
 //   - decide.go: the node's isolation rule, then which cards, checked against the ledger;
 //   - respond.go: refuse, or write the progress on the pod, grant it in the ledger, and
 //     hand over the cards (and, on an MPS node, the daemon's folders); with the
-//     cdi-allocation strategy through the allocation's CDI spec (allocation_spec.go);
+//     cdi-allocation strategy through the allocation's CDI spec (allocation_spec.go), which
+//     on a limit node also names the limit hook (limit.go);
 //   - ledger.go: the grants this process made, by pod, and the states of a grant; a pod
 //     whose grant goes takes its allocation specs with it.
 //
 // Around it: config.go and plugin.go (New), run.go (Run's goroutines), register.go (the
 // gRPC socket and kubelet registration), listandwatch.go and preferred.go (the other
 // device-plugin calls), allocation_records.go (adopting served pods after a restart and
-// keeping their allocation records true), node.go (inventory and gpu-count on the node),
+// keeping their allocation records true), node.go (inventory, gpu-count and, from
+// limit.go, the enforced isolation on the node),
 // served_report.go and metrics.go (GET /served, /metrics, /healthz), cdispec.go
 // (simulated cards' CDI spec), allocation_spec.go (per-allocation CDI specs: written before
 // the answer, removed when the ledger releases the pod and, for pods gone meanwhile, at

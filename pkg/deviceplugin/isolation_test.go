@@ -170,7 +170,7 @@ func TestAllocateIsolationRefusals(t *testing.T) {
 			`node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "big" asks for 2`},
 		{"invalid label", "Mps",
 			makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})), 4, []int{0, 1},
-			`node label gpushare.io/isolation="Mps": want none or mps`},
+			`node label gpushare.io/isolation="Mps": want none, mps or limit`},
 		{"daemon not ready", "mps",
 			makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), 4, []int{0},
 			"the MPS daemon of card 1 (" + uuid(1) + ") is not ready"},

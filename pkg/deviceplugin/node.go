@@ -22,8 +22,9 @@ const publishRetry = 5 * time.Second
 
 // publishNode makes the node show the plugin's facts: gpu-count (number of cards) in status
 // capacity and allocatable, the per-card inventory annotation with current health, and the
-// verdict on its NVIDIA runtime configuration (publishPreflight). It patches only what
-// differs, so calling it often is cheap.
+// verdict on its NVIDIA runtime configuration (publishPreflight) and the isolation it
+// enforces (publishEnforcedIsolation). It patches only what differs, so calling it often is
+// cheap.
 func (p *Plugin) publishNode(ctx context.Context) error {
 	node, err := p.cfg.Client.CoreV1().Nodes().Get(ctx, p.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
@@ -50,6 +51,9 @@ func (p *Plugin) publishInventory(ctx context.Context, node *corev1.Node) error 
 			return fmt.Errorf("annotating node %s with its GPU inventory: %w", node.Name, err)
 		}
 		klog.InfoS("Published GPU inventory", "node", node.Name, "inventory", inv)
+	}
+	if err := p.publishEnforcedIsolation(ctx, node); err != nil {
+		return err
 	}
 	count := *resource.NewQuantity(int64(len(p.cards.list)), resource.DecimalSI)
 	capQ, okC := node.Status.Capacity[p.cfg.Resources.Count]

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
+	cdi "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -163,9 +164,10 @@ func containerEnv(c candidate, cards []gpushare.Device) map[string]string {
 // handOver is candidate c's answer: env (containerEnv's, and on an MPS node the daemon's)
 // and, per the strategy, the cards as NVIDIA_VISIBLE_DEVICES (envvar), as the node's CDI
 // devices by UUID (cdi-cri), or as one CDI device naming this allocation whose spec carries
-// the cards and env, CUDA_VISIBLE_DEVICES added, instead of the response (cdi-allocation).
-// Errors: the allocation's spec could not be written.
-func (p *Plugin) handOver(c candidate, env map[string]string, cards []gpushare.Device) (*pluginapi.ContainerAllocateResponse, error) {
+// the cards, env (CUDA_VISIBLE_DEVICES added) and hooks, instead of the response
+// (cdi-allocation; hooks are given only with it). Errors: the allocation's spec could not be
+// written.
+func (p *Plugin) handOver(c candidate, env map[string]string, cards []gpushare.Device, hooks []*cdi.Hook) (*pluginapi.ContainerAllocateResponse, error) {
 	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
 	switch p.cfg.DeviceListStrategy {
 	case DeviceListCDICRI:
@@ -175,7 +177,7 @@ func (p *Plugin) handOver(c candidate, env map[string]string, cards []gpushare.D
 		}
 	case DeviceListCDIAllocation:
 		env[envCUDAVisibleDevices] = env[gpushare.EnvVisibleDevices]
-		name, err := p.writeAllocationSpec(c.pod, c.cont.Name, cards, env)
+		name, err := p.writeAllocationSpec(c.pod, c.cont.Name, cards, env, hooks)
 		if err != nil {
 			return nil, err
 		}

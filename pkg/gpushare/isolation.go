@@ -3,7 +3,7 @@ package gpushare
 import "fmt"
 
 // LabelIsolation is the node label that states how the cards of a node keep their tenants
-// apart: IsolationNone (also when the label is absent) or IsolationMPS. Node labels are set
+// apart: IsolationNone (also when the label is absent), IsolationMPS or IsolationLimit. Node labels are set
 // by cluster administrators; tenants cannot write them.
 const LabelIsolation = "gpushare.io/isolation"
 
@@ -19,7 +19,17 @@ const (
 	// container a pinned device-memory limit equal to its grant, so CUDA allocations beyond
 	// the grant fail inside that container.
 	IsolationMPS Isolation = "mps"
+	// IsolationLimit gives each container, per card, a hard memory limit equal to its grant,
+	// set by the NVIDIA driver on the container's cgroup v2 (nvmlDeviceSetMemoryLimits_v1)
+	// from an OCI hook that share-plugin's per-allocation CDI spec names: allocations beyond
+	// the grant fail inside that container, whatever its environment says.
+	IsolationLimit Isolation = "limit"
 )
+
+// LabelIsolationEnforced is the node label share-plugin sets to the isolation it can
+// really enforce for the mode LabelIsolation asks: the same mode, or IsolationNone where
+// the node lacks what the mode needs (Allocate then refuses the node's GPU containers).
+const LabelIsolationEnforced = "gpushare.io/isolation-enforced"
 
 // ParseIsolation reads a LabelIsolation value; "" (no label) is IsolationNone. Errors: any
 // other value, naming the label and the accepted values.
@@ -27,10 +37,10 @@ func ParseIsolation(v string) (Isolation, error) {
 	switch i := Isolation(v); i {
 	case "":
 		return IsolationNone, nil
-	case IsolationNone, IsolationMPS:
+	case IsolationNone, IsolationMPS, IsolationLimit:
 		return i, nil
 	}
-	return "", fmt.Errorf("node label %s=%q: want %s or %s", LabelIsolation, v, IsolationNone, IsolationMPS)
+	return "", fmt.Errorf("node label %s=%q: want %s, %s or %s", LabelIsolation, v, IsolationNone, IsolationMPS, IsolationLimit)
 }
 
 // NodeIsolation reads a node's LabelIsolation from its labels (ParseIsolation).

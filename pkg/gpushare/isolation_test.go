@@ -11,6 +11,8 @@ func TestParseIsolation(t *testing.T) {
 		{in: "", want: IsolationNone},
 		{in: "none", want: IsolationNone},
 		{in: "mps", want: IsolationMPS},
+		{in: "limit", want: IsolationLimit},
+		{in: "Limit", wantErr: true},
 		{in: "MPS", wantErr: true},
 		{in: "hami", wantErr: true},
 		{in: " mps", wantErr: true},

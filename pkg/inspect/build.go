@@ -188,13 +188,18 @@ func cardChoiceOf(p *corev1.Pod) string {
 
 // isolation reads the node's gpushare.io/isolation label (gpushare.ParseIsolation): its
 // mode, "invalid" (with a warning) for a value it does not know, and whether the label is
-// set at all.
+// set at all. A mode share-plugin says it cannot enforce (gpushare.LabelIsolationEnforced
+// differs) is a warning too.
 func isolation(node *corev1.Node, warnings *[]string) (string, bool) {
 	v, labelled := node.Labels[gpushare.LabelIsolation]
 	mode, err := gpushare.ParseIsolation(v)
 	if err != nil {
 		*warnings = append(*warnings, fmt.Sprintf("node %s: %v", node.Name, err))
 		return "invalid", labelled
+	}
+	if e, ok := node.Labels[gpushare.LabelIsolationEnforced]; ok && e != string(mode) {
+		*warnings = append(*warnings, fmt.Sprintf("node %s: isolation %s is not enforced (share-plugin: %s=%s); its GPU containers are refused, see the node's events",
+			node.Name, mode, gpushare.LabelIsolationEnforced, e))
 	}
 	return string(mode), labelled
 }

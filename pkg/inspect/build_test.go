@@ -1,11 +1,13 @@
 package inspect
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -180,6 +182,35 @@ func TestNodeAddress(t *testing.T) {
 			n := &corev1.Node{Status: corev1.NodeStatus{Addresses: tc.addrs}}
 			if got := nodeAddress(n); got != tc.want {
 				t.Errorf("nodeAddress = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestIsolationEnforced: inspect warns when share-plugin says the node cannot enforce the
+// isolation its label asks for.
+func TestIsolationEnforced(t *testing.T) {
+	tests := []struct {
+		name      string
+		labels    map[string]string
+		want      string
+		wantWarns int
+	}{
+		{"no label", nil, "none", 0},
+		{"limit, enforced", map[string]string{gpushare.LabelIsolation: "limit", gpushare.LabelIsolationEnforced: "limit"}, "limit", 0},
+		{"limit, not published yet", map[string]string{gpushare.LabelIsolation: "limit"}, "limit", 0},
+		{"limit, not enforced", map[string]string{gpushare.LabelIsolation: "limit", gpushare.LabelIsolationEnforced: "none"}, "limit", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var warns []string
+			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: tc.labels}}
+			got, _ := isolation(node, &warns)
+			if got != tc.want || len(warns) != tc.wantWarns {
+				t.Errorf("isolation = %q, warnings %q; want %q with %d warnings", got, warns, tc.want, tc.wantWarns)
+			}
+			if tc.wantWarns > 0 && !strings.Contains(warns[0], "isolation limit is not enforced") {
+				t.Errorf("warning %q does not say the mode is not enforced", warns[0])
 			}
 		})
 	}

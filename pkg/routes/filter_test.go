@@ -161,7 +161,7 @@ func TestFilterIsolation(t *testing.T) {
 	f := newFixture(t, labelled("mps", "mps"), labelled("typo", "mps "), ct.Node("plain", 16, 16))
 	two := ct.Pod("two", 16)
 	ct.SetGPU(&two.Spec.Containers[0], 16, 2)
-	const typo = `node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="mps ": want none or mps`
+	const typo = `node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="mps ": want none, mps or limit`
 	tests := []struct {
 		name            string
 		pod             *corev1.Pod

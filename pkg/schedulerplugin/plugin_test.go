@@ -73,7 +73,7 @@ func TestFilter(t *testing.T) {
 		{"mps node, two cards", two, "mps", fwk.Success, fwk.UnschedulableAndUnresolvable,
 			`node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2`},
 		{"invalid isolation label", ct.Pod("p1", 1), "typo", fwk.Success, fwk.UnschedulableAndUnresolvable,
-			`node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="MPS": want none or mps`},
+			`node refuses GPU pods until its isolation label is fixed: node label gpushare.io/isolation="MPS": want none, mps or limit`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -37,6 +37,7 @@ func TestUsageWatchdog(t *testing.T)             { CaseUsageWatchdog(t, env) }
 func TestUsageWatchdogUnclaimed(t *testing.T)    { CaseUsageWatchdogUnclaimed(t, env) }
 func TestNodePreflight(t *testing.T)             { CaseNodePreflight(t, env) }
 func TestMPSIsolation(t *testing.T)              { CaseMPSIsolation(t, env) }
+func TestLimitHookRecordsGrant(t *testing.T)     { CaseLimitHookRecordsGrant(t, env) }
 func TestChaosExtenderKills(t *testing.T)        { CaseChaosExtenderKills(t, env) }
 func TestChaosDelayedBinding(t *testing.T)       { CaseChaosDelayedBinding(t, env) }
 func TestChaosTenantEdits(t *testing.T)          { CaseChaosTenantEdits(t, env) }

@@ -237,6 +237,9 @@ func CaseHelmInstall(t *testing.T, e *Env, topology string) {
 	// cluster applied (they are put back below).
 	removeAdmissionPolicies(ctx, t, e)
 	certDir := t.TempDir()
+	// The init container installs gpushare-limit-hook here, not into the machine's own
+	// /var/lib/gpushare/bin.
+	hookDir := filepath.Join(e.cfg.state, "limit-hook")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 		defer cancel()
@@ -263,6 +266,7 @@ func CaseHelmInstall(t *testing.T, e *Env, topology string) {
 		"sharePlugin.simulate=t4",
 		// The chart's default cdi-allocation, in the folder the real node's containerd reads.
 		"sharePlugin.cdiSpecDir=" + filepath.Join(e.cfg.state, "cdi"),
+		"sharePlugin.limitHookDir=" + hookDir,
 		"sharePlugin.hostNetwork=true",
 		"sharePlugin.metricsPort=39401",
 		"extender.hostNetwork=true",
@@ -291,6 +295,9 @@ func CaseHelmInstall(t *testing.T, e *Env, topology string) {
 		t.Fatal(err)
 	}
 	t.Logf("helm install (%s):\n%s", topology, out)
+	if fi, err := os.Stat(filepath.Join(hookDir, "gpushare-limit-hook")); err != nil || fi.Mode().Perm()&0o111 == 0 {
+		t.Errorf("the share-plugin DaemonSet did not install an executable gpushare-limit-hook into %s: %v", hookDir, err)
+	}
 	if !strings.Contains(out, "kubectl inspect gpushare") {
 		t.Errorf("NOTES do not say how to check the install:\n%s", out)
 	}

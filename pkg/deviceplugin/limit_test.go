@@ -1,0 +1,238 @@
+package deviceplugin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
+)
+
+const testHookPath = "/opt/gpushare/bin/gpushare-limit-hook"
+
+// TestAllocateLimitNode: on a node labelled limit, the per-allocation spec names the limit
+// hook as a createRuntime hook with each card's UUID and grant in MiB; the spec validates
+// with the CDI library's reader, and once injected after a tenant's env (which sets its own
+// MPS limit) the hook it hands the runtime, run on the container's state, records exactly
+// the grant. Without the label there is no hook.
+func TestAllocateLimitNode(t *testing.T) {
+	tests := []struct {
+		name      string
+		label     string
+		ctrs      []ctr
+		alloc     gpushare.PodAllocation
+		units     int
+		unit      gpushare.Unit
+		simulated bool
+		wantArgs  []string // nil: no hook
+	}{
+		{
+			name: "simulated, one card", label: "limit", ctrs: []ctr{{name: "main", units: 6}}, alloc: app(gpushare.CardUnits{1: 6}), units: 6, unit: gpushare.GiB, simulated: true,
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", uuid(1) + "=6144"},
+		},
+		{
+			name: "simulated, two cards, 256 MiB units", label: "limit", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
+			unit: gpushare.Unit{MiB: 256}, simulated: true,
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", uuid(0) + "=1024", uuid(1) + "=1024"},
+		},
+		{
+			name: "real cards: NVML", label: "limit", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{0: 4}), units: 4, unit: gpushare.GiB,
+			wantArgs: []string{testHookPath, "--mode=nvml", uuid(0) + "=4096"},
+		},
+		{
+			name: "no label: no hook", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{0: 4}), units: 4, unit: gpushare.GiB, simulated: true,
+		},
+		{
+			name: "mps: no hook", label: "mps", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{0: 4}), units: 4, unit: gpushare.GiB, simulated: true,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := makePod("p", 1, 10, tc.ctrs, tc.alloc)
+			e := newTestEnvUnit(t, "t4:2", tc.unit, pod)
+			dir := e.withAllocationSpecs(t, tc.simulated)
+			e.plugin.cfg.LimitHookPath = testHookPath
+			e.setIsolation(t, tc.label)
+			if tc.label == "mps" {
+				e.withMPSRoot(t, 0, 1)
+			}
+			if _, err := e.allocateResp(t, tc.units); err != nil {
+				t.Fatal(err)
+			}
+			name := string(pod.UID) + "_main"
+			spec, err := cdiapi.ReadSpec(allocationSpecPath(dir, name), 0)
+			if err != nil {
+				t.Fatalf("the CDI library refuses the written spec: %v", err)
+			}
+			hooks := spec.Devices[0].ContainerEdits.Hooks
+			if tc.wantArgs == nil {
+				if len(hooks) != 0 {
+					t.Errorf("hooks %+v, want none", hooks)
+				}
+				return
+			}
+			for i, a := range tc.wantArgs {
+				tc.wantArgs[i] = strings.ReplaceAll(a, "<cards>", SimulatedCardDir(dir))
+			}
+			if len(hooks) != 1 || hooks[0].HookName != cdiapi.CreateRuntimeHook || hooks[0].Path != testHookPath {
+				t.Fatalf("hooks %+v, want one %s hook at %s", hooks, cdiapi.CreateRuntimeHook, testHookPath)
+			}
+			if d := cmp.Diff(tc.wantArgs, hooks[0].Args); d != "" {
+				t.Errorf("hook args (-want,+got):\n%s", d)
+			}
+			if !tc.simulated {
+				return
+			}
+			_, oci := containerEnvAfterCDI(t, dir, AllocationCDIKind+"="+name)
+			if oci.Hooks == nil || len(oci.Hooks.CreateRuntime) != 1 {
+				t.Fatalf("OCI hooks after injection: %+v, want one createRuntime hook", oci.Hooks)
+			}
+			records := runSimulatedHook(t, oci.Hooks.CreateRuntime[0].Args)
+			for i, c := range spec.Devices[0].ContainerEdits.Mounts {
+				uuid := filepath.Base(c.HostPath)
+				want := uint64(tc.alloc.For(gpushare.ContainerRef{})[cardIndex(t, e, uuid)]) * uint64(tc.unit.MiB) << 20
+				if got := records[uuid]; got != want {
+					t.Errorf("card %d (%s): recorded limit %d bytes, want the grant %d", i, uuid, got, want)
+				}
+			}
+		})
+	}
+}
+
+// runSimulatedHook runs the hook with args (argv[0] first) on a container in a fake /proc,
+// as the runtime would, and returns the recorded limits by card UUID.
+func runSimulatedHook(t *testing.T, args []string) map[string]uint64 {
+	t.Helper()
+	a, err := limithook.ParseArgs(args[1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.ProcRoot = t.TempDir()
+	const cg = "/kubepods/besteffort/pod1/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	if err := os.MkdirAll(filepath.Join(a.ProcRoot, "42"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(a.ProcRoot, "42", "cgroup"), []byte("0::"+cg+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := strings.NewReader(`{"ociVersion":"1.2.0","id":"c1","status":"creating","pid":42,"bundle":"/b"}`)
+	if err := limithook.Run(context.Background(), a, state, limithook.SimulatedSetter{CardDir: a.SimulatedCardDir}); err != nil {
+		t.Fatalf("the hook failed: %v", err)
+	}
+	out := map[string]uint64{}
+	for _, l := range a.Limits {
+		rs, err := limithook.ReadRecords(a.SimulatedCardDir, l.UUID)
+		if err != nil || len(rs) != 1 || rs[0].Cgroup != cg {
+			t.Fatalf("records of %s: %+v, %v; want one for %s", l.UUID, rs, err, cg)
+		}
+		out[l.UUID] = rs[0].HardLimitBytes
+	}
+	return out
+}
+
+func cardIndex(t *testing.T, e *testEnv, uuid string) int {
+	t.Helper()
+	for _, c := range e.plugin.Cards() {
+		if c.UUID == uuid {
+			return c.Index
+		}
+	}
+	t.Fatalf("no card %s", uuid)
+	return -1
+}
+
+// TestAllocateLimitUnavailable: a node labelled limit that cannot enforce it refuses the
+// container, saying why, rather than running it unlimited.
+func TestAllocateLimitUnavailable(t *testing.T) {
+	tests := []struct {
+		name        string
+		strategy    DeviceListStrategy
+		unsupported error
+		want        string
+	}{
+		{name: "envvar strategy", strategy: DeviceListEnvVar, want: "--device-list-strategy=envvar, not cdi-allocation"},
+		{name: "driver without per-cgroup limits", strategy: DeviceListCDIAllocation, unsupported: errors.New("NVIDIA driver R615 or later"), want: "R615"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, "t4:2", makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})))
+			if tc.strategy == DeviceListCDIAllocation {
+				e.withAllocationSpecs(t, true)
+			}
+			e.plugin.cfg.LimitUnsupported = tc.unsupported
+			e.setIsolation(t, string(gpushare.IsolationLimit))
+			r, err := e.allocateResp(t, 4)
+			if status.Code(err) != codes.FailedPrecondition || r != nil {
+				t.Fatalf("Allocate = %v, %v; want FailedPrecondition", r, err)
+			}
+			for _, w := range []string{"gpushare.io/isolation=limit but cannot enforce it", tc.want} {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if ev := e.drainEvents(); len(ev) != 1 || !strings.Contains(ev[0], tc.want) {
+				t.Errorf("events %q, want one saying %q", ev, tc.want)
+			}
+		})
+	}
+}
+
+// TestPublishEnforcedIsolation: the node's isolation-enforced label says what the node
+// really enforces, with a Warning event when that is less than its isolation label asks.
+func TestPublishEnforcedIsolation(t *testing.T) {
+	tests := []struct {
+		name        string
+		label       string
+		strategy    DeviceListStrategy
+		unsupported error
+		want        string // "": no label
+		wantEvent   bool
+	}{
+		{name: "no isolation label", strategy: DeviceListCDIAllocation},
+		{name: "invalid isolation label", label: "Limit", strategy: DeviceListCDIAllocation},
+		{name: "mps", label: "mps", strategy: DeviceListEnvVar, want: "mps"},
+		{name: "limit, enforced", label: "limit", strategy: DeviceListCDIAllocation, want: "limit"},
+		{name: "limit, unsupported driver", label: "limit", strategy: DeviceListCDIAllocation, unsupported: errors.New("no dmem"), want: "none", wantEvent: true},
+		{name: "limit, envvar strategy", label: "limit", strategy: DeviceListEnvVar, want: "none", wantEvent: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, "t4")
+			e.plugin.cfg.DeviceListStrategy = tc.strategy
+			e.plugin.cfg.LimitUnsupported = tc.unsupported
+			e.setIsolation(t, tc.label)
+			ctx := context.Background()
+			for i := 0; i < 2; i++ { // the second publish changes nothing and says nothing
+				if err := e.plugin.publishNode(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			node, err := e.client.CoreV1().Nodes().Get(ctx, testNode, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := node.Labels[gpushare.LabelIsolationEnforced]
+			if got != tc.want || ok != (tc.want != "") {
+				t.Errorf("%s = %q (set %v), want %q", gpushare.LabelIsolationEnforced, got, ok, tc.want)
+			}
+			events := e.drainEvents()
+			if n := len(events); n != map[bool]int{false: 0, true: 1}[tc.wantEvent] {
+				t.Errorf("events %q, want %d", events, map[bool]int{false: 0, true: 1}[tc.wantEvent])
+			}
+			if tc.wantEvent && !strings.HasPrefix(events[0], fmt.Sprintf("Warning %s ", eventIsolationUnavailable)) {
+				t.Errorf("event %q, want a Warning %s", events[0], eventIsolationUnavailable)
+			}
+		})
+	}
+}

@@ -1,0 +1,50 @@
+package limithook
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// BinaryName is the hook's file name where Install puts it.
+const BinaryName = "gpushare-limit-hook"
+
+// Install copies the executable at src into dir as BinaryName, mode 0755, replacing any
+// earlier copy atomically: a runtime starting a container meanwhile runs the old hook or the
+// new one, never half a file. The share-plugin DaemonSet's init container installs the
+// hook on the host this way (the image has no shell or cp). Returns the installed path.
+func Install(src, dir string) (string, error) {
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("install folder %q: want an absolute path", dir)
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return "", fmt.Errorf("installing the hook: %w", err)
+	}
+	defer in.Close()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("installing the hook: %w", err)
+	}
+	dst := filepath.Join(dir, BinaryName)
+	tmp, err := os.CreateTemp(dir, "."+BinaryName+".*")
+	if err != nil {
+		return "", fmt.Errorf("installing the hook: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // gone after the rename
+	if _, err := io.Copy(tmp, in); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("installing the hook into %s: %w", dir, err)
+	}
+	if err := tmp.Chmod(0o755); err != nil {
+		tmp.Close()
+		return "", fmt.Errorf("installing the hook into %s: %w", dir, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return "", fmt.Errorf("installing the hook into %s: %w", dir, err)
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return "", fmt.Errorf("installing the hook into %s: %w", dir, err)
+	}
+	return dst, nil
+}

@@ -1,0 +1,92 @@
+package limithook
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Record is what the hook writes for a simulated card in place of the driver's limit: one
+// file per card and cgroup, in RecordDir.
+type Record struct {
+	UUID string `json:"uuid"`
+	// ContainerID is the runtime's container ID, from the container state.
+	ContainerID string `json:"containerID"`
+	// Cgroup and CgroupVersion are the container's cgroup (Cgroup).
+	Cgroup        string `json:"cgroup"`
+	CgroupVersion int    `json:"cgroupVersion"`
+	// HardLimitBytes is the limit the driver would enforce, in bytes.
+	HardLimitBytes uint64 `json:"hardLimitBytes"`
+}
+
+// RecordDir is the folder of the records of the simulated card uuid, beside the card's file
+// in cardDir (deviceplugin.SimulatedCardDir).
+func RecordDir(cardDir, uuid string) string { return filepath.Join(cardDir, uuid+".limits") }
+
+// recordFile names the record of cgroup path: the path with '/' as '_'.
+func recordFile(path string) string {
+	return strings.ReplaceAll(strings.Trim(path, "/"), "/", "_") + ".json"
+}
+
+// ReadRecords reads every record of the simulated card uuid. A card without any is no error.
+func ReadRecords(cardDir, uuid string) ([]Record, error) {
+	paths, err := filepath.Glob(filepath.Join(RecordDir(cardDir, uuid), "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("reading limit record: %w", err)
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("reading limit record %s: %w", p, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// SimulatedSetter records limits for simulated cards, whose files are in CardDir.
+type SimulatedSetter struct{ CardDir string }
+
+var _ Setter = SimulatedSetter{}
+
+// AcceptsV1 is true: a simulated node may run cgroup v1 (the local cluster's machines do).
+func (SimulatedSetter) AcceptsV1() bool { return true }
+
+// SetLimit writes l's Record for cg, replacing any earlier one atomically. Errors: no
+// simulated card l.UUID in CardDir, or the record cannot be written.
+func (s SimulatedSetter) SetLimit(_ context.Context, containerID string, cg Cgroup, l Limit) error {
+	if _, err := os.Stat(filepath.Join(s.CardDir, l.UUID)); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("card %s: no simulated card of that UUID in %s", l.UUID, s.CardDir)
+		}
+		return fmt.Errorf("card %s: %w", l.UUID, err)
+	}
+	dir := RecordDir(s.CardDir, l.UUID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("card %s: creating the limit records' folder: %w", l.UUID, err)
+	}
+	b, err := json.Marshal(Record{UUID: l.UUID, ContainerID: containerID, Cgroup: cg.Path, CgroupVersion: cg.Version, HardLimitBytes: l.Bytes()})
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(dir, recordFile(cg.Path))
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("card %s: writing the limit record: %w", l.UUID, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("card %s: writing the limit record: %w", l.UUID, err)
+	}
+	return nil
+}

@@ -1,0 +1,87 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
+)
+
+// CaseLimitHookRecordsGrant: the real node labelled gpushare.io/isolation=limit, with two
+// simulated T4s and the cdi-allocation strategy. share-plugin labels the node
+// gpushare.io/isolation-enforced=limit; a pod requesting 2 units that sets its own MPS limit
+// and grant variables runs, and the limit gpushare-limit-hook recorded for its container's
+// cgroup on its card (run by runc as a createRuntime hook from the per-allocation CDI spec)
+// is its grant, 2 × the unit, not what its env says.
+func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
+	requireRealNode(t, e)
+	requireBinary(t, e, "extender", "share-plugin", "gpushare-limit-hook")
+	ctx := testContext(t, 5*time.Minute)
+
+	labelNode(ctx, t, e, e.RealNode, string(gpushare.IsolationLimit))
+	inv := restartSharePlugin(ctx, t, e, "t4:2", "GPUSHARE_DEVICE_LIST_STRATEGY=cdi-allocation")
+	t.Cleanup(func() { labelNode(context.Background(), t, e, e.RealNode, "") })
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		n, err := e.Client.CoreV1().Nodes().Get(ctx, e.RealNode, metav1.GetOptions{})
+		return err == nil && n.Labels[gpushare.LabelIsolationEnforced] == string(gpushare.IsolationLimit), nil
+	})
+	if err != nil {
+		t.Errorf("node %s never labelled %s=%s", e.RealNode, gpushare.LabelIsolationEnforced, gpushare.IsolationLimit)
+	}
+
+	// kube-system: deploy/admission's policy exempts it, so the pod's own variables reach
+	// the runtime.
+	p := gpuPod(metav1.NamespaceSystem, "e2e-limit-"+rand.String(5), e.RealNode, ctr{units: 2})
+	p.Spec.Containers[0].Env = []corev1.EnvVar{
+		{Name: gpushare.EnvMPSPinnedMemLimit, Value: "0=99999M"},
+		{Name: gpushare.EnvContainerUnits, Value: "14"},
+		{Name: gpushare.EnvVisibleDevices, Value: "all"},
+	}
+	createPod(t, e, p)
+	t.Cleanup(func() { deletePodAndWait(e, p.Namespace, p.Name) })
+	p = waitPod(t, e, p.Namespace, p.Name, 2*time.Minute, "Running", isRunning)
+	alloc, ok, err := res.ReadAllocation(p)
+	if err != nil || !ok || len(alloc.Cards()) != 1 {
+		t.Fatalf("allocation %v ok=%v err=%v, want one card", alloc, ok, err)
+	}
+	dev, ok := inv.Device(alloc.Cards()[0])
+	if !ok {
+		t.Fatalf("card %d not in the inventory %+v", alloc.Cards()[0], inv)
+	}
+	if len(p.Status.ContainerStatuses) != 1 {
+		t.Fatalf("container statuses %+v", p.Status.ContainerStatuses)
+	}
+	_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
+	cardDir := deviceplugin.SimulatedCardDir(filepath.Join(e.cfg.state, "cdi"))
+	records, err := limithook.ReadRecords(cardDir, dev.UUID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := uint64(2*inv.Unit.MiB) << 20
+	var found bool
+	for _, r := range records {
+		if r.ContainerID != id {
+			continue
+		}
+		found = true
+		t.Logf("the hook's record for container %s: %+v", id, r)
+		if r.HardLimitBytes != want || !strings.Contains(r.Cgroup, id) {
+			t.Errorf("recorded limit %d bytes for cgroup %s, want the grant %d bytes (2 × %d MiB) for the container's cgroup", r.HardLimitBytes, r.Cgroup, want, inv.Unit.MiB)
+		}
+	}
+	if !found {
+		t.Errorf("no limit recorded for container %s on card %s (%s): %+v", id, dev.UUID, limithook.RecordDir(cardDir, dev.UUID), records)
+	}
+}
