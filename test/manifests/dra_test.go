@@ -33,17 +33,11 @@ func decodeDRA(t *testing.T, files ...string) draObjects {
 			var err error
 			switch d.kind {
 			case "DeviceClass":
-				var c resourceapi.DeviceClass
-				err = yaml.UnmarshalStrict(d.raw, &c)
-				o.classes = append(o.classes, c)
+				err = decodeAppend(d.raw, &o.classes)
 			case "ResourceClaim":
-				var c resourceapi.ResourceClaim
-				err = yaml.UnmarshalStrict(d.raw, &c)
-				o.claims = append(o.claims, c)
+				err = decodeAppend(d.raw, &o.claims)
 			case "ResourceClaimTemplate":
-				var c resourceapi.ResourceClaimTemplate
-				err = yaml.UnmarshalStrict(d.raw, &c)
-				o.templates = append(o.templates, c)
+				err = decodeAppend(d.raw, &o.templates)
 			case "Pod":
 				var p corev1.Pod
 				err = yaml.UnmarshalStrict(d.raw, &p)
@@ -61,6 +55,14 @@ func decodeDRA(t *testing.T, files ...string) draObjects {
 		}
 	}
 	return o
+}
+
+// decodeAppend decodes raw strictly and appends it to dst.
+func decodeAppend[T any](raw []byte, dst *[]T) error {
+	var v T
+	err := yaml.UnmarshalStrict(raw, &v)
+	*dst = append(*dst, v)
+	return err
 }
 
 // TestDRADeviceClass: the class is named after the driver and selects its devices.
