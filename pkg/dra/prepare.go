@@ -196,6 +196,9 @@ func claimEnv(byName map[string]gpushare.Device, devices []PreparedDevice) ([]gp
 // claim's one CDI device goes on the first entry, for all of the claim's requests, so that
 // a container given the claim gets it once, not once per card.
 func resultDevices(p PreparedClaim) []kubeletplugin.Device {
+	if len(p.Devices) == 0 {
+		return nil
+	}
 	var requests []string
 	for _, dev := range p.Devices {
 		if !slices.Contains(requests, dev.Request) {
