@@ -210,6 +210,7 @@ func run(ctx context.Context, o options) error {
 		return dra.Run(ctx, dra.RunConfig{
 			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, Simulated: simulated,
 			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
+			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary),
 		})
 	}
 	if err := checkNodeBackend(ctx, client, o.nodeName); err != nil {

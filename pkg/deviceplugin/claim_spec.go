@@ -42,11 +42,11 @@ type CardSpecs struct {
 }
 
 // WriteClaimSpec writes the CDI spec of the claim with uid: one device holding cards, as
-// the device plugin's per-allocation spec gives them, and env, and returns the qualified
-// device ID to hand kubelet (gpushare.io/claim=<uid>). The file is validated with the CDI
+// the device plugin's per-allocation spec gives them, env and hooks (LimitHook on a limit
+// node), and returns the qualified device ID to hand kubelet (gpushare.io/claim=<uid>). The file is validated with the CDI
 // library's reader before it is renamed into place. Errors: a UID that is not letters,
 // digits and '-', a real card without a minor number, or a file that cannot be written.
-func WriteClaimSpec(s CardSpecs, uid types.UID, cards []gpushare.Device, env map[string]string) (string, error) {
+func WriteClaimSpec(s CardSpecs, uid types.UID, cards []gpushare.Device, env map[string]string, hooks []*cdi.Hook) (string, error) {
 	name, err := claimDeviceName(uid)
 	if err != nil {
 		return "", err
@@ -55,7 +55,7 @@ func WriteClaimSpec(s CardSpecs, uid types.UID, cards []gpushare.Device, env map
 	if err != nil {
 		return "", err
 	}
-	spec, err := allocationSpec(name, edits, env, nil)
+	spec, err := allocationSpec(name, edits, env, hooks)
 	if err != nil {
 		return "", err
 	}

@@ -28,6 +28,9 @@ type PreparedClaim struct {
 	CDIDeviceID string `json:"cdiDeviceID"`
 	// Devices are the claim's allocation results of this driver, in the claim's order.
 	Devices []PreparedDevice `json:"devices"`
+	// Limit: the claim's spec holds each container to the claim's memory per card with
+	// gpushare-limit-hook (a node labelled gpushare.IsolationLimit when it was prepared).
+	Limit bool `json:"limit,omitempty"`
 }
 
 // PreparedDevice is one allocation result of a prepared claim.

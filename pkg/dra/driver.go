@@ -27,6 +27,14 @@ type Config struct {
 	DataDir string
 	// Healthy reports whether the card with a UUID takes new work; nil: all cards do.
 	Healthy func(uuid string) bool
+	// Isolation reads the node's gpushare.LabelIsolation now (gpushare.NodeIsolation); nil:
+	// gpushare.IsolationNone.
+	Isolation func(ctx context.Context) (gpushare.Isolation, error)
+	// LimitHookPath is gpushare-limit-hook's path on the host, which a claim's spec names on
+	// a node labelled gpushare.IsolationLimit.
+	LimitHookPath string
+	// LimitUnsupported says why the node cannot enforce gpushare.IsolationLimit; nil: it can.
+	LimitUnsupported error
 	// Fatal is called with a background error the plugin cannot recover from (e.g. the
 	// helper lost its gRPC server); nil: such errors are only logged.
 	Fatal func(error)

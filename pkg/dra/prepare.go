@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -34,7 +35,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	defer d.mu.Unlock()
 	out := make(map[types.UID]kubeletplugin.PrepareResult, len(claims))
 	for _, claim := range claims {
-		p, err := d.prepare(claim)
+		p, err := d.prepare(ctx, claim)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Preparing a claim failed", "claim", klog.KObj(claim))
 			out[claim.UID] = kubeletplugin.PrepareResult{Err: fmt.Errorf("claim %s/%s: %w", claim.Namespace, claim.Name, err)}
@@ -46,12 +47,12 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 }
 
 // prepare prepares one claim and records it. Called with d.mu held.
-func (d *Driver) prepare(claim *resourceapi.ResourceClaim) (PreparedClaim, error) {
+func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) (PreparedClaim, error) {
 	if p, ok := d.prepared[claim.UID]; ok {
 		// Repeated by kubelet (e.g. after its restart): the containers may already run, so
-		// the answer must not change with the cards' health; the spec is rewritten in case
-		// the runtime's folder lost it.
-		if _, err := d.writeSpec(claim.UID, p.Devices); err != nil {
+		// the answer must not change with the cards' health or the node's labels; the spec
+		// is rewritten in case the runtime's folder lost it.
+		if _, err := d.writeSpec(claim.UID, p.Devices, p.Limit); err != nil {
 			return PreparedClaim{}, err
 		}
 		return p, nil
@@ -60,11 +61,15 @@ func (d *Driver) prepare(claim *resourceapi.ResourceClaim) (PreparedClaim, error
 	if err != nil {
 		return PreparedClaim{}, err
 	}
-	id, err := d.writeSpec(claim.UID, devices)
+	limit, err := d.limit(ctx)
 	if err != nil {
 		return PreparedClaim{}, err
 	}
-	p := PreparedClaim{Namespace: claim.Namespace, Name: claim.Name, CDIDeviceID: id, Devices: devices}
+	id, err := d.writeSpec(claim.UID, devices, limit)
+	if err != nil {
+		return PreparedClaim{}, err
+	}
+	p := PreparedClaim{Namespace: claim.Namespace, Name: claim.Name, CDIDeviceID: id, Devices: devices, Limit: limit}
 	next := maps.Clone(d.prepared)
 	next[claim.UID] = p
 	if err := saveCheckpoint(d.checkpoint, next); err != nil {
@@ -152,10 +157,38 @@ func (d *Driver) preparedUnits() map[int]int64 {
 	return used
 }
 
-// writeSpec writes the claim's CDI spec for devices and returns its device ID.
-func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice) (string, error) {
-	cards, env := claimEnv(d.cards, devices)
-	id, err := deviceplugin.WriteClaimSpec(d.cfg.Specs, uid, cards, env)
+// limit reports whether the node's isolation label asks for hard limits, which the
+// claim's spec then enforces with gpushare-limit-hook. Errors: a label that cannot be read,
+// one asking for MPS (not done by this back end), or limits the node cannot enforce.
+func (d *Driver) limit(ctx context.Context) (bool, error) {
+	if d.cfg.Isolation == nil {
+		return false, nil
+	}
+	iso, err := d.cfg.Isolation(ctx)
+	if err != nil {
+		return false, fmt.Errorf("reading node %s's isolation: %w", d.cfg.NodeName, err)
+	}
+	switch iso {
+	case gpushare.IsolationMPS:
+		return false, fmt.Errorf("node %s is labelled %s=%s, which the DRA back end does not enforce", d.cfg.NodeName, gpushare.LabelIsolation, iso)
+	case gpushare.IsolationLimit:
+		if d.cfg.LimitUnsupported != nil {
+			return false, fmt.Errorf("node %s is labelled %s=%s but cannot enforce it: %w", d.cfg.NodeName, gpushare.LabelIsolation, iso, d.cfg.LimitUnsupported)
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// writeSpec writes the claim's CDI spec for devices, with the limit hook when limit, and
+// returns its device ID.
+func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool) (string, error) {
+	cards, units, env := claimEnv(d.cards, devices)
+	var hooks []*cdispec.Hook
+	if limit {
+		hooks = []*cdispec.Hook{deviceplugin.LimitHook(d.cfg.LimitHookPath, d.cfg.Specs.SimulatedCardDir, d.cfg.Inventory.Unit, cards, units)}
+	}
+	id, err := deviceplugin.WriteClaimSpec(d.cfg.Specs, uid, cards, env, hooks)
 	if err != nil {
 		return "", fmt.Errorf("writing its CDI spec: %w", err)
 	}
@@ -166,24 +199,27 @@ func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice) (string, err
 // its cards' UUIDs (NVIDIA_VISIBLE_DEVICES and CUDA_VISIBLE_DEVICES) and indexes, in the
 // order of the claim's results, the claim's units (ALIYUN_COM_GPU_MEM_CONTAINER) and the
 // size of its first card. ALIYUN_COM_GPU_MEM_POD is left out: a claim does not know the
-// pod's other claims. Returns the distinct cards too.
-func claimEnv(byName map[string]gpushare.Device, devices []PreparedDevice) ([]gpushare.Device, map[string]string) {
+// pod's other claims. Returns the distinct cards too, with the claim's units of each.
+func claimEnv(byName map[string]gpushare.Device, devices []PreparedDevice) ([]gpushare.Device, []int64, map[string]string) {
 	var cards []gpushare.Device
+	var perCard []int64
 	var uuids, idx []string
 	var units int64
-	seen := map[string]bool{}
+	at := map[string]int{} // device name → index in cards
 	for _, dev := range devices {
 		units += dev.Units
-		if seen[dev.Device] {
+		if i, seen := at[dev.Device]; seen {
+			perCard[i] += dev.Units
 			continue
 		}
-		seen[dev.Device] = true
+		at[dev.Device] = len(cards)
 		card := byName[dev.Device]
 		cards = append(cards, card)
+		perCard = append(perCard, dev.Units)
 		uuids = append(uuids, card.UUID)
 		idx = append(idx, strconv.Itoa(card.Index))
 	}
-	return cards, map[string]string{
+	return cards, perCard, map[string]string{
 		gpushare.EnvVisibleDevices: strings.Join(uuids, ","),
 		envCUDAVisibleDevices:      strings.Join(uuids, ","),
 		gpushare.EnvIndex:          strings.Join(idx, ","),

@@ -37,6 +37,10 @@ type RunConfig struct {
 	PluginDataDir string
 	// RegistrarDir is kubelet's plugin registration folder; empty: kubelet's default.
 	RegistrarDir string
+	// LimitHookPath is gpushare-limit-hook's path on the host; LimitUnsupported says why the
+	// node cannot enforce gpushare.IsolationLimit (nil: it can).
+	LimitHookPath    string
+	LimitUnsupported error
 	// HealthRecovery is how long a card must go without a critical fault to be healthy again.
 	HealthRecovery time.Duration
 	// Clock drives health recovery; nil: the real clock.
@@ -94,6 +98,8 @@ func Run(ctx context.Context, rc RunConfig) error {
 	driver, err := New(Config{
 		NodeName: rc.NodeName, Inventory: gpushare.Inventory{Unit: rc.Unit, Devices: cards},
 		Specs: specs, DataDir: dataDir, Healthy: health.Healthy, Fatal: cancel,
+		Isolation:     nodeIsolation(rc.Client, rc.NodeName),
+		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported,
 	})
 	if err != nil {
 		return err
@@ -149,6 +155,18 @@ func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, uni
 			return nil
 		case <-changed:
 		}
+	}
+}
+
+// nodeIsolation reads the node's isolation label from the API at each call: a claim is
+// prepared by the label as it is then, as the device plugin's Allocate does.
+func nodeIsolation(client kubernetes.Interface, name string) func(context.Context) (gpushare.Isolation, error) {
+	return func(ctx context.Context) (gpushare.Isolation, error) {
+		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return gpushare.NodeIsolation(node.Labels)
 	}
 }
 
