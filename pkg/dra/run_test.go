@@ -37,15 +37,7 @@ func TestCurrentInventory(t *testing.T) {
 // fake API, the simulator and Run's result.
 func startRun(t *testing.T, ctx context.Context, labels map[string]string) (*fake.Clientset, *gpunvml.Simulator, <-chan error) {
 	t.Helper()
-	cards, err := gpunvml.ParseSimSpec("t4:2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sim, err := gpunvml.NewSimulator(testNode, cards)
-	if err != nil {
-		t.Fatal(err)
-	}
-	nv, err := gpunvml.New(sim.Library())
+	sim, nv, err := gpunvml.Simulate(testNode, "t4:2")
 	if err != nil {
 		t.Fatal(err)
 	}
