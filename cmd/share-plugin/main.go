@@ -29,6 +29,7 @@ import (
 
 	"github.com/gpushare/gpushare/internal/flagenv"
 	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/dra"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/limithook"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
@@ -69,7 +70,11 @@ type options struct {
 	procRoot           string
 	unclaimedExempt    []string
 	simulateProcesses  string
-	showVersion        bool
+	// The back end.
+	backend         string
+	draPluginDir    string
+	draRegistrarDir string
+	showVersion     bool
 }
 
 func (o *options) addFlags(fs *pflag.FlagSet) {
@@ -110,6 +115,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"namespaces whose pods may use cards without gpu-mem (an MPS daemon, a GPU operator's monitoring): the watchdog reports no "+gpushare.EventGPUMemoryUnclaimed+" event about them")
 	fs.StringVar(&o.procRoot, "proc-root", "/proc", "where the watchdog reads /proc/<pid>/cgroup of the processes NVML lists (the host's PID namespace)")
 	fs.StringVar(&o.simulateProcesses, "simulate-processes-file", "", "with --simulate/--simulate-file: the simulated cards' processes, a YAML list of {card: <index or UUID>, pid, usedMiB}, read on every watchdog interval; without it the watchdog is off on a simulated node")
+	fs.StringVar(&o.backend, "backend", string(gpushare.BackendDevicePlugin),
+		"how the cards are offered: "+string(gpushare.BackendDevicePlugin)+" (aliyun.com/gpu-mem units through kubelet's device plugin API) or "+string(gpushare.BackendDRA)+
+			" (ResourceSlices of driver "+gpushare.DRADriverName+", claims asking capacity.requests.memory; Kubernetes 1.36+, see docs/dra.md); the node's "+gpushare.LabelBackend+" label must name the same")
+	fs.StringVar(&o.draPluginDir, "dra-plugin-dir", "", "with --backend=dra: the plugin's socket and checkpoint folder, the same path inside and outside the container (default /var/lib/kubelet/plugins/"+gpushare.DRADriverName+")")
+	fs.StringVar(&o.draRegistrarDir, "dra-registrar-dir", "", "with --backend=dra: kubelet's plugin registration folder (default /var/lib/kubelet/plugins_registry)")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 }
 
@@ -163,6 +173,10 @@ func run(ctx context.Context, o options) error {
 	if o.nodeName == "" {
 		return errors.New("--node-name (or GPUSHARE_NODE_NAME) is required")
 	}
+	backend, err := gpushare.ParseBackend(o.backend)
+	if err != nil {
+		return fmt.Errorf("--backend: %w", err)
+	}
 	action, err := watchdog.ParseOverGrantAction(o.overGrantAction)
 	if err != nil {
 		return fmt.Errorf("--over-grant-action: %w", err)
@@ -191,6 +205,16 @@ func run(ctx context.Context, o options) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("creating API client: %w", err)
+	}
+	if backend == gpushare.BackendDRA {
+		return dra.Run(ctx, dra.RunConfig{
+			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, Simulated: simulated,
+			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
+			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary),
+		})
+	}
+	if err := checkNodeBackend(ctx, client, o.nodeName); err != nil {
+		return err
 	}
 	// Only this node's pods: the informer never holds the whole cluster.
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
@@ -260,6 +284,15 @@ func limitSupport(nv gpunvml.Interface, simulated bool, nvmlLibrary string) erro
 		uuids[i] = d.UUID
 	}
 	return limithook.SystemSupport(nvmlLibrary, limithook.DefaultCgroupRoot, uuids)
+}
+
+// checkNodeBackend refuses a node labelled for another back end than the device plugin.
+func checkNodeBackend(ctx context.Context, client kubernetes.Interface, nodeName string) error {
+	node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading node %s: %w", nodeName, err)
+	}
+	return gpushare.CheckBackend(node.Labels, gpushare.BackendDevicePlugin)
 }
 
 // openNVML opens the real library, or the simulated node when --simulate or

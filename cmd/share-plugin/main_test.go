@@ -55,6 +55,11 @@ func TestFlagsAndEnv(t *testing.T) {
 			want: func(o *options) { o.deviceList, o.cdiSpecDir = "cdi-allocation", "/etc/cdi" },
 		},
 		{
+			name: "DRA back end",
+			env:  map[string]string{"GPUSHARE_BACKEND": "dra", "GPUSHARE_DRA_PLUGIN_DIR": "/p", "GPUSHARE_DRA_REGISTRAR_DIR": "/r"},
+			want: func(o *options) { o.backend, o.draPluginDir, o.draRegistrarDir = "dra", "/p", "/r" },
+		},
+		{
 			name: "empty metrics address disables",
 			env:  map[string]string{"GPUSHARE_METRICS_ADDRESS": ""},
 			want: func(o *options) { o.metricsAddress = "" },

@@ -1,7 +1,6 @@
 package deviceplugin
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -108,10 +107,8 @@ func allocationSpec(name string, edits cdi.ContainerEdits, env map[string]string
 }
 
 // writeAllocationSpec writes the spec of container cont of pod into the CDI spec folder and
-// returns the qualified device name to hand kubelet (gpushare.io/allocation=<name>). The
-// file is written under a temporary name, loaded back with the CDI library's own reader
-// (the validation runtimes apply) and only then renamed into place, so the runtime never
-// reads half a spec or an invalid one.
+// returns the qualified device name to hand kubelet (gpushare.io/allocation=<name>), the
+// file validated and renamed into place by writeSpecFile.
 func (p *Plugin) writeAllocationSpec(pod *corev1.Pod, cont string, cards []gpushare.Device, env map[string]string, hooks []*cdi.Hook) (string, error) {
 	name, err := allocationDeviceName(pod.UID, cont)
 	if err != nil {
@@ -125,25 +122,8 @@ func (p *Plugin) writeAllocationSpec(pod *corev1.Pod, cont string, cards []gpush
 	if err != nil {
 		return "", err
 	}
-	b, err := json.MarshalIndent(spec, "", "  ")
-	if err != nil {
-		return "", fmt.Errorf("encoding the CDI spec of %s: %w", name, err)
-	}
-	if err := os.MkdirAll(p.cfg.CDISpecDir, 0o755); err != nil {
-		return "", fmt.Errorf("creating the CDI spec folder: %w", err)
-	}
-	path := allocationSpecPath(p.cfg.CDISpecDir, name)
-	tmp := filepath.Join(p.cfg.CDISpecDir, "."+filepath.Base(path)+".tmp") // not *.json: the runtime skips it
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
-		return "", fmt.Errorf("writing the CDI spec of %s: %w", name, err)
-	}
-	if _, err := cdiapi.ReadSpec(tmp, 0); err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("the CDI spec of %s does not validate: %w", name, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return "", fmt.Errorf("writing the CDI spec of %s: %w", name, err)
+	if err := writeSpecFile(allocationSpecPath(p.cfg.CDISpecDir, name), name, spec); err != nil {
+		return "", err
 	}
 	return parser.QualifiedName(AllocationCDIVendor, AllocationCDIClass, name), nil
 }

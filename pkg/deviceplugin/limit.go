@@ -10,11 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
-	"github.com/gpushare/gpushare/pkg/limithook"
 )
 
 // DefaultLimitHookPath is where the share-plugin DaemonSet installs gpushare-limit-hook on
@@ -42,25 +40,10 @@ func (p *Plugin) enforcedIsolation(iso gpushare.Isolation) gpushare.Isolation {
 	return iso
 }
 
-// limitHook is the createRuntime hook of a container holding units[i] units on cards[i]:
-// gpushare-limit-hook with each card's UUID and limit in MiB (units × unit MiB), in NVML
-// mode, or for simulated cards recording the limits beside the cards' files. createRuntime,
-// not createContainer: runc runs the latter inside the container's PID and cgroup
-// namespaces, where the host's cgroup path of the container cannot be found (pkg/limithook).
+// limitHook is LimitHook for a container holding units[i] units on cards[i], with this
+// plugin's hook path, simulated cards and unit.
 func (p *Plugin) limitHook(cards []gpushare.Device, units []int64) *cdi.Hook {
-	limits := make([]limithook.Limit, len(cards))
-	for i, c := range cards {
-		limits[i] = limithook.Limit{UUID: c.UUID, MiB: units[i] * p.cfg.Unit.MiB}
-	}
-	mode := limithook.ModeNVML
-	if p.cfg.SimulatedCardDir != "" {
-		mode = limithook.ModeSimulated
-	}
-	return &cdi.Hook{
-		HookName: cdiapi.CreateRuntimeHook,
-		Path:     p.cfg.LimitHookPath,
-		Args:     limithook.FormatArgs(p.cfg.LimitHookPath, mode, p.cfg.SimulatedCardDir, limits),
-	}
+	return LimitHook(p.cfg.LimitHookPath, p.cfg.SimulatedCardDir, p.cfg.Unit, cards, units)
 }
 
 // eventIsolationUnavailable (Warning, on the node): the node's isolation label asks for a

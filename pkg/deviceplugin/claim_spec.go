@@ -1,0 +1,118 @@
+package deviceplugin
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/types"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+	"tags.cncf.io/container-device-interface/pkg/parser"
+	cdi "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// ClaimCDIClass makes, with AllocationCDIVendor, the kind of the DRA back end's per-claim
+// devices, gpushare.io/claim: one device per prepared ResourceClaim, named by the claim's
+// UID. A kind of its own keeps their files apart from the per-allocation specs, which the
+// device plugin removes when no pod with their UID holds memory.
+const ClaimCDIClass = "claim"
+
+// ClaimCDIKind is the CDI kind of the per-claim devices.
+const ClaimCDIKind = AllocationCDIVendor + "/" + ClaimCDIClass
+
+// claimSpecPrefix starts every per-claim spec file name: <prefix><claim UID>.json.
+var claimSpecPrefix = cdiapi.GenerateTransientSpecName(AllocationCDIVendor, ClaimCDIClass, "")
+
+// CardSpecs is how the cards of a node are shown to a container through CDI: the runtime's
+// spec folder, each card's device-node minor number by UUID (real cards) or the folder of
+// the simulated cards' files (SimulatedCardDir; simulated cards).
+type CardSpecs struct {
+	// Dir is the runtime's CDI spec folder.
+	Dir string
+	// Minors is each card's /dev/nvidia<minor> number by UUID (-1: NVML did not tell).
+	Minors map[string]int
+	// SimulatedCardDir, when set, is where the simulated cards' files are; cards are then
+	// mounted from it instead of given as device nodes.
+	SimulatedCardDir string
+}
+
+// WriteClaimSpec writes the CDI spec of the claim with uid: one device holding cards, as
+// the device plugin's per-allocation spec gives them, env and hooks (LimitHook on a limit
+// node), and returns the qualified device ID to hand kubelet (gpushare.io/claim=<uid>). The file is validated with the CDI
+// library's reader before it is renamed into place. Errors: a UID that is not letters,
+// digits and '-', a real card without a minor number, or a file that cannot be written.
+func WriteClaimSpec(s CardSpecs, uid types.UID, cards []gpushare.Device, env map[string]string, hooks []*cdi.Hook) (string, error) {
+	name, err := claimDeviceName(uid)
+	if err != nil {
+		return "", err
+	}
+	edits, err := cardEdits(cards, s.Minors, s.SimulatedCardDir, existing(nvidiaControlNodes))
+	if err != nil {
+		return "", err
+	}
+	spec, err := allocationSpec(name, edits, env, hooks)
+	if err != nil {
+		return "", err
+	}
+	spec.Kind = ClaimCDIKind
+	if err := writeSpecFile(ClaimSpecPath(s.Dir, uid), name, spec); err != nil {
+		return "", err
+	}
+	return parser.QualifiedName(AllocationCDIVendor, ClaimCDIClass, name), nil
+}
+
+// RemoveClaimSpec removes the CDI spec of the claim with uid from dir; one already gone is
+// no error, so unpreparing twice is harmless.
+func RemoveClaimSpec(dir string, uid types.UID) error {
+	if err := os.Remove(ClaimSpecPath(dir, uid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("removing the CDI spec of claim %s: %w", uid, err)
+	}
+	return nil
+}
+
+// ClaimSpecPath is where the CDI spec of the claim with uid lives in dir.
+func ClaimSpecPath(dir string, uid types.UID) string {
+	return filepath.Join(dir, claimSpecPrefix+string(uid)+".json")
+}
+
+// claimDeviceName is the CDI device name of the claim with uid: the UID itself, which the
+// API server makes a UUID. Errors: a UID the CDI naming rules or a file name cannot hold.
+func claimDeviceName(uid types.UID) (string, error) {
+	if _, err := allocationDeviceName(uid, "claim"); err != nil {
+		return "", fmt.Errorf("claim UID: %w", err)
+	}
+	return string(uid), nil
+}
+
+// writeSpecFile writes spec, whose device is name, to path in the CDI spec folder: under a
+// temporary name first (not *.json, which the runtime skips), loaded back with the CDI
+// library's own reader (the validation runtimes apply) and only then renamed into place,
+// so the runtime never reads half a spec or an invalid one.
+func writeSpecFile(path, name string, spec *cdi.Spec) error {
+	b, err := json.MarshalIndent(spec, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding the CDI spec of %s: %w", name, err)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("creating the CDI spec folder: %w", err)
+	}
+	tmp := filepath.Join(dir, "."+filepath.Base(path)+".tmp")
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing the CDI spec of %s: %w", name, err)
+	}
+	if _, err := cdiapi.ReadSpec(tmp, 0); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("the CDI spec of %s does not validate: %w", name, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("writing the CDI spec of %s: %w", name, err)
+	}
+	return nil
+}

@@ -1,0 +1,84 @@
+package deviceplugin
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/types"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+func TestWriteClaimSpec(t *testing.T) {
+	cards := []gpushare.Device{{Index: 1, UUID: "GPU-b", Units: 14}}
+	tests := []struct {
+		name    string
+		specs   func(dir string) CardSpecs
+		uid     types.UID
+		wantID  string
+		wantErr bool
+	}{
+		{
+			name:   "simulated card",
+			specs:  func(dir string) CardSpecs { return CardSpecs{Dir: dir, SimulatedCardDir: SimulatedCardDir(dir)} },
+			uid:    "0b7f5c2e-1111-4a4a-9a9a-000000000001",
+			wantID: "gpushare.io/claim=0b7f5c2e-1111-4a4a-9a9a-000000000001",
+		},
+		{
+			name:   "real card",
+			specs:  func(dir string) CardSpecs { return CardSpecs{Dir: dir, Minors: map[string]int{"GPU-b": 3}} },
+			uid:    "0b7f5c2e-1111-4a4a-9a9a-000000000002",
+			wantID: "gpushare.io/claim=0b7f5c2e-1111-4a4a-9a9a-000000000002",
+		},
+		{
+			name:    "real card without a minor",
+			specs:   func(dir string) CardSpecs { return CardSpecs{Dir: dir} },
+			uid:     "0b7f5c2e-1111-4a4a-9a9a-000000000003",
+			wantErr: true,
+		},
+		{
+			name:    "a UID that is no file name",
+			specs:   func(dir string) CardSpecs { return CardSpecs{Dir: dir, SimulatedCardDir: SimulatedCardDir(dir)} },
+			uid:     "../x",
+			wantErr: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			id, err := WriteClaimSpec(tt.specs(dir), tt.uid, cards, map[string]string{"B": "2", "A": "1"}, nil)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("WriteClaimSpec() error = %v, want error %v", err, tt.wantErr)
+			}
+			if tt.wantErr {
+				if m, _ := filepath.Glob(filepath.Join(dir, "*")); len(m) != 0 {
+					t.Errorf("a failed write left %v", m)
+				}
+				return
+			}
+			if id != tt.wantID {
+				t.Errorf("device ID %q, want %q", id, tt.wantID)
+			}
+			spec, err := cdiapi.ReadSpec(ClaimSpecPath(dir, tt.uid), 0)
+			if err != nil {
+				t.Fatalf("the CDI library does not read the spec: %v", err)
+			}
+			if spec.GetVendor() != AllocationCDIVendor || spec.GetClass() != ClaimCDIClass || spec.GetDevice(string(tt.uid)) == nil {
+				t.Errorf("spec kind %s/%s without device %s", spec.GetVendor(), spec.GetClass(), tt.uid)
+			}
+			if env := spec.GetDevice(string(tt.uid)).ContainerEdits.Env; len(env) != 2 || env[0] != "A=1" || env[1] != "B=2" {
+				t.Errorf("env %v, want [A=1 B=2]", env)
+			}
+			for range 2 {
+				if err := RemoveClaimSpec(dir, tt.uid); err != nil {
+					t.Fatalf("RemoveClaimSpec: %v", err)
+				}
+			}
+			if _, err := os.Stat(ClaimSpecPath(dir, tt.uid)); !os.IsNotExist(err) {
+				t.Errorf("spec still there after RemoveClaimSpec: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+
+	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// Config is what the DRA plugin needs from the node.
+type Config struct {
+	// NodeName is this node's name, also the name of its pool.
+	NodeName string
+	// Inventory is the node's cards, each with its units of Inventory.Unit.
+	Inventory gpushare.Inventory
+	// Specs is where and how the claims' CDI specs show the cards.
+	Specs deviceplugin.CardSpecs
+	// DataDir is the plugin's data folder, which holds the checkpoint.
+	DataDir string
+	// Healthy reports whether the card with a UUID takes new work; nil: all cards do.
+	Healthy func(uuid string) bool
+	// Isolation reads the node's gpushare.LabelIsolation now (gpushare.NodeIsolation); nil:
+	// gpushare.IsolationNone.
+	Isolation func(ctx context.Context) (gpushare.Isolation, error)
+	// LimitHookPath is gpushare-limit-hook's path on the host, which a claim's spec names on
+	// a node labelled gpushare.IsolationLimit.
+	LimitHookPath string
+	// LimitUnsupported says why the node cannot enforce gpushare.IsolationLimit; nil: it can.
+	LimitUnsupported error
+	// Fatal is called with a background error the plugin cannot recover from (e.g. the
+	// helper lost its gRPC server); nil: such errors are only logged.
+	Fatal func(error)
+}
+
+// Driver is the kubelet DRA plugin: kubeletplugin.Start serves it.
+type Driver struct {
+	cfg        Config
+	cards      map[string]gpushare.Device // by DeviceName
+	checkpoint string                     // the checkpoint file's path
+
+	mu       sync.Mutex                  // serialises prepare and unprepare and guards prepared
+	prepared map[types.UID]PreparedClaim // what the checkpoint holds
+}
+
+var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
+
+// New builds the driver and loads the prepared claims of an earlier run. Errors: an
+// inventory without a card UUID or with two cards of one index, or a checkpoint that
+// cannot be read (the driver fails closed rather than forget prepared memory).
+func New(cfg Config) (*Driver, error) {
+	cards := make(map[string]gpushare.Device, len(cfg.Inventory.Devices))
+	for _, c := range cfg.Inventory.Devices {
+		name := DeviceName(c.Index)
+		if _, dup := cards[name]; dup {
+			return nil, fmt.Errorf("card index %d appears twice", c.Index)
+		}
+		if c.UUID == "" {
+			return nil, fmt.Errorf("card %d has no UUID", c.Index)
+		}
+		cards[name] = c
+	}
+	path := filepath.Join(cfg.DataDir, CheckpointFile)
+	prepared, err := loadCheckpoint(path)
+	if err != nil {
+		return nil, err
+	}
+	return &Driver{cfg: cfg, cards: cards, checkpoint: path, prepared: prepared}, nil
+}
+
+// HandleError logs background errors of the kubelet plugin helper (e.g. a ResourceSlice
+// the API server refused) and hands those that are not recoverable to Config.Fatal.
+func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
+	utilruntime.HandleErrorWithContext(ctx, err, msg)
+	if !errors.Is(err, kubeletplugin.ErrRecoverable) && d.cfg.Fatal != nil {
+		d.cfg.Fatal(fmt.Errorf("%s: %w", msg, err))
+	}
+}
+
+// WatchHealthStatus: card health reaches the scheduler as device taints in the
+// ResourceSlice; per-device health reports to kubelet are not sent.
+func (d *Driver) WatchHealthStatus(context.Context, chan<- kubeletplugin.DeviceHealthReport) error {
+	return kubeletplugin.ErrHealthNotSupported
+}
+
+// healthy reports whether the card with uuid takes new work.
+func (d *Driver) healthy(uuid string) bool {
+	return d.cfg.Healthy == nil || d.cfg.Healthy(uuid)
+}

@@ -1,0 +1,104 @@
+package dra
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// TestPrepareIsolation: on a node labelled for hard limits the claim's spec runs
+// gpushare-limit-hook with the claim's memory per card; modes the back end cannot enforce
+// fail the claim.
+func TestPrepareIsolation(t *testing.T) {
+	const uid = "dddddddd-0000-4000-8000-000000000001"
+	iso := func(i gpushare.Isolation, err error) func(context.Context) (gpushare.Isolation, error) {
+		return func(context.Context) (gpushare.Isolation, error) { return i, err }
+	}
+	tests := []struct {
+		name        string
+		isolation   func(context.Context) (gpushare.Isolation, error)
+		unsupported error
+		claim       *resourceapi.ResourceClaim
+		wantHook    []string // the hook's limit arguments; nil: no hook
+		wantErr     string
+	}{
+		{name: "no label", claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi"))},
+		{name: "none", isolation: iso(gpushare.IsolationNone, nil), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi"))},
+		{name: "limit", isolation: iso(gpushare.IsolationLimit, nil), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantHook: []string{"GPU-aaaa=4096"}},
+		{
+			name: "limit per card of a two-card claim", isolation: iso(gpushare.IsolationLimit, nil),
+			claim:    claim(uid, "b", result("a", "gpu-1", "2Gi"), result("b", "gpu-0", "3Gi"), result("c", "gpu-1", "1Gi")),
+			wantHook: []string{"GPU-bbbb=3072", "GPU-aaaa=3072"},
+		},
+		{name: "limit the node cannot enforce", isolation: iso(gpushare.IsolationLimit, nil), unsupported: errors.New("driver too old"), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantErr: "cannot enforce it: driver too old"},
+		{name: "mps", isolation: iso(gpushare.IsolationMPS, nil), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantErr: "which the DRA back end does not enforce"},
+		{name: "a bad label", isolation: iso("", errors.New("node label gpushare.io/isolation=\"x\"")), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantErr: "reading node node-a's isolation"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.Isolation, cfg.LimitUnsupported, cfg.LimitHookPath = tt.isolation, tt.unsupported, "/hook"
+			d := newTestDriver(t, cfg)
+			res, _ := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{tt.claim})
+			err := res[tt.claim.UID].Err
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("claim error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := limitArgs(t, cfg, uid); strings.Join(got, " ") != strings.Join(tt.wantHook, " ") {
+				t.Errorf("limit hook %v, want %v", got, tt.wantHook)
+			}
+			if d.prepared[tt.claim.UID].Limit != (tt.wantHook != nil) {
+				t.Errorf("recorded limit %v", d.prepared[tt.claim.UID].Limit)
+			}
+
+			// A repeat after a restart keeps the spec as prepared, whatever the label says now.
+			cfg.Isolation = iso(gpushare.IsolationNone, nil)
+			res, _ = newTestDriver(t, cfg).PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{tt.claim})
+			if err := res[tt.claim.UID].Err; err != nil {
+				t.Fatal(err)
+			}
+			if got := limitArgs(t, cfg, uid); strings.Join(got, " ") != strings.Join(tt.wantHook, " ") {
+				t.Errorf("after a restart, limit hook %v, want %v", got, tt.wantHook)
+			}
+		})
+	}
+}
+
+// limitArgs reads the claim's spec and returns its limit hook's <UUID>=<MiB> arguments; nil
+// without a hook.
+func limitArgs(t *testing.T, cfg Config, uid string) []string {
+	t.Helper()
+	spec, err := cdiapi.ReadSpec(deviceplugin.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
+	if err != nil {
+		t.Fatalf("the CDI library does not read the claim's spec: %v", err)
+	}
+	hooks := spec.GetDevice(uid).ContainerEdits.Hooks
+	if len(hooks) == 0 {
+		return nil
+	}
+	h := hooks[0]
+	if len(hooks) != 1 || h.HookName != cdiapi.CreateRuntimeHook || h.Path != "/hook" || len(h.Args) < 3 || h.Args[1] != "--mode=simulated" {
+		t.Fatalf("hooks %+v, want one createRuntime hook /hook in simulated mode", hooks)
+	}
+	var out []string
+	for _, a := range h.Args[2:] {
+		if !strings.HasPrefix(a, "--") {
+			out = append(out, a)
+		}
+	}
+	return out
+}

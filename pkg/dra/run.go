@@ -1,0 +1,181 @@
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+)
+
+// RunConfig is what share-plugin --backend=dra hands the DRA back end.
+type RunConfig struct {
+	NodeName string
+	Client   kubernetes.Interface
+	NVML     gpunvml.Interface
+	// Unit is the node's gpu-mem unit: the step of every claim's memory.
+	Unit gpushare.Unit
+	// CDISpecDir is the runtime's CDI spec folder, where the claims' specs go.
+	CDISpecDir string
+	// Simulated: the cards are simulated, shown to containers as files that
+	// deviceplugin.WriteSimulatedCDISpec writes into CDISpecDir.
+	Simulated bool
+	// PluginDataDir holds the plugin's socket and checkpoint; empty: kubelet's default,
+	// /var/lib/kubelet/plugins/<driver>.
+	PluginDataDir string
+	// RegistrarDir is kubelet's plugin registration folder; empty: kubelet's default.
+	RegistrarDir string
+	// LimitHookPath is gpushare-limit-hook's path on the host; LimitUnsupported says why the
+	// node cannot enforce gpushare.IsolationLimit (nil: it can).
+	LimitHookPath    string
+	LimitUnsupported error
+	// HealthRecovery is how long a card must go without a critical fault to be healthy again.
+	HealthRecovery time.Duration
+	// Clock drives health recovery; nil: the real clock.
+	Clock clock.Clock
+}
+
+// Run serves the node's cards through DRA until ctx is done: it checks that the node is
+// labelled for this back end, registers the plugin with kubelet, and publishes the node's
+// ResourceSlice again on every change of a card's health. Errors: a node not labelled
+// gpushare.LabelBackend=dra, no cards, a checkpoint that cannot be read, or kubelet's
+// plugin sockets that cannot be served.
+func Run(ctx context.Context, rc RunConfig) error {
+	node, err := rc.Client.CoreV1().Nodes().Get(ctx, rc.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading node %s: %w", rc.NodeName, err)
+	}
+	if err := gpushare.CheckBackend(node.Labels, gpushare.BackendDRA); err != nil {
+		return err
+	}
+	devs, err := rc.NVML.Devices()
+	if err != nil {
+		return fmt.Errorf("listing GPUs: %w", err)
+	}
+	cards, err := deviceplugin.BuildCards(devs, rc.Unit)
+	if err != nil {
+		return err
+	}
+	specs := deviceplugin.CardSpecs{Dir: rc.CDISpecDir, Minors: map[string]int{}}
+	uuids := make([]string, 0, len(devs))
+	for _, d := range devs {
+		specs.Minors[d.UUID] = d.Minor
+		uuids = append(uuids, d.UUID)
+	}
+	if rc.Simulated {
+		if _, err := deviceplugin.WriteSimulatedCDISpec(rc.CDISpecDir, deviceplugin.DefaultCDIKind, cards); err != nil {
+			return fmt.Errorf("writing the simulated GPUs' files: %w", err)
+		}
+		specs.SimulatedCardDir = deviceplugin.SimulatedCardDir(rc.CDISpecDir)
+	}
+	dataDir := rc.PluginDataDir
+	if dataDir == "" {
+		dataDir = filepath.Join(kubeletplugin.KubeletPluginsDir, gpushare.DRADriverName)
+	}
+	if err := os.MkdirAll(dataDir, 0o750); err != nil {
+		return fmt.Errorf("creating the plugin's data folder: %w", err)
+	}
+	clk := rc.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	health := deviceplugin.NewCardHealth(clk, rc.HealthRecovery, cards)
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	driver, err := New(Config{
+		NodeName: rc.NodeName, Inventory: gpushare.Inventory{Unit: rc.Unit, Devices: cards},
+		Specs: specs, DataDir: dataDir, Healthy: health.Healthy, Fatal: cancel,
+		Isolation:     nodeIsolation(rc.Client, rc.NodeName),
+		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported,
+	})
+	if err != nil {
+		return err
+	}
+	opts := []kubeletplugin.Option{
+		kubeletplugin.DriverName(gpushare.DRADriverName), kubeletplugin.KubeClient(rc.Client),
+		kubeletplugin.NodeName(rc.NodeName), kubeletplugin.NodeUID(node.UID),
+		kubeletplugin.PluginDataDirectoryPath(dataDir), kubeletplugin.HealthService(false),
+	}
+	if rc.RegistrarDir != "" {
+		opts = append(opts, kubeletplugin.RegistrarDirectoryPath(rc.RegistrarDir))
+	}
+	helper, err := kubeletplugin.Start(ctx, driver, opts...)
+	if err != nil {
+		return fmt.Errorf("starting the kubelet DRA plugin: %w", err)
+	}
+	defer helper.Stop()
+
+	faults := newFaultLog(uuids)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel(nil)
+	raw, relayed := make(chan gpunvml.Fault, 16), make(chan gpunvml.Fault)
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		if err := rc.NVML.WatchFaults(ctx, raw); err != nil {
+			klog.ErrorS(err, "GPU health is not watched")
+		}
+	}()
+	go func() { defer wg.Done(); faults.relay(ctx, raw, relayed) }()
+	go func() { defer wg.Done(); health.Run(ctx, relayed) }()
+	return publish(ctx, helper, rc.NodeName, rc.Unit, cards, health, faults)
+}
+
+// publish publishes the node's devices, again on every health change, until ctx is done.
+// Returns nil when ctx ends on its own and the cause when Config.Fatal ended it.
+func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, unit gpushare.Unit, cards []gpushare.Device, health *deviceplugin.CardHealth, faults *faultLog) error {
+	for {
+		changed := health.Changed() // before reading, so no change is missed
+		res, err := DriverResources(node, currentInventory(unit, cards, health.Healthy), faults.snapshot())
+		if err != nil {
+			return err
+		}
+		if err := helper.PublishResources(ctx, res); err != nil {
+			return fmt.Errorf("publishing the node's ResourceSlice: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+				return cause
+			}
+			return nil
+		case <-changed:
+		}
+	}
+}
+
+// nodeIsolation reads the node's isolation label from the API at each call: a claim is
+// prepared by the label as it is then, as the device plugin's Allocate does.
+func nodeIsolation(client kubernetes.Interface, name string) func(context.Context) (gpushare.Isolation, error) {
+	return func(ctx context.Context) (gpushare.Isolation, error) {
+		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return gpushare.NodeIsolation(node.Labels)
+	}
+}
+
+// currentInventory is cards in unit, each with its health now.
+func currentInventory(unit gpushare.Unit, cards []gpushare.Device, healthy func(uuid string) bool) gpushare.Inventory {
+	inv := gpushare.Inventory{Unit: unit, Devices: make([]gpushare.Device, len(cards))}
+	for i, c := range cards {
+		c.Healthy = healthy(c.UUID)
+		inv.Devices[i] = c
+	}
+	return inv
+}

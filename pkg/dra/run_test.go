@@ -1,0 +1,117 @@
+package dra
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+)
+
+func TestCurrentInventory(t *testing.T) {
+	cards := testInventory().Devices
+	inv := currentInventory(gpushare.GiB, cards, func(uuid string) bool { return uuid != "GPU-bbbb" })
+	if inv.Unit != gpushare.GiB || len(inv.Devices) != 2 {
+		t.Fatalf("inventory %+v", inv)
+	}
+	if !inv.Devices[0].Healthy || inv.Devices[1].Healthy {
+		t.Errorf("health %v, %v; want true, false", inv.Devices[0].Healthy, inv.Devices[1].Healthy)
+	}
+	if !cards[1].Healthy {
+		t.Errorf("currentInventory changed its input")
+	}
+}
+
+// startRun runs Run on a simulated node of two T4s, labelled with labels, and returns the
+// fake API, the simulator and Run's result.
+func startRun(t *testing.T, ctx context.Context, labels map[string]string) (*fake.Clientset, *gpunvml.Simulator, <-chan error) {
+	t.Helper()
+	sim, nv, err := gpunvml.Simulate(testNode, "t4:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	reg := filepath.Join(dir, "registry")
+	if err := os.MkdirAll(reg, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: labels}})
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, RunConfig{
+			NodeName: testNode, Client: client, NVML: nv, Unit: gpushare.GiB,
+			CDISpecDir: filepath.Join(dir, "cdi"), Simulated: true,
+			PluginDataDir: filepath.Join(dir, "data"), RegistrarDir: reg,
+			HealthRecovery: time.Hour, Clock: clocktesting.NewFakeClock(time.Now()),
+		})
+	}()
+	return client, sim, done
+}
+
+// awaitDevices polls the published ResourceSlices until ok accepts their devices.
+func awaitDevices(t *testing.T, ctx context.Context, client *fake.Clientset, ok func([]resourceapi.Device) bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		var devs []resourceapi.Device
+		for _, s := range list.Items {
+			if s.Spec.Driver == gpushare.DRADriverName {
+				devs = append(devs, s.Spec.Devices...)
+			}
+		}
+		return ok(devs), nil
+	})
+	if err != nil {
+		t.Fatalf("the published devices never became what the test waits for: %v", err)
+	}
+}
+
+// TestRunPublishesAndTaints: Run publishes a device per card and, after a card falls off
+// the bus, taints it NoExecute.
+func TestRunPublishesAndTaints(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, sim, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA)})
+	awaitDevices(t, ctx, client, func(devs []resourceapi.Device) bool {
+		return len(devs) == 2 && len(devs[0].Taints) == 0 && len(devs[1].Taints) == 0
+	})
+	if err := sim.InjectXID(0, gpunvml.XIDFallenOffBus); err != nil {
+		t.Fatal(err)
+	}
+	awaitDevices(t, ctx, client, func(devs []resourceapi.Device) bool {
+		for _, d := range devs {
+			if d.Name == "gpu-0" && len(d.Taints) == 1 && d.Taints[0].Effect == resourceapi.DeviceTaintEffectNoExecute {
+				return true
+			}
+		}
+		return false
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel: %v", err)
+	}
+}
+
+// TestRunRefusesADevicePluginNode: a node not labelled for DRA is the device plugin's.
+func TestRunRefusesADevicePluginNode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _, done := startRun(t, ctx, nil)
+	if err := <-done; err == nil || !strings.Contains(err.Error(), gpushare.LabelBackend) {
+		t.Errorf("Run on an unlabelled node: %v, want it refused naming %s", err, gpushare.LabelBackend)
+	}
+}
