@@ -3,8 +3,8 @@
 # hack/tools/go.mod, built by `go tool` on first use) builds every command per platform, the
 # kubectl plugin's archives, their sha256 checksums and the krew manifest (.goreleaser.yaml);
 # then imagepack packs the linux binaries of extender, gpushare-scheduler and share-plugin
-# into image tarballs tagged with the same version (there is no docker engine to build them),
-# and helm packages the chart at that version.
+# (gpushare-limit-hook beside it) into image tarballs tagged with the same version (there is
+# no docker engine to build them), and helm packages the chart at that version.
 #
 # Version: `git describe --tags --always --dirty` (a snapshot). RELEASE=1 builds the release
 # of the VERSION file and refuses unless HEAD is the clean commit tagged with it.
@@ -71,8 +71,15 @@ for c in extender gpushare-scheduler share-plugin; do
   for arch in amd64 arm64; do
     bin=dist/${c}_${version}_linux_${arch}
     [ -f "$bin" ] || die "$bin: goreleaser did not build it"
+    files=("$bin=/usr/bin/$c")
+    # share-plugin's DaemonSet installs the limit hook on the host from its own image.
+    if [ "$c" = share-plugin ]; then
+      hook=dist/gpushare-limit-hook_${version}_linux_${arch}
+      [ -f "$hook" ] || die "$hook: goreleaser did not build it"
+      files+=("$hook=/usr/bin/gpushare-limit-hook")
+    fi
     "$imagepack" -o "$images/${c}_${version}_linux_${arch}.tar" -tag "gpushare/$c:$version" \
-      -arch "$arch" "${user[@]}" "$bin=/usr/bin/$c"
+      -arch "$arch" "${user[@]}" "${files[@]}"
   done
 done
 (cd "$images" && sha256sum -- *.tar >"../gpushare_${version}_images_checksums.txt")

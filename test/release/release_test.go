@@ -131,8 +131,9 @@ func TestBuilds(t *testing.T) {
 		"extender":                 all,
 		"share-plugin":             all,
 		"kubectl-inspect-gpushare": append(slices.Clone(all), []string{"windows", "amd64"}),
-		// kube-scheduler runs on linux nodes only.
-		"gpushare-scheduler": {{"linux", "amd64"}, {"linux", "arm64"}},
+		// kube-scheduler and the OCI runtimes that run the hook: linux nodes only.
+		"gpushare-scheduler":  {{"linux", "amd64"}, {"linux", "arm64"}},
+		"gpushare-limit-hook": {{"linux", "amd64"}, {"linux", "arm64"}},
 	}
 	for _, d := range dirs {
 		if _, ok := want[filepath.Base(d)]; !ok {
