@@ -68,9 +68,13 @@ func allocationSpecPath(dir, name string) string {
 // cardEdits is how a container is given its cards: per card its device node
 // /dev/nvidia<minor> and the control nodes that exist (controlNodes), or, for simulated
 // cards (simulatedCardDir set), the card's file mounted read-only as WriteSimulatedCDISpec's
-// spec does. Errors: a real card whose minor number NVML did not tell.
+// spec does. No cards (the runtime's own CDI devices bring them all): no edits. Errors: a
+// real card whose minor number NVML did not tell.
 func cardEdits(cards []gpushare.Device, minors map[string]int, simulatedCardDir string, controlNodes []string) (cdi.ContainerEdits, error) {
 	var e cdi.ContainerEdits
+	if len(cards) == 0 {
+		return e, nil
+	}
 	for _, c := range cards {
 		if simulatedCardDir != "" {
 			e.Mounts = append(e.Mounts, simulatedCardMount(simulatedCardDir, c.UUID))
@@ -107,8 +111,8 @@ func allocationSpec(name string, edits cdi.ContainerEdits, env map[string]string
 	return spec, nil
 }
 
-// writeAllocationSpec writes the spec of container cont of pod into the CDI spec folder and
-// returns the qualified device name to hand kubelet (gpushare.io/allocation=<name>). The
+// writeAllocationSpec writes the spec of container cont of pod into the CDI spec folder, with
+// the edits of cards (those the runtime's CDI registry has no device for), and returns the qualified device name to hand kubelet (gpushare.io/allocation=<name>). The
 // file is written under a temporary name, loaded back with the CDI library's own reader
 // (the validation runtimes apply) and only then renamed into place, so the runtime never
 // reads half a spec or an invalid one.
