@@ -20,6 +20,7 @@ import (
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
 )
 
 // The per-allocation CDI specs of the cdi-allocation strategy.
@@ -181,9 +182,10 @@ func allocationSpecs(dir string) (map[types.UID][]string, error) {
 	return out, nil
 }
 
-// removeAllocationSpecs removes the spec files of the pod with uid (its grant was
-// released: the pod is gone or finished, and no container of it starts again). Failures
-// are logged; the next start's removeStaleAllocationSpecs tries again.
+// removeAllocationSpecs removes the spec files, and the simulated limit records, of the pod
+// with uid (its grant was released: the pod is gone or finished, and no container of it
+// starts again). Failures are logged; the next start's removeStaleAllocationSpecs tries
+// again.
 func (p *Plugin) removeAllocationSpecs(uid types.UID) {
 	if p.cfg.DeviceListStrategy != DeviceListCDIAllocation {
 		return
@@ -194,11 +196,24 @@ func (p *Plugin) removeAllocationSpecs(uid types.UID) {
 		return
 	}
 	removeSpecFiles(specs[uid])
+	p.removeLimitRecords(uid)
 }
 
-// removeStaleAllocationSpecs removes the spec files of pods that no longer may hold memory
-// on this node (not among pods, or finished): left by a process that stopped before their
-// pods went. A container of a pod that still holds memory may restart and needs its spec
+// removeLimitRecords removes, on simulated cards, the limit records gpushare-limit-hook
+// wrote for the containers of the pod with uid, which go with its allocation specs: the
+// cards' files would otherwise collect one per container ever started. Failures are logged.
+func (p *Plugin) removeLimitRecords(uid types.UID) {
+	if p.cfg.SimulatedCardDir == "" {
+		return
+	}
+	if _, err := limithook.RemovePodRecords(p.cfg.SimulatedCardDir, string(uid)); err != nil {
+		klog.ErrorS(err, "Removing the simulated limit records of a pod failed", "podUID", uid)
+	}
+}
+
+// removeStaleAllocationSpecs removes the spec files, and the simulated limit records, of pods
+// that no longer may hold memory on this node (not among pods, or finished): left by a
+// process that stopped before their pods went. A container of a pod that still holds memory may restart and needs its spec
 // again, so those stay. Returns how many files it removed.
 func (p *Plugin) removeStaleAllocationSpecs(pods []*corev1.Pod) int {
 	specs, err := allocationSpecs(p.cfg.CDISpecDir)
@@ -213,6 +228,7 @@ func (p *Plugin) removeStaleAllocationSpecs(pods []*corev1.Pod) int {
 			continue
 		}
 		n += removeSpecFiles(paths)
+		p.removeLimitRecords(uid)
 	}
 	return n
 }

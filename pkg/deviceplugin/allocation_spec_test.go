@@ -19,6 +19,7 @@ import (
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
 )
 
 // withAllocationSpecs switches the env's plugin to the cdi-allocation strategy over a fresh
@@ -309,10 +310,21 @@ func TestAllocationSpecRemovedWithThePod(t *testing.T) {
 }
 
 // TestRemoveStaleAllocationSpecs: at start, the specs of pods that are gone or finished
-// are removed; those of pods that may still hold memory, and files not of this kind, stay.
+// are removed, with the limit records gpushare-limit-hook wrote for their containers on
+// simulated cards; those of pods that may still hold memory, and files not of this kind,
+// stay.
 func TestRemoveStaleAllocationSpecs(t *testing.T) {
 	e := newTestEnv(t, "t4")
-	dir := e.withAllocationSpecs(t, false)
+	dir := e.withAllocationSpecs(t, true)
+	records := map[string]bool{ // pod UID → its record kept
+		"uid-running": true, "uid-terminating": true, "uid-failed": false, "uid-gone": false,
+	}
+	for uid := range records {
+		cg := limithook.Cgroup{Path: "/kubepods/burstable/pod" + uid + "/ctr", Version: 2}
+		if err := (limithook.SimulatedSetter{CardDir: e.plugin.cfg.SimulatedCardDir}).SetLimit(context.Background(), "ctr", cg, limithook.Limit{UUID: uuid(0), MiB: 4096}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	running := makePod("running", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
 	terminating := makePod("terminating", 2, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
 	now := metav1.NewTime(epoch)
@@ -339,6 +351,19 @@ func TestRemoveStaleAllocationSpecs(t *testing.T) {
 	for f, kept := range files {
 		if _, err := os.Stat(f); (err == nil) != kept {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(f), err == nil, kept)
+		}
+	}
+	recs, err := limithook.ReadRecords(e.plugin.cfg.SimulatedCardDir, uuid(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for _, r := range recs {
+		left[r.Cgroup] = true
+	}
+	for uid, kept := range records {
+		if got := left["/kubepods/burstable/pod"+uid+"/ctr"]; got != kept {
+			t.Errorf("limit record of %s: kept %v, want %v", uid, got, kept)
 		}
 	}
 }
