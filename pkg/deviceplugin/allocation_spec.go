@@ -19,6 +19,7 @@ import (
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
 )
 
 // The per-allocation CDI specs of the cdi-allocation strategy.
@@ -67,9 +68,13 @@ func allocationSpecPath(dir, name string) string {
 // cardEdits is how a container is given its cards: per card its device node
 // /dev/nvidia<minor> and the control nodes that exist (controlNodes), or, for simulated
 // cards (simulatedCardDir set), the card's file mounted read-only as WriteSimulatedCDISpec's
-// spec does. Errors: a real card whose minor number NVML did not tell.
+// spec does. No cards (the runtime's own CDI devices bring them all): no edits. Errors: a
+// real card whose minor number NVML did not tell.
 func cardEdits(cards []gpushare.Device, minors map[string]int, simulatedCardDir string, controlNodes []string) (cdi.ContainerEdits, error) {
 	var e cdi.ContainerEdits
+	if len(cards) == 0 {
+		return e, nil
+	}
 	for _, c := range cards {
 		if simulatedCardDir != "" {
 			e.Mounts = append(e.Mounts, simulatedCardMount(simulatedCardDir, c.UUID))
@@ -106,9 +111,10 @@ func allocationSpec(name string, edits cdi.ContainerEdits, env map[string]string
 	return spec, nil
 }
 
-// writeAllocationSpec writes the spec of container cont of pod into the CDI spec folder and
-// returns the qualified device name to hand kubelet (gpushare.io/allocation=<name>), the
-// file validated and renamed into place by writeSpecFile.
+// writeAllocationSpec writes the spec of container cont of pod into the CDI spec folder, with
+// the edits of cards (those the runtime's CDI registry has no device for), and returns the
+// qualified device name to hand kubelet (gpushare.io/allocation=<name>), the file validated
+// and renamed into place by writeSpecFile.
 func (p *Plugin) writeAllocationSpec(pod *corev1.Pod, cont string, cards []gpushare.Device, env map[string]string, hooks []*cdi.Hook) (string, error) {
 	name, err := allocationDeviceName(pod.UID, cont)
 	if err != nil {
@@ -157,9 +163,10 @@ func allocationSpecs(dir string) (map[types.UID][]string, error) {
 	return out, nil
 }
 
-// removeAllocationSpecs removes the spec files of the pod with uid (its grant was
-// released: the pod is gone or finished, and no container of it starts again). Failures
-// are logged; the next start's removeStaleAllocationSpecs tries again.
+// removeAllocationSpecs removes the spec files, and the simulated limit records, of the pod
+// with uid (its grant was released: the pod is gone or finished, and no container of it
+// starts again). Failures are logged; the next start's removeStaleAllocationSpecs tries
+// again.
 func (p *Plugin) removeAllocationSpecs(uid types.UID) {
 	if p.cfg.DeviceListStrategy != DeviceListCDIAllocation {
 		return
@@ -170,11 +177,24 @@ func (p *Plugin) removeAllocationSpecs(uid types.UID) {
 		return
 	}
 	removeSpecFiles(specs[uid])
+	p.removeLimitRecords(uid)
 }
 
-// removeStaleAllocationSpecs removes the spec files of pods that no longer may hold memory
-// on this node (not among pods, or finished): left by a process that stopped before their
-// pods went. A container of a pod that still holds memory may restart and needs its spec
+// removeLimitRecords removes, on simulated cards, the limit records gpushare-limit-hook
+// wrote for the containers of the pod with uid, which go with its allocation specs: the
+// cards' files would otherwise collect one per container ever started. Failures are logged.
+func (p *Plugin) removeLimitRecords(uid types.UID) {
+	if p.cfg.SimulatedCardDir == "" {
+		return
+	}
+	if _, err := limithook.RemovePodRecords(p.cfg.SimulatedCardDir, string(uid)); err != nil {
+		klog.ErrorS(err, "Removing the simulated limit records of a pod failed", "podUID", uid)
+	}
+}
+
+// removeStaleAllocationSpecs removes the spec files, and the simulated limit records, of pods
+// that no longer may hold memory on this node (not among pods, or finished): left by a
+// process that stopped before their pods went. A container of a pod that still holds memory may restart and needs its spec
 // again, so those stay. Returns how many files it removed.
 func (p *Plugin) removeStaleAllocationSpecs(pods []*corev1.Pod) int {
 	specs, err := allocationSpecs(p.cfg.CDISpecDir)
@@ -189,6 +209,7 @@ func (p *Plugin) removeStaleAllocationSpecs(pods []*corev1.Pod) int {
 			continue
 		}
 		n += removeSpecFiles(paths)
+		p.removeLimitRecords(uid)
 	}
 	return n
 }

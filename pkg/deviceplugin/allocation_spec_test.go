@@ -2,8 +2,11 @@ package deviceplugin
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
 )
 
 // withAllocationSpecs switches the env's plugin to the cdi-allocation strategy over a fresh
@@ -26,6 +30,7 @@ func (e *testEnv) withAllocationSpecs(t *testing.T, simulated bool) string {
 	dir := t.TempDir()
 	e.plugin.cfg.DeviceListStrategy = DeviceListCDIAllocation
 	e.plugin.cfg.CDISpecDir = dir
+	e.plugin.cfg.CDIRegistryDirs = []string{dir} // not the test machine's /etc/cdi
 	if simulated {
 		if _, err := WriteSimulatedCDISpec(dir, DefaultCDIKind, e.plugin.Cards()); err != nil {
 			t.Fatal(err)
@@ -44,12 +49,44 @@ var tenantEnv = []string{
 	gpushare.EnvMPSPipeDirectory + "=/tmp/mine",
 }
 
+// writeNVIDIASpec writes into dir a CDI spec of kind DefaultCDIKind as
+// `nvidia-ctk cdi generate --device-name-strategy=uuid` shapes it for the env's first n
+// cards: a device per card UUID with its device node, and spec-wide edits with the control
+// node, a driver library's mount and NVIDIA_VISIBLE_DEVICES=void. Device nodes carry their
+// type and numbers, so that the CDI library injects them without a GPU on the machine.
+func writeNVIDIASpec(t *testing.T, dir string, n int) {
+	t.Helper()
+	spec := map[string]any{
+		"cdiVersion": "0.5.0",
+		"kind":       DefaultCDIKind,
+		"containerEdits": map[string]any{
+			"env":         []string{gpushare.EnvVisibleDevices + "=void"},
+			"deviceNodes": []map[string]any{{"path": "/dev/nvidiactl", "type": "c", "major": 195, "minor": 255}},
+			"mounts":      []map[string]any{{"hostPath": "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "containerPath": "/usr/lib/x86_64-linux-gnu/libcuda.so.1", "options": []string{"ro", "nosuid", "nodev", "bind"}}},
+		},
+	}
+	var devices []map[string]any
+	for i := range n {
+		devices = append(devices, map[string]any{"name": uuid(i), "containerEdits": map[string]any{
+			"deviceNodes": []map[string]any{{"path": fmt.Sprintf("/dev/nvidia%d", i), "type": "c", "major": 195, "minor": i}},
+		}})
+	}
+	spec["devices"] = devices
+	b, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "nvidia.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // containerEnvAfterCDI is the environment the container's process starts with when the
-// runtime injects device into an OCI spec that already holds the image's and the pod's
-// env (tenantEnv), as containerd's CRI does (env first, CDI devices last), with the CDI
-// library runtimes use; duplicates resolve as runc's prepareEnv does, the last value of a
-// key wins.
-func containerEnvAfterCDI(t *testing.T, dir, device string) (map[string]string, *oci.Spec) {
+// runtime injects devices, in the order given, into an OCI spec that already holds the
+// image's and the pod's env (tenantEnv), as containerd's CRI does (env first, CDI devices
+// last, in one InjectDevices call), with the CDI library runtimes use; duplicates resolve
+// as runc's prepareEnv does, the last value of a key wins.
+func containerEnvAfterCDI(t *testing.T, dir string, devices ...string) (map[string]string, *oci.Spec) {
 	t.Helper()
 	cache, err := cdiapi.NewCache(cdiapi.WithSpecDirs(dir), cdiapi.WithAutoRefresh(false))
 	if err != nil {
@@ -59,8 +96,8 @@ func containerEnvAfterCDI(t *testing.T, dir, device string) (map[string]string, 
 		t.Fatalf("CDI errors: %v", errs)
 	}
 	spec := &oci.Spec{Process: &oci.Process{Env: append([]string{"PATH=/usr/bin", gpushare.EnvVisibleDevices + "=all"}, tenantEnv...)}, Linux: &oci.Linux{}}
-	if unresolved, err := cache.InjectDevices(spec, device); err != nil {
-		t.Fatalf("injecting %s: %v (unresolved %v)", device, err, unresolved)
+	if unresolved, err := cache.InjectDevices(spec, devices...); err != nil {
+		t.Fatalf("injecting %v: %v (unresolved %v)", devices, err, unresolved)
 	}
 	out := map[string]string{}
 	for _, kv := range spec.Process.Env {
@@ -70,10 +107,12 @@ func containerEnvAfterCDI(t *testing.T, dir, device string) (map[string]string, 
 	return out, spec
 }
 
-// TestAllocateCDIAllocation: with cdi-allocation the answer names one CDI device of this
-// allocation and sets no variable; its spec, written before the answer, holds the
-// container's cards and the variables Allocate hands over, validates with the CDI
-// library's reader, and, injected after a tenant's env, wins over it.
+// TestAllocateCDIAllocation: with cdi-allocation the answer names the runtime's own CDI
+// device of each card that has one (simulated cards' spec, NVIDIA's spec by UUID), then one
+// CDI device of this allocation, and sets no variable; the allocation's spec, written
+// before the answer, holds the cards without a runtime device and the variables Allocate
+// hands over, validates with the CDI library's reader, and, injected in the answer's order
+// after a tenant's env, wins over it and over NVIDIA's NVIDIA_VISIBLE_DEVICES=void.
 func TestAllocateCDIAllocation(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -82,9 +121,11 @@ func TestAllocateCDIAllocation(t *testing.T) {
 		units     int
 		simulated bool
 		mps       bool
+		nvidia    int               // cards of NVIDIA's spec written (writeNVIDIASpec)
+		wantCDI   []string          // the runtime's devices named before the allocation's
 		wantEnv   map[string]string // the container's env, after the tenant's
-		wantNodes []string          // real cards: device nodes
-		wantFiles []string          // simulated cards: mounted files
+		wantNodes []string          // the allocation spec's device nodes (real cards)
+		wantFiles []string          // mounted files, each once (simulated cards, NVIDIA's library)
 	}{
 		{
 			name: "simulated, one card", ctrs: []ctr{{name: "main", units: 6}}, alloc: app(gpushare.CardUnits{1: 6}), units: 6, simulated: true,
@@ -94,6 +135,7 @@ func TestAllocateCDIAllocation(t *testing.T) {
 				// Not an MPS node: the tenant's MPS variables stay, and no daemon reads them.
 				gpushare.EnvMPSPinnedMemLimit: "0=99999M", gpushare.EnvMPSPipeDirectory: "/tmp/mine",
 			},
+			wantCDI:   []string{DefaultCDIKind + "=" + uuid(1)},
 			wantFiles: []string{gpushare.SimulatedGPUDir + "/" + uuid(1)},
 		},
 		{
@@ -103,6 +145,7 @@ func TestAllocateCDIAllocation(t *testing.T) {
 				gpushare.EnvContainerUnits: "8", gpushare.EnvPodUnits: "8", gpushare.EnvDevUnits: "14",
 				gpushare.EnvMPSPinnedMemLimit: "0=99999M", gpushare.EnvMPSPipeDirectory: "/tmp/mine",
 			},
+			wantCDI:   []string{DefaultCDIKind + "=" + uuid(0), DefaultCDIKind + "=" + uuid(1)},
 			wantFiles: []string{gpushare.SimulatedGPUDir + "/" + uuid(0), gpushare.SimulatedGPUDir + "/" + uuid(1)},
 		},
 		{
@@ -112,11 +155,29 @@ func TestAllocateCDIAllocation(t *testing.T) {
 				gpushare.EnvContainerUnits: "4", gpushare.EnvPodUnits: "4", gpushare.EnvDevUnits: "14",
 				gpushare.EnvMPSPinnedMemLimit: "0=4096M",
 			},
+			wantCDI:   []string{DefaultCDIKind + "=" + uuid(0)},
 			wantFiles: []string{gpushare.SimulatedGPUDir + "/" + uuid(0)},
 		},
 		{
-			name: "real cards: device nodes", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
-			wantNodes: []string{"/dev/nvidia0", "/dev/nvidia1"},
+			name: "real cards, no NVIDIA spec: device nodes", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
+			wantNodes: append([]string{"/dev/nvidia0", "/dev/nvidia1"}, existing(nvidiaControlNodes)...),
+		},
+		{
+			name: "real cards, NVIDIA spec by UUID: its devices first, the allocation's env last", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
+			nvidia:  2,
+			wantCDI: []string{DefaultCDIKind + "=" + uuid(0), DefaultCDIKind + "=" + uuid(1)},
+			wantEnv: map[string]string{
+				gpushare.EnvVisibleDevices: uuid(0) + "," + uuid(1), envCUDAVisibleDevices: uuid(0) + "," + uuid(1), gpushare.EnvIndex: "0,1",
+				gpushare.EnvContainerUnits: "8", gpushare.EnvPodUnits: "8", gpushare.EnvDevUnits: "14",
+				gpushare.EnvMPSPinnedMemLimit: "0=99999M", gpushare.EnvMPSPipeDirectory: "/tmp/mine",
+			},
+			wantFiles: []string{"/usr/lib/x86_64-linux-gnu/libcuda.so.1"},
+		},
+		{
+			name: "real cards, NVIDIA spec without the second card: its node in the allocation's spec", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
+			nvidia:    1,
+			wantCDI:   []string{DefaultCDIKind + "=" + uuid(0)},
+			wantNodes: append([]string{"/dev/nvidia1"}, existing(nvidiaControlNodes)...),
 		},
 	}
 	for _, tc := range tests {
@@ -124,6 +185,9 @@ func TestAllocateCDIAllocation(t *testing.T) {
 			pod := makePod("p", 1, 10, tc.ctrs, tc.alloc)
 			e := newTestEnv(t, "t4:2", pod)
 			dir := e.withAllocationSpecs(t, tc.simulated)
+			if tc.nvidia > 0 {
+				writeNVIDIASpec(t, dir, tc.nvidia)
+			}
 			var mpsRoot string
 			if tc.mps {
 				e.setIsolation(t, string(gpushare.IsolationMPS))
@@ -138,7 +202,7 @@ func TestAllocateCDIAllocation(t *testing.T) {
 			for _, d := range resp.CdiDevices {
 				got = append(got, d.Name)
 			}
-			if d := cmp.Diff([]string{device}, got); d != "" {
+			if d := cmp.Diff(append(slices.Clone(tc.wantCDI), device), got); d != "" {
 				t.Errorf("CDI devices (-want,+got):\n%s", d)
 			}
 			if len(resp.Envs) != 0 {
@@ -158,20 +222,19 @@ func TestAllocateCDIAllocation(t *testing.T) {
 			if m, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(m) > 0 {
 				t.Errorf("temporary files left: %v", m)
 			}
-			if !tc.simulated {
-				var nodes []string
-				for _, n := range spec.Devices[0].ContainerEdits.DeviceNodes {
-					nodes = append(nodes, n.Path)
-				}
-				// The control nodes are listed only where they exist (not on a test machine
-				// without a GPU driver).
-				want := append(append([]string{}, tc.wantNodes...), existing(nvidiaControlNodes)...)
-				if d := cmp.Diff(want, nodes); d != "" {
-					t.Errorf("device nodes (-want,+got):\n%s", d)
-				}
-				return
+			var nodes []string
+			for _, n := range spec.Devices[0].ContainerEdits.DeviceNodes {
+				nodes = append(nodes, n.Path)
 			}
-			env, oci := containerEnvAfterCDI(t, dir, device)
+			// The control nodes are listed only where they exist (not on a test machine
+			// without a GPU driver).
+			if d := cmp.Diff(tc.wantNodes, nodes); d != "" {
+				t.Errorf("the allocation spec's device nodes (-want,+got):\n%s", d)
+			}
+			if tc.wantEnv == nil {
+				return // real device nodes: the CDI library cannot inject them without a GPU
+			}
+			env, oci := containerEnvAfterCDI(t, dir, got...)
 			delete(env, "PATH")
 			if tc.mps { // the card's daemon folders, under the test's MPS root
 				tc.wantEnv[gpushare.EnvMPSPipeDirectory] = filepath.Join(mpsRoot, uuid(0), "pipe")
@@ -247,10 +310,21 @@ func TestAllocationSpecRemovedWithThePod(t *testing.T) {
 }
 
 // TestRemoveStaleAllocationSpecs: at start, the specs of pods that are gone or finished
-// are removed; those of pods that may still hold memory, and files not of this kind, stay.
+// are removed, with the limit records gpushare-limit-hook wrote for their containers on
+// simulated cards; those of pods that may still hold memory, and files not of this kind,
+// stay.
 func TestRemoveStaleAllocationSpecs(t *testing.T) {
 	e := newTestEnv(t, "t4")
-	dir := e.withAllocationSpecs(t, false)
+	dir := e.withAllocationSpecs(t, true)
+	records := map[string]bool{ // pod UID → its record kept
+		"uid-running": true, "uid-terminating": true, "uid-failed": false, "uid-gone": false,
+	}
+	for uid := range records {
+		cg := limithook.Cgroup{Path: "/kubepods/burstable/pod" + uid + "/ctr", Version: 2}
+		if err := (limithook.SimulatedSetter{CardDir: e.plugin.cfg.SimulatedCardDir}).SetLimit(context.Background(), "ctr", cg, limithook.Limit{UUID: uuid(0), MiB: 4096}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	running := makePod("running", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
 	terminating := makePod("terminating", 2, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
 	now := metav1.NewTime(epoch)
@@ -277,6 +351,19 @@ func TestRemoveStaleAllocationSpecs(t *testing.T) {
 	for f, kept := range files {
 		if _, err := os.Stat(f); (err == nil) != kept {
 			t.Errorf("%s: exists %v, want %v", filepath.Base(f), err == nil, kept)
+		}
+	}
+	recs, err := limithook.ReadRecords(e.plugin.cfg.SimulatedCardDir, uuid(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := map[string]bool{}
+	for _, r := range recs {
+		left[r.Cgroup] = true
+	}
+	for uid, kept := range records {
+		if got := left["/kubepods/burstable/pod"+uid+"/ctr"]; got != kept {
+			t.Errorf("limit record of %s: kept %v, want %v", uid, got, kept)
 		}
 	}
 }

@@ -51,6 +51,10 @@ type Config struct {
 	// per-allocation specs (default DefaultCDISpecDir; share-plugin must see it at the same
 	// path as the runtime).
 	CDISpecDir string
+	// CDIRegistryDirs are the CDI spec folders in which DeviceListCDIAllocation looks for the
+	// runtime's own device of each card, <CDIKind>=<UUID> (nil: CDISpecDir, /etc/cdi and
+	// /var/run/cdi, those share-plugin sees).
+	CDIRegistryDirs []string
 	// SimulatedCardDir, for simulated cards, is the folder of their files
 	// (SimulatedCardDir(CDISpecDir), written by WriteSimulatedCDISpec), which the
 	// per-allocation specs mount instead of device nodes; empty: real cards.
@@ -183,7 +187,10 @@ const (
 	// CDISpecDir before answering: the cards' device nodes (or simulated cards' files) and
 	// the variables Allocate hands over, which the runtime applies after the container's
 	// own environment, so a pod's env cannot widen its cards or change its grant. The
-	// response itself sets no variable. The spec is removed when the pod is gone or
+	// response itself sets no variable. A card whose device <CDIKind>=<UUID> is in the
+	// runtime's CDI registry (CDIRegistryDirs: NVIDIA's spec with UUID names, which brings
+	// the driver's libraries) is named by it too, before the allocation's device, whose spec
+	// then leaves that card's node to it. The spec is removed when the pod is gone or
 	// finished.
 	DeviceListCDIAllocation DeviceListStrategy = "cdi-allocation"
 )

@@ -3,6 +3,7 @@ package deviceplugin
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
@@ -46,6 +47,11 @@ type Plugin struct {
 	usage *watchdog.Watchdog // runs when UsageInterval > 0
 
 	preflight *runtimePreflight // the node's NVIDIA runtime configuration, when NVIDIARuntimeConfig is set
+
+	// runtimeDevicesSeen is what the last cdi-allocation answer found in the runtime's CDI
+	// registry (runtimeDevicesFound or runtimeDevicesMissing), so that logRuntimeDevices
+	// logs a change once.
+	runtimeDevicesSeen atomic.Int32
 }
 
 // New discovers the cards through NVML and checks that their fake devices fit in one

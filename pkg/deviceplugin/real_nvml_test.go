@@ -93,6 +93,7 @@ func TestAllocationSpecRealNVML(t *testing.T) {
 	dir := t.TempDir()
 	e, card := realNVMLEnv(t, func(c *Config) {
 		c.DeviceListStrategy, c.CDISpecDir = DeviceListCDIAllocation, dir
+		c.CDIRegistryDirs = []string{dir} // the allocation spec alone, whatever NVIDIA's spec the machine has
 	})
 	resp, err := e.allocateResp(t, 4)
 	if err != nil {

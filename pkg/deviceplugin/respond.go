@@ -167,6 +167,21 @@ func containerEnv(c candidate, cards []gpushare.Device) map[string]string {
 // the cards, env (CUDA_VISIBLE_DEVICES added) and hooks, instead of the response
 // (cdi-allocation; hooks are given only with it). Errors: the allocation's spec could not be
 // written.
+//
+// With cdi-allocation, the cards that have a device <CDIKind>=<UUID> in the runtime's CDI
+// registry (NVIDIA's spec with UUID names, or the simulated cards' spec) are named by it
+// too, before the allocation's device, and the allocation's spec leaves those cards' device
+// nodes or files to it: NVIDIA's edits bring the driver's libraries, which a runtime that
+// ignores NVIDIA_VISIBLE_DEVICES from unprivileged containers would not add. The order is
+// what keeps the allocation's env final: kubelet passes a response's CDI devices to the CRI
+// in order (devicemanager's getCDIDeviceInfo), containerd hands them in that order to one
+// InjectDevices call (internal/cri/opts WithCDI), and the CDI library appends each device's
+// edits in the order given and applies them at once (Cache.InjectDevices, ContainerEdits.
+// Append and Apply), where runtime-tools' AddMultipleProcessEnv replaces a key an earlier
+// device of the same call set (NVIDIA's NVIDIA_VISIBLE_DEVICES=void) in place and appends the
+// rest after the container's own env, whose last value of a key runc keeps. Copying NVIDIA's
+// edits into the allocation's spec instead would freeze them: a driver upgrade regenerates
+// NVIDIA's spec, and a container restarting later would get the old libraries' paths.
 func (p *Plugin) handOver(c candidate, env map[string]string, cards []gpushare.Device, hooks []*cdi.Hook) (*pluginapi.ContainerAllocateResponse, error) {
 	resp := &pluginapi.ContainerAllocateResponse{Envs: env}
 	switch p.cfg.DeviceListStrategy {
@@ -177,12 +192,17 @@ func (p *Plugin) handOver(c candidate, env map[string]string, cards []gpushare.D
 		}
 	case DeviceListCDIAllocation:
 		env[envCUDAVisibleDevices] = env[gpushare.EnvVisibleDevices]
-		name, err := p.writeAllocationSpec(c.pod, c.cont.Name, cards, env, hooks)
+		dirs := p.registryDirs()
+		runtimeDevices, own := runtimeCardDevices(dirs, p.cfg.CDIKind, cards)
+		p.logRuntimeDevices(dirs, own)
+		name, err := p.writeAllocationSpec(c.pod, c.cont.Name, own, env, hooks)
 		if err != nil {
 			return nil, err
 		}
 		resp.Envs = nil
-		resp.CdiDevices = []*pluginapi.CDIDevice{{Name: name}}
+		for _, d := range append(runtimeDevices, name) {
+			resp.CdiDevices = append(resp.CdiDevices, &pluginapi.CDIDevice{Name: d})
+		}
 	}
 	return resp, nil
 }

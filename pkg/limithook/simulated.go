@@ -90,3 +90,53 @@ func (s SimulatedSetter) SetLimit(_ context.Context, containerID string, cg Cgro
 	}
 	return nil
 }
+
+// RemovePodRecords removes the records, on every simulated card in cardDir, of the
+// containers of the pod with uid: those whose cgroup is under the pod's (underPodCgroup). Returns
+// how many it removed. Errors: the records cannot be listed, read or removed (the others
+// are still tried).
+func RemovePodRecords(cardDir, uid string) (int, error) {
+	paths, err := filepath.Glob(filepath.Join(cardDir, "*.limits", "*.json"))
+	if err != nil {
+		return 0, fmt.Errorf("listing the limit records: %w", err)
+	}
+	n := 0
+	var errs []error
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading limit record: %w", err))
+			continue
+		}
+		var r Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			errs = append(errs, fmt.Errorf("reading limit record %s: %w", p, err))
+			continue
+		}
+		if !underPodCgroup(r.Cgroup, uid) {
+			continue
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("removing limit record: %w", err))
+			continue
+		}
+		n++
+	}
+	return n, errors.Join(errs...)
+}
+
+// underPodCgroup tells whether cgroup path lies under the cgroup kubelet makes for the pod with
+// uid: a component pod<UID> (cgroupfs driver) or <parent>-pod<UID with '-' as '_'>.slice
+// (systemd driver).
+func underPodCgroup(path, uid string) bool {
+	if uid == "" {
+		return false
+	}
+	systemd := "-pod" + strings.ReplaceAll(uid, "-", "_") + ".slice"
+	for _, c := range strings.Split(path, "/") {
+		if c == "pod"+uid || strings.HasSuffix(c, systemd) {
+			return true
+		}
+	}
+	return false
+}

@@ -67,3 +67,57 @@ func TestReadState(t *testing.T) {
 		t.Errorf("ReadState = %+v, %v", s, err)
 	}
 }
+
+// TestRemovePodRecords: the records of a pod's containers go, on every card and under either
+// cgroup driver's naming; another pod's stay, including one whose UID only starts alike.
+func TestRemovePodRecords(t *testing.T) {
+	const uid = "1b2c-3d4e"
+	tests := []struct {
+		name   string
+		cgroup string
+		gone   bool
+	}{
+		{"cgroupfs", "/kubepods/burstable/pod" + uid + "/abc", true},
+		{"systemd", "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1b2c_3d4e.slice/cri-containerd-abc.scope", true},
+		{"guaranteed, systemd", "/kubepods.slice/kubepods-pod1b2c_3d4e.slice/cri-containerd-abc.scope", true},
+		{"another pod", "/kubepods/burstable/pod9f8e-7d6c/abc", false},
+		{"a longer UID", "/kubepods/burstable/pod" + uid + "-5f6a/abc", false},
+		{"a longer UID, systemd", "/kubepods.slice/kubepods-pod1b2c_3d4e_5f6a.slice/cri-containerd-abc.scope", false},
+	}
+	cards := simulatedCards(t, "GPU-a", "GPU-b")
+	for _, tc := range tests {
+		for _, u := range []string{"GPU-a", "GPU-b"} {
+			if err := (SimulatedSetter{CardDir: cards}).SetLimit(context.Background(), "c", Cgroup{Path: tc.cgroup, Version: 2}, Limit{UUID: u, MiB: 1024}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n, err := RemovePodRecords(cards, uid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0
+	for _, tc := range tests {
+		if tc.gone {
+			want += 2
+		}
+	}
+	if n != want {
+		t.Errorf("removed %d records, want %d", n, want)
+	}
+	for _, u := range []string{"GPU-a", "GPU-b"} {
+		recs, err := ReadRecords(cards, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		left := map[string]bool{}
+		for _, r := range recs {
+			left[r.Cgroup] = true
+		}
+		for _, tc := range tests {
+			if left[tc.cgroup] == tc.gone {
+				t.Errorf("%s, card %s: record kept %v, want %v", tc.name, u, left[tc.cgroup], !tc.gone)
+			}
+		}
+	}
+}

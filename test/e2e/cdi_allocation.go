@@ -4,7 +4,10 @@ package e2e
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +40,9 @@ var tenantGPUEnv = []corev1.EnvVar{
 // exempts, it runs on the real node (containerd with CDI, two simulated T4s) under
 // share-plugin's cdi-allocation strategy and its container sees exactly its card and its
 // grant, each variable once, with the values of the per-allocation CDI spec: the runtime
-// applies the spec's env after the pod's. The spec is removed when the pod is deleted.
+// applies the spec's env after the pod's. Its card comes from the simulated cards' CDI
+// device (<kind>=<UUID>, named before the allocation's, as NVIDIA's spec would be), mounted
+// exactly once. The spec is removed when the pod is deleted.
 func CaseCDIAllocationEnvLoses(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "extender", "share-plugin")
@@ -87,6 +92,11 @@ func CaseCDIAllocationEnvLoses(t *testing.T, e *Env) {
 		gpushare.EnvContainerUnits: "1",
 	})
 
+	cardPath := gpushare.SimulatedGPUDir + "/" + uuid
+	if n := mountsAt(t, containerPID(t, string(p.UID), "gpuenv"), cardPath); n != 1 {
+		t.Errorf("the container has %d mounts at %s, want exactly one", n, cardPath)
+	}
+
 	specs := filepath.Join(e.cfg.state, "cdi", "gpushare.io-allocation_"+string(p.UID)+"_*.json")
 	if m, _ := filepath.Glob(specs); len(m) != 1 {
 		t.Errorf("per-allocation CDI specs of the pod: %v, want one (%s)", m, specs)
@@ -99,6 +109,23 @@ func CaseCDIAllocationEnvLoses(t *testing.T, e *Env) {
 	if err != nil {
 		t.Errorf("the pod's per-allocation CDI spec stayed after the pod was deleted (%s)", specs)
 	}
+}
+
+// mountsAt counts the mounts of process pid's mount namespace whose mount point is path
+// (/proc/<pid>/mountinfo, field 5).
+func mountsAt(t *testing.T, pid uint32, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	if err != nil {
+		t.Fatalf("reading the container's mounts: %v", err)
+	}
+	n := 0
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && f[4] == path {
+			n++
+		}
+	}
+	return n
 }
 
 // deletePodAndWait deletes a pod at once and waits up to 30 s for it to be gone, so that a

@@ -24,7 +24,8 @@ import (
 // gpushare.io/isolation-enforced=limit; a pod requesting 2 units that sets its own MPS limit
 // and grant variables runs, and the limit gpushare-limit-hook recorded for its container's
 // cgroup on its card (run by runc as a createRuntime hook from the per-allocation CDI spec)
-// is its grant, 2 × the unit, not what its env says.
+// is its grant, 2 × the unit, not what its env says. The record is removed when the pod is
+// deleted, with its per-allocation spec.
 func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "extender", "share-plugin", "gpushare-limit-hook")
@@ -83,5 +84,23 @@ func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 	}
 	if !found {
 		t.Errorf("no limit recorded for container %s on card %s (%s): %+v", id, dev.UUID, limithook.RecordDir(cardDir, dev.UUID), records)
+	}
+
+	// The record goes with the pod's per-allocation spec.
+	deletePodAndWait(e, p.Namespace, p.Name)
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		records, err := limithook.ReadRecords(cardDir, dev.UUID)
+		if err != nil {
+			return false, err
+		}
+		for _, r := range records {
+			if r.ContainerID == id {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("the limit record of container %s stayed after its pod was deleted (%s): %v", id, limithook.RecordDir(cardDir, dev.UUID), err)
 	}
 }
