@@ -383,3 +383,18 @@ func wantCardUsage(t *testing.T, pod *corev1.Pod, want gpushare.CardUnits) {
 		t.Fatalf("%s card usage (-want,+got):\n%s", pod.Name, diff)
 	}
 }
+
+// onlyCard is the card of inv that pod p's allocation record names, failing the test unless
+// the record is readable and names exactly one card of inv.
+func onlyCard(t *testing.T, p *corev1.Pod, inv gpushare.Inventory) gpushare.Device {
+	t.Helper()
+	alloc, ok, err := res.ReadAllocation(p)
+	if err != nil || !ok || len(alloc.Cards()) != 1 {
+		t.Fatalf("pod %s/%s: allocation %v ok=%v err=%v, want one card", p.Namespace, p.Name, alloc, ok, err)
+	}
+	dev, ok := inv.Device(alloc.Cards()[0])
+	if !ok {
+		t.Fatalf("pod %s/%s: card %d not in the inventory %+v", p.Namespace, p.Name, alloc.Cards()[0], inv)
+	}
+	return dev
+}

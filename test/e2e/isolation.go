@@ -32,11 +32,7 @@ func CaseMPSIsolation(t *testing.T, e *Env) {
 	ns := newNamespace(t, e)
 	createPod(t, e, gpuPod(ns, "one", e.RealNode, ctr{units: 4}))
 	p := waitPod(t, e, ns, "one", 2*time.Minute, "Running", isRunning)
-	alloc, ok, err := res.ReadAllocation(p)
-	if err != nil || !ok || len(alloc.Cards()) != 1 {
-		t.Fatalf("allocation %v ok=%v err=%v, want one card", alloc, ok, err)
-	}
-	dev, _ := inv.Device(alloc.Cards()[0])
+	dev := onlyCard(t, p, inv)
 	logs := podLogs(t, e, ns, "one")
 	for _, want := range []string{
 		gpushare.EnvMPSPinnedMemLimit + "=" + gpushare.MPSMemLimit(4096),
@@ -44,7 +40,7 @@ func CaseMPSIsolation(t *testing.T, e *Env) {
 		gpushare.EnvMPSLogDirectory + "=" + filepath.Join(root, dev.UUID, "log"),
 	} {
 		if !strings.Contains(logs, want+"\n") {
-			t.Errorf("the container on card %d lacks %s:\n%s", alloc.Cards()[0], want, logs)
+			t.Errorf("the container on card %d lacks %s:\n%s", dev.Index, want, logs)
 		}
 	}
 

@@ -53,14 +53,7 @@ func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 	createPod(t, e, p)
 	t.Cleanup(func() { deletePodAndWait(e, p.Namespace, p.Name) })
 	p = waitPod(t, e, p.Namespace, p.Name, 2*time.Minute, "Running", isRunning)
-	alloc, ok, err := res.ReadAllocation(p)
-	if err != nil || !ok || len(alloc.Cards()) != 1 {
-		t.Fatalf("allocation %v ok=%v err=%v, want one card", alloc, ok, err)
-	}
-	dev, ok := inv.Device(alloc.Cards()[0])
-	if !ok {
-		t.Fatalf("card %d not in the inventory %+v", alloc.Cards()[0], inv)
-	}
+	dev := onlyCard(t, p, inv)
 	if len(p.Status.ContainerStatuses) != 1 {
 		t.Fatalf("container statuses %+v", p.Status.ContainerStatuses)
 	}

@@ -171,14 +171,7 @@ func CaseReservedEnvFromConfigMap(t *testing.T, e *Env) {
 		t.Fatalf("tenant creating a gpu-mem pod with envFrom %s without a prefix: %v (admission cannot see the keys)", reservedKeys, err)
 	}
 	p = waitPod(t, e, ns, p.Name, 2*time.Minute, "Running", isRunning)
-	alloc, ok, err := res.ReadAllocation(p)
-	if err != nil || !ok || len(alloc.Cards()) != 1 {
-		t.Fatalf("allocation %v ok=%v err=%v, want one card", alloc, ok, err)
-	}
-	dev, ok := inv.Device(alloc.Cards()[0])
-	if !ok {
-		t.Fatalf("card %d not in the inventory %+v", alloc.Cards()[0], inv)
-	}
+	dev := onlyCard(t, p, inv)
 	logs := containerLogs(t, e, ns, p.Name, "c0")
 	t.Logf("the container's GPU environment:\n%s", logs)
 	wantEnvOnce(t, logs, map[string]string{
