@@ -199,6 +199,13 @@ start_gpu_source() {
       --device-plugin-dir "$KUBELET_DIR/device-plugins" \
       --pod-resources-socket "$KUBELET_DIR/pod-resources/kubelet.sock" \
       --metrics-address "127.0.0.1:$SHARE_PLUGIN_METRICS_PORT"
+    # GPUSHARE_BACKEND=dra (read by share-plugin from its environment): the cards are
+    # published as the node's ResourceSlice instead of the extended resource.
+    if [ "${GPUSHARE_BACKEND:-}" = dra ]; then
+      wait_for "node $node's ResourceSlice (share-plugin --backend=dra)" 60 node_has_slice "$node" ||
+        die "share-plugin --backend=dra published no ResourceSlice for node $node; see $LOGS/share-plugin.log"
+      return 0
+    fi
     wait_for "node $node to advertise aliyun.com/gpu-mem (share-plugin)" 60 node_has_gpu_mem "$node" ||
       die "share-plugin did not make node $node advertise aliyun.com/gpu-mem; see $LOGS/share-plugin.log"
   else
@@ -209,6 +216,10 @@ start_gpu_source() {
 }
 
 node_has_gpu_mem() { [ -n "$(node_gpu_mem "$1")" ] && [ "$(node_gpu_mem "$1")" != 0 ]; }
+
+node_has_slice() {
+  [ -n "$(kubectl_ get resourceslices --field-selector "spec.nodeName=$1,spec.driver=gpu-mem.gpushare.io" -o name 2>/dev/null)" ]
+}
 
 # drain_real_node deletes every pod bound to the real node and waits until kubelet has torn
 # their sandboxes down through CRI (network namespaces, CNI addresses, cgroups).

@@ -53,6 +53,7 @@ func TestSlowBodies(t *testing.T)                { CaseSlowBodies(t, env) }
 func TestExtenderFailover(t *testing.T)          { CaseExtenderFailover(t, env) }
 func TestFailoverLateBinding(t *testing.T)       { CaseFailoverLateBinding(t, env) }
 func TestSharePluginUnitChange(t *testing.T)     { CaseSharePluginRefusesUnitChange(t, env) }
+func TestDRABackend(t *testing.T)                { CaseDRABackend(t, env) }
 
 // The Helm chart last: its installs stand in for the local share-plugin (and
 // gpushare-scheduler, and kube-scheduler's configuration) and put them back afterwards.

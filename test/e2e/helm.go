@@ -66,17 +66,19 @@ func CaseHelmChartDryRun(t *testing.T, e *Env) {
 	ctx := testContext(t, 3*time.Minute)
 	version := serverVersion(t, e)
 	for _, tt := range []struct {
-		topology string
-		want     []string
+		topology, backend string
+		want              []string
 	}{
-		{"extender", []string{"Deployment/gpushare-extender", "Secret/gpushare-extender-tls", "ConfigMap/gpushare-kube-scheduler-config",
+		{"extender", "device-plugin", []string{"Deployment/gpushare-extender", "Secret/gpushare-extender-tls", "ConfigMap/gpushare-kube-scheduler-config",
 			"DaemonSet/share-plugin", "ValidatingAdmissionPolicy/gpushare-allocation-annotations"}},
-		{"scheduler", []string{"Deployment/gpushare-scheduler", "ConfigMap/gpushare-scheduler-config",
+		{"scheduler", "device-plugin", []string{"Deployment/gpushare-scheduler", "ConfigMap/gpushare-scheduler-config",
 			"MutatingAdmissionPolicy/gpushare-scheduler-name", "MutatingAdmissionPolicyBinding/gpushare-scheduler-name", "DaemonSet/share-plugin"}},
+		{"extender", "dra", []string{"DeviceClass/gpu-mem.gpushare.io", "DaemonSet/gpushare-dra-plugin", "ClusterRole/gpushare:dra-plugin",
+			"ValidatingAdmissionPolicy/gpushare-dra-plugin-node-scope", "ValidatingAdmissionPolicyBinding/gpushare-dra-plugin-node-scope"}},
 	} {
-		t.Run(tt.topology, func(t *testing.T) {
+		t.Run(tt.topology+"/"+tt.backend, func(t *testing.T) {
 			out, err := helm(ctx, t, e, "template", helmRelease, helmChart, "--namespace", helmNamespace,
-				"--kube-version", version, "--set", "topology="+tt.topology)
+				"--kube-version", version, "--set", "topology="+tt.topology, "--set", "backend="+tt.backend)
 			if err != nil {
 				t.Fatal(err)
 			}

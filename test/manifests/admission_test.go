@@ -49,18 +49,23 @@ type manifests struct {
 // field fails) into its typed object.
 func load(t *testing.T) manifests {
 	t.Helper()
-	m := manifests{
-		policies: map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{},
-		bindings: map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
-	}
 	files, err := filepath.Glob("admission/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
+	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "kustomization.yaml" })
+	return loadPolicies(t, files...)
+}
+
+// loadPolicies decodes the policies and bindings of files strictly; any other kind but
+// ClusterRole fails.
+func loadPolicies(t *testing.T, files ...string) manifests {
+	t.Helper()
+	m := manifests{
+		policies: map[string]*admissionregistrationv1.ValidatingAdmissionPolicy{},
+		bindings: map[string]*admissionregistrationv1.ValidatingAdmissionPolicyBinding{},
+	}
 	for _, f := range files {
-		if filepath.Base(f) == "kustomization.yaml" {
-			continue
-		}
 		docs, err := docsOf(f)
 		if err != nil {
 			t.Fatal(err)
@@ -162,7 +167,7 @@ func compile(t *testing.T, p *admissionregistrationv1.ValidatingAdmissionPolicy)
 type request struct {
 	user        user.Info
 	op          admission.Operation
-	resource    string // pods, nodes, bindings
+	resource    string // pods, nodes, bindings, resourceslices
 	subresource string // "", status, binding
 	object, old runtime.Object
 }
@@ -170,8 +175,10 @@ type request struct {
 // admit evaluates the policy on r: "" when admitted, else the refusal messages.
 func (c compiled) admit(t *testing.T, r request, authz authorizer.UnconditionalAuthorizer) string {
 	t.Helper()
-	gvr := schema.GroupVersionResource{Version: "v1", Resource: r.resource}
-	kind := schema.GroupVersionKind{Version: "v1", Kind: map[string]string{"pods": "Pod", "nodes": "Node", "bindings": "Binding"}[r.resource]}
+	group := map[string]string{"resourceslices": "resource.k8s.io"}[r.resource]
+	gvr := schema.GroupVersionResource{Group: group, Version: "v1", Resource: r.resource}
+	kind := schema.GroupVersionKind{Group: group, Version: "v1", Kind: map[string]string{
+		"pods": "Pod", "nodes": "Node", "bindings": "Binding", "resourceslices": "ResourceSlice"}[r.resource]}
 	if r.subresource == "binding" {
 		kind.Kind = "Binding"
 	}

@@ -157,6 +157,13 @@ func TestRBAC(t *testing.T) {
 			"core/nodes/status patch",
 			"core/pods list", "core/pods patch", "core/pods watch",
 		}},
+		{"dra-plugin", "dra/rbac.yaml", draPluginSA, []string{
+			"core/nodes get",
+			"resource.k8s.io/resourceclaims get",
+			"resource.k8s.io/resourceslices create", "resource.k8s.io/resourceslices delete",
+			"resource.k8s.io/resourceslices list", "resource.k8s.io/resourceslices update",
+			"resource.k8s.io/resourceslices watch",
+		}},
 		// --over-grant-action=evict only: apart, since the node-scope policy cannot check it.
 		{"share-plugin evict", "share-plugin/rbac-evict.yaml", sharePluginSA, []string{
 			"core/pods/eviction create",
