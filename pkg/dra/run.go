@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -45,6 +46,9 @@ type RunConfig struct {
 	HealthRecovery time.Duration
 	// Clock drives health recovery; nil: the real clock.
 	Clock clock.Clock
+	// Serve serves the plugin's /metrics, /healthz and /readyz until its context is done;
+	// nil: they are not served.
+	Serve func(context.Context, http.Handler)
 }
 
 // Run serves the node's cards through DRA until ctx is done: it checks that the node is
@@ -95,9 +99,14 @@ func Run(ctx context.Context, rc RunConfig) error {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	probe := &probes{}
+	fatal := func(err error) {
+		probe.stopped.Store(true)
+		cancel(err)
+	}
 	driver, err := New(Config{
 		NodeName: rc.NodeName, Inventory: gpushare.Inventory{Unit: rc.Unit, Devices: cards},
-		Specs: specs, DataDir: dataDir, Healthy: health.Healthy, Fatal: cancel,
+		Specs: specs, DataDir: dataDir, Healthy: health.Healthy, Fatal: fatal,
 		Isolation:     nodeIsolation(rc.Client, rc.NodeName),
 		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported,
 	})
@@ -112,16 +121,25 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if rc.RegistrarDir != "" {
 		opts = append(opts, kubeletplugin.RegistrarDirectoryPath(rc.RegistrarDir))
 	}
-	helper, err := kubeletplugin.Start(ctx, driver, opts...)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	m := newMetrics()
+	helper, err := kubeletplugin.Start(ctx, observed{Driver: driver, m: m}, opts...)
 	if err != nil {
 		return fmt.Errorf("starting the kubelet DRA plugin: %w", err)
 	}
 	defer helper.Stop()
+	defer cancel(nil) // before helper.Stop and wg.Wait
+	probe.registration = func() bool {
+		s := helper.RegistrationStatus()
+		return s != nil && s.PluginRegistered
+	}
+	if rc.Serve != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); rc.Serve(ctx, driver.handler(probe, m)) }()
+	}
 
 	faults := newFaultLog(uuids)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel(nil)
 	raw, relayed := make(chan gpunvml.Fault, 16), make(chan gpunvml.Fault)
 	wg.Add(3)
 	go func() {
@@ -132,12 +150,12 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}()
 	go func() { defer wg.Done(); faults.relay(ctx, raw, relayed) }()
 	go func() { defer wg.Done(); health.Run(ctx, relayed) }()
-	return publish(ctx, helper, rc.NodeName, rc.Unit, cards, health, faults)
+	return publish(ctx, helper, rc.NodeName, rc.Unit, cards, health, faults, probe)
 }
 
 // publish publishes the node's devices, again on every health change, until ctx is done.
 // Returns nil when ctx ends on its own and the cause when Config.Fatal ended it.
-func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, unit gpushare.Unit, cards []gpushare.Device, health *deviceplugin.CardHealth, faults *faultLog) error {
+func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, unit gpushare.Unit, cards []gpushare.Device, health *deviceplugin.CardHealth, faults *faultLog, probe *probes) error {
 	for {
 		changed := health.Changed() // before reading, so no change is missed
 		res, err := DriverResources(node, currentInventory(unit, cards, health.Healthy), faults.snapshot())
@@ -147,6 +165,7 @@ func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, uni
 		if err := helper.PublishResources(ctx, res); err != nil {
 			return fmt.Errorf("publishing the node's ResourceSlice: %w", err)
 		}
+		probe.published.Store(true)
 		select {
 		case <-ctx.Done():
 			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
