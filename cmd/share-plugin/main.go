@@ -206,6 +206,10 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("creating API client: %w", err)
 	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
 	if backend == gpushare.BackendDRA {
 		var serve func(context.Context, http.Handler)
 		if o.metricsAddress != "" {
@@ -215,6 +219,7 @@ func run(ctx context.Context, o options) error {
 			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, Simulated: simulated,
 			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
 			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), Serve: serve,
+			Recorder: recorder, NodeResync: o.nodeResync,
 		})
 	}
 	if err := checkNodeBackend(ctx, client, o.nodeName); err != nil {
@@ -225,10 +230,6 @@ func run(ctx context.Context, o options) error {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.nodeName).String()
 	}))
 	pods := factory.Core().V1().Pods().Informer()
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
 	var simulatedCardDir string // the per-allocation specs mount simulated cards' files
 	if simulated && deviceList == deviceplugin.DeviceListCDIAllocation {
 		simulatedCardDir = deviceplugin.SimulatedCardDir(o.cdiSpecDir)

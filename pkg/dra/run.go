@@ -10,8 +10,10 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -46,6 +48,12 @@ type RunConfig struct {
 	HealthRecovery time.Duration
 	// Clock drives health recovery; nil: the real clock.
 	Clock clock.Clock
+	// Recorder receives the Warning event of an isolation label the node cannot enforce;
+	// nil: none is sent.
+	Recorder record.EventRecorder
+	// NodeResync is how often the node's isolation label is read again when no claim is
+	// prepared; 0: only at start and at each prepare.
+	NodeResync time.Duration
 	// Serve serves the plugin's /metrics, /healthz and /readyz until its context is done;
 	// nil: they are not served.
 	Serve func(context.Context, http.Handler)
@@ -99,6 +107,8 @@ func Run(ctx context.Context, rc RunConfig) error {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	label := isolationLabel{client: rc.Client, recorder: rc.Recorder, node: rc.NodeName, enforced: enforcedIsolation(rc.LimitUnsupported)}
+	label.publish(ctx, node)
 	probe := &probes{}
 	fatal := func(err error) {
 		probe.stopped.Store(true)
@@ -107,7 +117,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	driver, err := New(Config{
 		NodeName: rc.NodeName, Inventory: gpushare.Inventory{Unit: rc.Unit, Devices: cards},
 		Specs: specs, DataDir: dataDir, Healthy: health.Healthy, Fatal: fatal,
-		Isolation:     nodeIsolation(rc.Client, rc.NodeName),
+		Isolation:     nodeIsolation(rc.Client, rc.NodeName, label.publish),
 		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported,
 	})
 	if err != nil {
@@ -141,7 +151,8 @@ func Run(ctx context.Context, rc RunConfig) error {
 
 	faults := newFaultLog(uuids)
 	raw, relayed := make(chan gpunvml.Fault, 16), make(chan gpunvml.Fault)
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); label.resync(ctx, clk, rc.NodeResync) }()
 	go func() {
 		defer wg.Done()
 		if err := rc.NVML.WatchFaults(ctx, raw); err != nil {
@@ -178,13 +189,15 @@ func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, uni
 }
 
 // nodeIsolation reads the node's isolation label from the API at each call: a claim is
-// prepared by the label as it is then, as the device plugin's Allocate does.
-func nodeIsolation(client kubernetes.Interface, name string) func(context.Context) (gpushare.Isolation, error) {
+// prepared by the label as it is then, as the device plugin's Allocate does. Each node read
+// goes to seen too.
+func nodeIsolation(client kubernetes.Interface, name string, seen func(context.Context, *corev1.Node)) func(context.Context) (gpushare.Isolation, error) {
 	return func(ctx context.Context) (gpushare.Isolation, error) {
 		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}
+		seen(ctx, node)
 		return gpushare.NodeIsolation(node.Labels)
 	}
 }
