@@ -140,6 +140,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	defer helper.Stop()
 	defer cancel(nil) // before helper.Stop and wg.Wait
+	// kubelet's NotifyRegistrationStatus call sets what RegistrationStatus returns.
 	probe.registration = func() bool {
 		s := helper.RegistrationStatus()
 		return s != nil && s.PluginRegistered
