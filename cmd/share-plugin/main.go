@@ -88,7 +88,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pluginDir, "device-plugin-dir", "/var/lib/kubelet/device-plugins", "kubelet's device plugin folder (holds kubelet.sock)")
 	fs.StringVar(&o.memResource, "mem-resource", string(gpushare.DefaultMemResource), "extended resource advertised in memory units")
 	fs.StringVar(&o.countResource, "count-resource", string(gpushare.DefaultCountResource), "extended resource set to the number of cards in node status")
-	fs.StringVar(&o.metricsAddress, "metrics-address", ":9401", "address of /metrics and /healthz; empty disables")
+	fs.StringVar(&o.metricsAddress, "metrics-address", ":9401", "address of /metrics and /healthz (with --backend=dra also /readyz); empty disables")
 	fs.DurationVar(&o.healthRecovery, "health-recovery", 5*time.Minute, "a card is healthy again after this long without a critical XID")
 	fs.DurationVar(&o.nodeResync, "node-resync", time.Minute, "how often the node's gpu-count and inventory annotation are re-checked")
 	fs.DurationVar(&o.allocateWait, "allocate-wait", 5*time.Second, "how long Allocate waits for a just-bound pod to reach the informer")
@@ -206,11 +206,20 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("creating API client: %w", err)
 	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
 	if backend == gpushare.BackendDRA {
+		var serve func(context.Context, http.Handler)
+		if o.metricsAddress != "" {
+			serve = func(ctx context.Context, h http.Handler) { serveMetrics(ctx, o.metricsAddress, h) }
+		}
 		return dra.Run(ctx, dra.RunConfig{
 			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, Simulated: simulated,
 			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
-			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary),
+			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), Serve: serve,
+			Recorder: recorder, NodeResync: o.nodeResync,
 		})
 	}
 	if err := checkNodeBackend(ctx, client, o.nodeName); err != nil {
@@ -221,10 +230,6 @@ func run(ctx context.Context, o options) error {
 		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.nodeName).String()
 	}))
 	pods := factory.Core().V1().Pods().Informer()
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
 	var simulatedCardDir string // the per-allocation specs mount simulated cards' files
 	if simulated && deviceList == deviceplugin.DeviceListCDIAllocation {
 		simulatedCardDir = deviceplugin.SimulatedCardDir(o.cdiSpecDir)

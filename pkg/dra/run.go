@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -45,6 +48,15 @@ type RunConfig struct {
 	HealthRecovery time.Duration
 	// Clock drives health recovery; nil: the real clock.
 	Clock clock.Clock
+	// Recorder receives the Warning event of an isolation label the node cannot enforce;
+	// nil: none is sent.
+	Recorder record.EventRecorder
+	// NodeResync is how often the node's isolation label is read again when no claim is
+	// prepared; 0: only at start and at each prepare.
+	NodeResync time.Duration
+	// Serve serves the plugin's /metrics, /healthz and /readyz until its context is done;
+	// nil: they are not served.
+	Serve func(context.Context, http.Handler)
 }
 
 // Run serves the node's cards through DRA until ctx is done: it checks that the node is
@@ -95,10 +107,17 @@ func Run(ctx context.Context, rc RunConfig) error {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	label := isolationLabel{client: rc.Client, recorder: rc.Recorder, node: rc.NodeName, enforced: enforcedIsolation(rc.LimitUnsupported)}
+	label.publish(ctx, node)
+	probe := &probes{}
+	fatal := func(err error) {
+		probe.stopped.Store(true)
+		cancel(err)
+	}
 	driver, err := New(Config{
 		NodeName: rc.NodeName, Inventory: gpushare.Inventory{Unit: rc.Unit, Devices: cards},
-		Specs: specs, DataDir: dataDir, Healthy: health.Healthy, Fatal: cancel,
-		Isolation:     nodeIsolation(rc.Client, rc.NodeName),
+		Specs: specs, DataDir: dataDir, Healthy: health.Healthy, Fatal: fatal,
+		Isolation:     nodeIsolation(rc.Client, rc.NodeName, label.publish),
 		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported,
 	})
 	if err != nil {
@@ -112,18 +131,29 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if rc.RegistrarDir != "" {
 		opts = append(opts, kubeletplugin.RegistrarDirectoryPath(rc.RegistrarDir))
 	}
-	helper, err := kubeletplugin.Start(ctx, driver, opts...)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	m := newMetrics()
+	helper, err := kubeletplugin.Start(ctx, observed{Driver: driver, m: m}, opts...)
 	if err != nil {
 		return fmt.Errorf("starting the kubelet DRA plugin: %w", err)
 	}
 	defer helper.Stop()
+	defer cancel(nil) // before helper.Stop and wg.Wait
+	// kubelet's NotifyRegistrationStatus call sets what RegistrationStatus returns.
+	probe.registration = func() bool {
+		s := helper.RegistrationStatus()
+		return s != nil && s.PluginRegistered
+	}
+	if rc.Serve != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); rc.Serve(ctx, driver.handler(probe, m)) }()
+	}
 
 	faults := newFaultLog(uuids)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel(nil)
 	raw, relayed := make(chan gpunvml.Fault, 16), make(chan gpunvml.Fault)
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); label.resync(ctx, clk, rc.NodeResync) }()
 	go func() {
 		defer wg.Done()
 		if err := rc.NVML.WatchFaults(ctx, raw); err != nil {
@@ -132,12 +162,12 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}()
 	go func() { defer wg.Done(); faults.relay(ctx, raw, relayed) }()
 	go func() { defer wg.Done(); health.Run(ctx, relayed) }()
-	return publish(ctx, helper, rc.NodeName, rc.Unit, cards, health, faults)
+	return publish(ctx, helper, rc.NodeName, rc.Unit, cards, health, faults, probe)
 }
 
 // publish publishes the node's devices, again on every health change, until ctx is done.
 // Returns nil when ctx ends on its own and the cause when Config.Fatal ended it.
-func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, unit gpushare.Unit, cards []gpushare.Device, health *deviceplugin.CardHealth, faults *faultLog) error {
+func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, unit gpushare.Unit, cards []gpushare.Device, health *deviceplugin.CardHealth, faults *faultLog, probe *probes) error {
 	for {
 		changed := health.Changed() // before reading, so no change is missed
 		res, err := DriverResources(node, currentInventory(unit, cards, health.Healthy), faults.snapshot())
@@ -147,6 +177,7 @@ func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, uni
 		if err := helper.PublishResources(ctx, res); err != nil {
 			return fmt.Errorf("publishing the node's ResourceSlice: %w", err)
 		}
+		probe.published.Store(true)
 		select {
 		case <-ctx.Done():
 			if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
@@ -159,13 +190,15 @@ func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, uni
 }
 
 // nodeIsolation reads the node's isolation label from the API at each call: a claim is
-// prepared by the label as it is then, as the device plugin's Allocate does.
-func nodeIsolation(client kubernetes.Interface, name string) func(context.Context) (gpushare.Isolation, error) {
+// prepared by the label as it is then, as the device plugin's Allocate does. Each node read
+// goes to seen too.
+func nodeIsolation(client kubernetes.Interface, name string, seen func(context.Context, *corev1.Node)) func(context.Context) (gpushare.Isolation, error) {
 	return func(ctx context.Context) (gpushare.Isolation, error) {
 		node, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return "", err
 		}
+		seen(ctx, node)
 		return gpushare.NodeIsolation(node.Labels)
 	}
 }

@@ -2,6 +2,8 @@ package dra
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,9 +35,10 @@ func TestCurrentInventory(t *testing.T) {
 	}
 }
 
-// startRun runs Run on a simulated node of two T4s, labelled with labels, and returns the
-// fake API, the simulator and Run's result.
-func startRun(t *testing.T, ctx context.Context, labels map[string]string) (*fake.Clientset, *gpunvml.Simulator, <-chan error) {
+// startRun runs Run on a simulated node of two T4s, labelled with labels, with each of
+// opts applied to its configuration, and returns the fake API, the simulator and Run's
+// result.
+func startRun(t *testing.T, ctx context.Context, labels map[string]string, opts ...func(*RunConfig)) (*fake.Clientset, *gpunvml.Simulator, <-chan error) {
 	t.Helper()
 	sim, nv, err := gpunvml.Simulate(testNode, "t4:2")
 	if err != nil {
@@ -48,14 +51,16 @@ func startRun(t *testing.T, ctx context.Context, labels map[string]string) (*fak
 	}
 	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: labels}})
 	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, RunConfig{
-			NodeName: testNode, Client: client, NVML: nv, Unit: gpushare.GiB,
-			CDISpecDir: filepath.Join(dir, "cdi"), Simulated: true,
-			PluginDataDir: filepath.Join(dir, "data"), RegistrarDir: reg,
-			HealthRecovery: time.Hour, Clock: clocktesting.NewFakeClock(time.Now()),
-		})
-	}()
+	rc := RunConfig{
+		NodeName: testNode, Client: client, NVML: nv, Unit: gpushare.GiB,
+		CDISpecDir: filepath.Join(dir, "cdi"), Simulated: true,
+		PluginDataDir: filepath.Join(dir, "data"), RegistrarDir: reg,
+		HealthRecovery: time.Hour, Clock: clocktesting.NewFakeClock(time.Now()),
+	}
+	for _, o := range opts {
+		o(&rc)
+	}
+	go func() { done <- Run(ctx, rc) }()
 	return client, sim, done
 }
 
@@ -113,5 +118,39 @@ func TestRunRefusesADevicePluginNode(t *testing.T) {
 	_, _, done := startRun(t, ctx, nil)
 	if err := <-done; err == nil || !strings.Contains(err.Error(), gpushare.LabelBackend) {
 		t.Errorf("Run on an unlabelled node: %v, want it refused naming %s", err, gpushare.LabelBackend)
+	}
+}
+
+// TestRunServesProbes: Run hands its handler to Serve and labels the node with the isolation
+// it enforces; with no kubelet to register it, /healthz fails though the slice is published.
+func TestRunServesProbes(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	handlers := make(chan http.Handler, 1)
+	serve := func(ctx context.Context, h http.Handler) {
+		handlers <- h
+		<-ctx.Done()
+	}
+	client, _, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA), gpushare.LabelIsolation: "limit"},
+		func(rc *RunConfig) { rc.Serve = serve })
+	awaitDevices(t, ctx, client, func(devs []resourceapi.Device) bool { return len(devs) == 2 })
+	srv := httptest.NewServer(<-handlers)
+	defer srv.Close()
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, body := get(t, srv.URL+"/metrics")
+		return strings.Contains(body, `gpushare_dra_slice_published{node="node-a"} 1`+"\n"), nil
+	})
+	if err != nil {
+		t.Errorf("/metrics never said the slice is published")
+	}
+	if code, body := get(t, srv.URL+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "not registered with kubelet") {
+		t.Errorf("/healthz without kubelet = %d %q, want 503 not registered", code, body)
+	}
+	if got := enforcedLabel(ctx, t, client); got != "limit" {
+		t.Errorf("%s = %q, want limit", gpushare.LabelIsolationEnforced, got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run after cancel: %v", err)
 	}
 }

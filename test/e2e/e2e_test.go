@@ -54,6 +54,7 @@ func TestExtenderFailover(t *testing.T)          { CaseExtenderFailover(t, env) 
 func TestFailoverLateBinding(t *testing.T)       { CaseFailoverLateBinding(t, env) }
 func TestSharePluginUnitChange(t *testing.T)     { CaseSharePluginRefusesUnitChange(t, env) }
 func TestDRABackend(t *testing.T)                { CaseDRABackend(t, env) }
+func TestDRALimit(t *testing.T)                  { CaseDRALimit(t, env) }
 
 // The Helm chart last: its installs stand in for the local share-plugin (and
 // gpushare-scheduler, and kube-scheduler's configuration) and put them back afterwards.

@@ -59,24 +59,9 @@ func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 	}
 	_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
 	cardDir := deviceplugin.SimulatedCardDir(filepath.Join(e.cfg.state, "cdi"))
-	records, err := limithook.ReadRecords(cardDir, dev.UUID)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := uint64(2*inv.Unit.MiB) << 20
-	var found bool
-	for _, r := range records {
-		if r.ContainerID != id {
-			continue
-		}
-		found = true
-		t.Logf("the hook's record for container %s: %+v", id, r)
-		if r.HardLimitBytes != want || !strings.Contains(r.Cgroup, id) {
-			t.Errorf("recorded limit %d bytes for cgroup %s, want the grant %d bytes (2 × %d MiB) for the container's cgroup", r.HardLimitBytes, r.Cgroup, want, inv.Unit.MiB)
-		}
-	}
-	if !found {
-		t.Errorf("no limit recorded for container %s on card %s (%s): %+v", id, dev.UUID, limithook.RecordDir(cardDir, dev.UUID), records)
+	if r, ok := hookRecord(t, cardDir, dev.UUID, id); ok && (r.HardLimitBytes != want || !strings.Contains(r.Cgroup, id)) {
+		t.Errorf("recorded limit %d bytes for cgroup %s, want the grant %d bytes (2 × %d MiB) for the container's cgroup", r.HardLimitBytes, r.Cgroup, want, inv.Unit.MiB)
 	}
 
 	// The record goes with the pod's per-allocation spec.
@@ -96,4 +81,22 @@ func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 	if err != nil {
 		t.Errorf("the limit record of container %s stayed after its pod was deleted (%s): %v", id, limithook.RecordDir(cardDir, dev.UUID), err)
 	}
+}
+
+// hookRecord is gpushare-limit-hook's record for container id on the simulated card uuid
+// (its files in cardDir); ok is false, with the test failed, when there is none.
+func hookRecord(t *testing.T, cardDir, uuid, id string) (rec limithook.Record, ok bool) {
+	t.Helper()
+	records, err := limithook.ReadRecords(cardDir, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		if r.ContainerID == id {
+			t.Logf("the hook's record for container %s: %+v", id, r)
+			return r, true
+		}
+	}
+	t.Errorf("no limit recorded for container %s on card %s (%s): %+v", id, uuid, limithook.RecordDir(cardDir, uuid), records)
+	return limithook.Record{}, false
 }

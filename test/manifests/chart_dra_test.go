@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apiserver/pkg/admission"
 
@@ -91,6 +92,18 @@ func TestChartDRAMatchesDeploy(t *testing.T) {
 	}
 	if args := got.Containers[0].Args; !slices.Contains(args, "--backend=dra") || !slices.Contains(args, "--cdi-spec-dir=/var/run/cdi") {
 		t.Errorf("chart's DRA plugin args %v lack --backend=dra or --cdi-spec-dir=/var/run/cdi", args)
+	}
+	for name, spec := range map[string]corev1.PodSpec{"deploy/dra": want, "the chart": got} {
+		c := spec.Containers[0]
+		if !slices.Contains(c.Args, "--metrics-address=:9401") || len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 9401 {
+			t.Errorf("%s: args %v ports %+v, want --metrics-address=:9401 on the port named metrics", name, c.Args, c.Ports)
+		}
+		if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "metrics" {
+			t.Errorf("%s: liveness probe %+v, want GET /healthz on the metrics port", name, p)
+		}
+	}
+	if diff := cmp.Diff(want.Containers[0].LivenessProbe, got.Containers[0].LivenessProbe); diff != "" {
+		t.Errorf("liveness probe: deploy/dra (-) vs chart (+):\n%s", diff)
 	}
 	if got.ServiceAccountName != "gpushare-dra-plugin" || got.HostPID {
 		t.Errorf("service account %q hostPID %v, want gpushare-dra-plugin and no host PID namespace", got.ServiceAccountName, got.HostPID)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/admission"
@@ -35,6 +36,18 @@ func slice(node, driver string) *resourceapi.ResourceSlice {
 	return s
 }
 
+// labelled is node name with labels given as key, value pairs.
+func labelled(name string, kv ...string) *corev1.Node {
+	n := node(name, nil)
+	for i := 0; i+1 < len(kv); i += 2 {
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		n.Labels[kv[i]] = kv[i+1]
+	}
+	return n
+}
+
 // TestDRAPluginNodeScopeManifest: the policy refuses on error and its binding covers the
 // whole cluster, as deploy/admission's policies do; its expressions compile.
 func TestDRAPluginNodeScopeManifest(t *testing.T) {
@@ -55,8 +68,9 @@ func TestDRAPluginNodeScopeManifest(t *testing.T) {
 	}
 }
 
-// TestDRAPluginNodeScope: the DRA plugin of a node writes that node's slices of its driver,
-// and nothing else, through the API server's own validator.
+// TestDRAPluginNodeScope: the DRA plugin of a node writes that node's slices of its driver
+// and its isolation-enforced label, and nothing else, through the API server's own
+// validator.
 func TestDRAPluginNodeScope(t *testing.T) {
 	c := compileBound(t, loadPolicies(t, "dra/node-scope.yaml"), draNodeScopePolicy)
 	onA := sa(draPluginSA, "gpu-a")
@@ -96,6 +110,40 @@ func TestDRAPluginNodeScope(t *testing.T) {
 			request{user: &user.DefaultInfo{Name: draPluginSA, Extra: map[string][]string{nodeNameExtra: {"gpu-a", "gpu-b"}}},
 				op: admission.Create, resource: "resourceslices", object: slice("gpu-a", drv)},
 			"credentials name no node"},
+		{"plugin of node A labels node A isolation-enforced",
+			request{user: onA, op: admission.Update, resource: "nodes", old: labelled("gpu-a", "cgpu", "true"),
+				object: labelled("gpu-a", "cgpu", "true", gpushare.LabelIsolationEnforced, "limit")}, ""},
+		{"plugin of node A removes node A's isolation-enforced",
+			request{user: onA, op: admission.Update, resource: "nodes", old: labelled("gpu-a", gpushare.LabelIsolationEnforced, "none"),
+				object: labelled("gpu-a")}, ""},
+		{"plugin of node A labels node B",
+			request{user: onA, op: admission.Update, resource: "nodes", old: labelled("gpu-b"),
+				object: labelled("gpu-b", gpushare.LabelIsolationEnforced, "limit")},
+			"the DRA plugin of node gpu-a may not write node gpu-b"},
+		{"plugin of node A changes another label of node A",
+			request{user: onA, op: admission.Update, resource: "nodes", old: labelled("gpu-a", gpushare.LabelBackend, "dra"),
+				object: labelled("gpu-a", gpushare.LabelBackend, "device-plugin")},
+			"may change only its node's label " + gpushare.LabelIsolationEnforced},
+		{"plugin of node A adds a label to node A",
+			request{user: onA, op: admission.Update, resource: "nodes", old: labelled("gpu-a"),
+				object: labelled("gpu-a", gpushare.LabelIsolation, "none")},
+			"may change only its node's label"},
+		{"plugin of node A removes a label of node A",
+			request{user: onA, op: admission.Update, resource: "nodes", old: labelled("gpu-a", "cgpu", "true"), object: labelled("gpu-a")},
+			"may change only its node's label"},
+		{"plugin of node A annotates node A",
+			request{user: onA, op: admission.Update, resource: "nodes", old: labelled("gpu-a"), object: node("gpu-a", map[string]string{"x": "y"})},
+			"may change only its node's label"},
+		{"plugin of node A taints node A",
+			request{user: onA, op: admission.Update, resource: "nodes", old: labelled("gpu-a"), object: func() *corev1.Node {
+				n := labelled("gpu-a")
+				n.Spec.Unschedulable = true
+				return n
+			}()},
+			"may change only its node's label"},
+		{"plugin of node A deletes node A",
+			request{user: onA, op: admission.Delete, resource: "nodes", old: labelled("gpu-a")},
+			"may change only its node's label"},
 		{"other identities are not this policy's",
 			request{user: sa(sharePluginSA, "gpu-a"), op: admission.Create, resource: "resourceslices", object: slice("gpu-b", "gpu.nvidia.com")}, ""},
 	})

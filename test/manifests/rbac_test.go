@@ -158,7 +158,8 @@ func TestRBAC(t *testing.T) {
 			"core/pods list", "core/pods patch", "core/pods watch",
 		}},
 		{"dra-plugin", "dra/rbac.yaml", draPluginSA, []string{
-			"core/nodes get",
+			"core/events create", "core/events patch",
+			"core/nodes get", "core/nodes patch",
 			"resource.k8s.io/resourceclaims get",
 			"resource.k8s.io/resourceslices create", "resource.k8s.io/resourceslices delete",
 			"resource.k8s.io/resourceslices list", "resource.k8s.io/resourceslices update",
