@@ -19,7 +19,11 @@ func runCheck(ctx context.Context, flags *flagpole, node string, c cluster, stre
 	if err != nil {
 		return exitError{code: exitCheckIncomplete, err: explain(err)}
 	}
-	v := checkViews{Annotations: buildAnnotatedView(nodes, pods, res), Node: node}
+	dra, err := fetchDRA(ctx, c.Client, nodes)
+	if err != nil {
+		return exitError{code: exitCheckIncomplete, err: explain(err)}
+	}
+	v := checkViews{Annotations: buildAnnotatedView(nodes, pods, res), Node: node, DRA: draNodes(nodes, dra)}
 	httpc, err := flags.httpClient()
 	if err != nil {
 		return exitError{code: exitCheckIncomplete, err: err}
