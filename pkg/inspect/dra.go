@@ -1,8 +1,11 @@
 package inspect
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
@@ -149,11 +152,8 @@ func readDRANode(node string, objs draObjects) draNode {
 		}
 		n.Claims = append(n.Claims, c)
 	}
-	sort.Slice(n.Claims, func(i, j int) bool {
-		if n.Claims[i].Namespace != n.Claims[j].Namespace {
-			return n.Claims[i].Namespace < n.Claims[j].Namespace
-		}
-		return n.Claims[i].Name < n.Claims[j].Name
+	slices.SortFunc(n.Claims, func(a, b draClaim) int {
+		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
 	})
 	return n
 }
