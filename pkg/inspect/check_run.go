@@ -42,7 +42,10 @@ func runCheck(ctx context.Context, flags *flagpole, node string, c cluster, stre
 	}
 	names := make([]string, 0, len(v.Annotations.Nodes))
 	for _, n := range v.Annotations.Nodes {
-		names = append(names, n.Name)
+		// The DRA plugin serves no /served: its claims are compared with the slices.
+		if _, dra := v.DRA[n.Name]; !dra {
+			names = append(names, n.Name)
+		}
 	}
 	reports, more := f.plugins(ctx, src, names, node)
 	v.Plugins = reports
