@@ -3,6 +3,7 @@ package inspect
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -75,82 +76,24 @@ type draNode struct {
 // capacities and consumed memory are counted in whole units, rounded down. A result without
 // consumed memory holds the whole card, as the plugin prepares it.
 func readDRANode(node string, objs draObjects) draNode {
-	newest := map[string]int64{}
-	for _, s := range objs.Slices {
-		if s.Spec.Driver == gpushare.DRADriverName && s.Spec.NodeName != nil && *s.Spec.NodeName == node {
-			if g, ok := newest[s.Spec.Pool.Name]; !ok || s.Spec.Pool.Generation > g {
-				newest[s.Spec.Pool.Name] = s.Spec.Pool.Generation
-			}
-		}
-	}
-	n := draNode{Unit: gpushare.GiB}
-	byDevice := map[string]draCard{} // pool/device → card
-	unitFound := false
-	for _, s := range objs.Slices {
-		if s.Spec.Driver != gpushare.DRADriverName || s.Spec.NodeName == nil || *s.Spec.NodeName != node ||
-			s.Spec.Pool.Generation != newest[s.Spec.Pool.Name] {
-			continue
-		}
-		for _, d := range s.Spec.Devices {
-			mem := d.Capacity[gpushare.DRACapacityMemory]
-			if p := mem.RequestPolicy; !unitFound && p != nil && p.ValidRange != nil && p.ValidRange.Step != nil {
-				if mib := p.ValidRange.Step.Value() / bytesPerMiB; mib > 0 {
-					n.Unit, unitFound = gpushare.Unit{MiB: mib}, true
-				}
-			}
-			c := draCard{Device: d.Name, Healthy: len(d.Taints) == 0, bytes: mem.Value.Value()}
-			if a := d.Attributes[gpushare.DRAAttributeIndex]; a.IntValue != nil {
-				c.Index = int(*a.IntValue)
-			}
-			if a := d.Attributes[gpushare.DRAAttributeUUID]; a.StringValue != nil {
-				c.UUID = *a.StringValue
-			}
-			if a := d.Attributes[gpushare.DRAAttributeProductName]; a.StringValue != nil {
-				c.Model = *a.StringValue
-			}
-			byDevice[s.Spec.Pool.Name+"/"+d.Name] = c
-			n.Cards = append(n.Cards, c)
-		}
-	}
+	pools := newestSlices(node, objs.Slices)
+	n := draNode{Unit: sliceUnit(pools)}
 	unit := unitMiB(n.Unit) * bytesPerMiB
-	for i := range n.Cards {
-		n.Cards[i].Total = n.Cards[i].bytes / unit
-	}
-	for k, c := range byDevice {
-		c.Total = c.bytes / unit
-		byDevice[k] = c
+	byDevice := map[string]draCard{} // pool/device → card
+	for pool, slices := range pools {
+		for _, s := range slices {
+			for _, d := range s.Spec.Devices {
+				c := cardOf(d, unit)
+				byDevice[pool+"/"+d.Name] = c
+				n.Cards = append(n.Cards, c)
+			}
+		}
 	}
 	sort.Slice(n.Cards, func(i, j int) bool { return n.Cards[i].Index < n.Cards[j].Index })
 	for _, cl := range objs.Claims {
-		a := cl.Status.Allocation
-		if a == nil {
-			continue
+		if c, ok := claimOn(cl, pools, byDevice, unit); ok {
+			n.Claims = append(n.Claims, c)
 		}
-		c := draClaim{Namespace: cl.Namespace, Name: cl.Name, Cards: gpushare.CardUnits{}}
-		for _, r := range a.Devices.Results {
-			if _, ours := newest[r.Pool]; r.Driver != gpushare.DRADriverName || !ours {
-				continue
-			}
-			card, ok := byDevice[r.Pool+"/"+r.Device]
-			if !ok {
-				c.Unknown = append(c.Unknown, r.Device)
-				continue
-			}
-			if q, ok := r.ConsumedCapacity[gpushare.DRACapacityMemory]; ok {
-				c.Cards[card.Index] += q.Value() / unit
-			} else {
-				c.Cards[card.Index] += card.Total
-			}
-		}
-		if len(c.Cards) == 0 && len(c.Unknown) == 0 {
-			continue
-		}
-		for _, ref := range cl.Status.ReservedFor {
-			if ref.Resource == "pods" && ref.APIGroup == "" {
-				c.Pods = append(c.Pods, ref.Name)
-			}
-		}
-		n.Claims = append(n.Claims, c)
 	}
 	slices.SortFunc(n.Claims, func(a, b draClaim) int {
 		return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
@@ -160,6 +103,95 @@ func readDRANode(node string, objs draObjects) draNode {
 
 // bytesPerMiB converts a unit's MiB to the bytes DRA capacities count.
 const bytesPerMiB = 1 << 20
+
+// newestSlices are the gpushare driver's slices of node by pool name, each pool's newest
+// generation only (older ones are being replaced).
+func newestSlices(node string, all []resourceapi.ResourceSlice) map[string][]resourceapi.ResourceSlice {
+	pools := map[string][]resourceapi.ResourceSlice{}
+	for _, s := range all {
+		if s.Spec.Driver != gpushare.DRADriverName || s.Spec.NodeName == nil || *s.Spec.NodeName != node {
+			continue
+		}
+		have := pools[s.Spec.Pool.Name]
+		switch {
+		case len(have) == 0 || s.Spec.Pool.Generation > have[0].Spec.Pool.Generation:
+			pools[s.Spec.Pool.Name] = []resourceapi.ResourceSlice{s}
+		case s.Spec.Pool.Generation == have[0].Spec.Pool.Generation:
+			pools[s.Spec.Pool.Name] = append(have, s)
+		}
+	}
+	return pools
+}
+
+// sliceUnit is the node's unit: the request-policy step of the first memory capacity that
+// has one, GiB when none does.
+func sliceUnit(pools map[string][]resourceapi.ResourceSlice) gpushare.Unit {
+	for _, pool := range slices.Sorted(maps.Keys(pools)) {
+		for _, s := range pools[pool] {
+			for _, d := range s.Spec.Devices {
+				p := d.Capacity[gpushare.DRACapacityMemory].RequestPolicy
+				if p == nil || p.ValidRange == nil || p.ValidRange.Step == nil {
+					continue
+				}
+				if mib := p.ValidRange.Step.Value() / bytesPerMiB; mib > 0 {
+					return gpushare.Unit{MiB: mib}
+				}
+			}
+		}
+	}
+	return gpushare.GiB
+}
+
+// cardOf is device d as a card; unit is the node's unit in bytes.
+func cardOf(d resourceapi.Device, unit int64) draCard {
+	q := d.Capacity[gpushare.DRACapacityMemory].Value
+	b := q.Value()
+	c := draCard{Device: d.Name, Healthy: len(d.Taints) == 0, bytes: b, Total: b / unit}
+	if a := d.Attributes[gpushare.DRAAttributeIndex]; a.IntValue != nil {
+		c.Index = int(*a.IntValue)
+	}
+	if a := d.Attributes[gpushare.DRAAttributeUUID]; a.StringValue != nil {
+		c.UUID = *a.StringValue
+	}
+	if a := d.Attributes[gpushare.DRAAttributeProductName]; a.StringValue != nil {
+		c.Model = *a.StringValue
+	}
+	return c
+}
+
+// claimOn is what claim cl holds of the node's pools, whose cards byDevice holds by
+// "pool/device"; ok is false for a claim not allocated there. unit is the node's unit in
+// bytes.
+func claimOn(cl resourceapi.ResourceClaim, pools map[string][]resourceapi.ResourceSlice, byDevice map[string]draCard, unit int64) (draClaim, bool) {
+	if cl.Status.Allocation == nil {
+		return draClaim{}, false
+	}
+	c := draClaim{Namespace: cl.Namespace, Name: cl.Name, Cards: gpushare.CardUnits{}}
+	for _, r := range cl.Status.Allocation.Devices.Results {
+		if _, ours := pools[r.Pool]; r.Driver != gpushare.DRADriverName || !ours {
+			continue
+		}
+		card, known := byDevice[r.Pool+"/"+r.Device]
+		q, consumed := r.ConsumedCapacity[gpushare.DRACapacityMemory]
+		switch {
+		case !known:
+			c.Unknown = append(c.Unknown, r.Device)
+		case !consumed:
+			c.Cards[card.Index] += card.Total
+		default:
+			c.Cards[card.Index] += q.Value() / unit
+		}
+	}
+	if len(c.Cards) == 0 && len(c.Unknown) == 0 {
+		return draClaim{}, false
+	}
+	for _, ref := range cl.Status.ReservedFor {
+		if ref.Resource == "pods" && ref.APIGroup == "" {
+			c.Pods = append(c.Pods, ref.Name)
+		}
+	}
+	return c, true
+}
 
 // key is "namespace/name".
 func (c draClaim) key() string { return c.Namespace + "/" + c.Name }
