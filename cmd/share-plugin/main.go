@@ -96,7 +96,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"how Allocate hands the cards to the runtime: envvar (NVIDIA_VISIBLE_DEVICES=<UUIDs>; the runtime must trust that variable from unprivileged pods, so any pod can widen its cards: cooperative tenants only), "+
 			"cdi-cri (CDI device names <cdi-kind>=<UUID> through the CRI, kubelet >= 1.28, a CDI-enabled runtime and the node's CDI spec) "+
 			"or cdi-allocation (one CDI device "+deviceplugin.AllocationCDIKind+"=<pod UID>_<container> per container, from a spec share-plugin writes into --cdi-spec-dir with the cards' device nodes and the variables, which a pod's env cannot override; kubelet >= 1.28, a CDI-enabled runtime)")
-	fs.StringVar(&o.cdiKind, "cdi-kind", deviceplugin.DefaultCDIKind, "with --device-list-strategy=cdi-cri or cdi-allocation: the CDI vendor/class of the card devices (<kind>=<UUID>; with cdi-allocation, named where the runtime's CDI registry has them)")
+	fs.StringVar(&o.cdiKind, "cdi-kind", deviceplugin.DefaultCDIKind, "with --device-list-strategy=cdi-cri or cdi-allocation, or --backend=dra: the CDI vendor/class of the card devices (<kind>=<UUID>; with cdi-allocation and --backend=dra, named where the runtime's CDI registry has them)")
 	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", deviceplugin.DefaultCDISpecDir, "the runtime's CDI spec folder, seen by share-plugin at the same path: with --device-list-strategy=cdi-allocation, where it writes the per-allocation specs; with cdi-cri or cdi-allocation and simulated GPUs, where it writes the simulated cards' spec and files (real GPUs with cdi-cri: generate the spec with nvidia-ctk cdi generate)")
 	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
 		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
@@ -216,7 +216,7 @@ func run(ctx context.Context, o options) error {
 			serve = func(ctx context.Context, h http.Handler) { serveMetrics(ctx, o.metricsAddress, h) }
 		}
 		return dra.Run(ctx, dra.RunConfig{
-			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, Simulated: simulated,
+			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, Simulated: simulated,
 			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
 			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), Serve: serve,
 			Recorder: recorder, NodeResync: o.nodeResync,

@@ -1,8 +1,6 @@
 package deviceplugin
 
 import (
-	"slices"
-
 	"k8s.io/klog/v2"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
@@ -25,13 +23,7 @@ func (p *Plugin) registryDirs() []string {
 	if p.cfg.CDIRegistryDirs != nil {
 		return p.cfg.CDIRegistryDirs
 	}
-	dirs := []string{p.cfg.CDISpecDir}
-	for _, d := range cdiapi.DefaultSpecDirs {
-		if !slices.Contains(dirs, d) {
-			dirs = append(dirs, d)
-		}
-	}
-	return dirs
+	return RegistryDirs(p.cfg.CDISpecDir)
 }
 
 // runtimeCardDevices splits cards by whether the runtime's CDI registry (dirs, read with the

@@ -26,6 +26,9 @@ type PreparedClaim struct {
 	Name      string `json:"name"`
 	// CDIDeviceID is the claim's CDI device (gpushare.io/claim=<UID>).
 	CDIDeviceID string `json:"cdiDeviceID"`
+	// RuntimeCDIDevices are the runtime's own devices of the claim's cards (<kind>=<UUID>),
+	// handed over before CDIDeviceID; the claim's spec leaves those cards' device nodes out.
+	RuntimeCDIDevices []string `json:"runtimeCDIDevices,omitempty"`
 	// Devices are the claim's allocation results of this driver, in the claim's order.
 	Devices []PreparedDevice `json:"devices"`
 	// Limit: the claim's spec holds each container to the claim's memory per card with

@@ -23,6 +23,13 @@ type Config struct {
 	Inventory gpushare.Inventory
 	// Specs is where and how the claims' CDI specs show the cards.
 	Specs deviceplugin.CardSpecs
+	// CDIKind is the kind of the runtime's own card devices (<kind>=<UUID>, NVIDIA's spec
+	// with UUID names): a card the runtime's CDI registry holds one for is handed over
+	// through that device, before the claim's own. Empty: the claim's spec gives every card.
+	CDIKind string
+	// CDIRegistryDirs are the folders of the runtime's CDI registry; nil:
+	// deviceplugin.RegistryDirs(Specs.Dir).
+	CDIRegistryDirs []string
 	// DataDir is the plugin's data folder, which holds the checkpoint.
 	DataDir string
 	// Healthy reports whether the card with a UUID takes new work; nil: all cards do.

@@ -52,7 +52,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		// Repeated by kubelet (e.g. after its restart): the containers may already run, so
 		// the answer must not change with the cards' health or the node's labels; the spec
 		// is rewritten in case the runtime's folder lost it.
-		if _, err := d.writeSpec(claim.UID, p.Devices, p.Limit); err != nil {
+		if _, err := d.writeSpec(claim.UID, p.Devices, p.Limit, p.RuntimeCDIDevices); err != nil {
 			return PreparedClaim{}, err
 		}
 		return p, nil
@@ -65,11 +65,12 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	if err != nil {
 		return PreparedClaim{}, err
 	}
-	id, err := d.writeSpec(claim.UID, devices, limit)
+	runtimeDevices := d.runtimeDevices(devices)
+	id, err := d.writeSpec(claim.UID, devices, limit, runtimeDevices)
 	if err != nil {
 		return PreparedClaim{}, err
 	}
-	p := PreparedClaim{Namespace: claim.Namespace, Name: claim.Name, CDIDeviceID: id, Devices: devices, Limit: limit}
+	p := PreparedClaim{Namespace: claim.Namespace, Name: claim.Name, CDIDeviceID: id, RuntimeCDIDevices: runtimeDevices, Devices: devices, Limit: limit}
 	next := maps.Clone(d.prepared)
 	next[claim.UID] = p
 	if err := saveCheckpoint(d.checkpoint, next); err != nil {
@@ -180,15 +181,36 @@ func (d *Driver) limit(ctx context.Context) (bool, error) {
 	return false, nil
 }
 
-// writeSpec writes the claim's CDI spec for devices, with the limit hook when limit, and
-// returns its device ID.
-func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool) (string, error) {
+// runtimeDevices are the runtime's own devices (<CDIKind>=<UUID>) of the cards of devices
+// that its CDI registry holds, in the cards' order; none without a CDIKind. Through them a
+// container gets what NVIDIA's spec brings (the driver's libraries), which a tenant-safe
+// runtime no longer adds for NVIDIA_VISIBLE_DEVICES.
+func (d *Driver) runtimeDevices(devices []PreparedDevice) []string {
+	if d.cfg.CDIKind == "" {
+		return nil
+	}
+	cards, _, _ := claimEnv(d.cards, devices)
+	dirs := d.cfg.CDIRegistryDirs
+	if dirs == nil {
+		dirs = deviceplugin.RegistryDirs(d.cfg.Specs.Dir)
+	}
+	found, _ := deviceplugin.RuntimeCardDevices(dirs, d.cfg.CDIKind, cards)
+	return found
+}
+
+// writeSpec writes the claim's CDI spec for devices, with the limit hook (all cards) when
+// limit, and returns its device ID. The cards runtimeDevices name are left out of the
+// spec's edits: the runtime's own devices give them.
+func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool, runtimeDevices []string) (string, error) {
 	cards, units, env := claimEnv(d.cards, devices)
 	var hooks []*cdispec.Hook
 	if limit {
 		hooks = []*cdispec.Hook{deviceplugin.LimitHook(d.cfg.LimitHookPath, d.cfg.Specs.SimulatedCardDir, d.cfg.Inventory.Unit, cards, units)}
 	}
-	id, err := deviceplugin.WriteClaimSpec(d.cfg.Specs, uid, cards, env, hooks)
+	own := slices.DeleteFunc(slices.Clone(cards), func(c gpushare.Device) bool {
+		return slices.ContainsFunc(runtimeDevices, func(id string) bool { return strings.HasSuffix(id, "="+c.UUID) })
+	})
+	id, err := deviceplugin.WriteClaimSpec(d.cfg.Specs, uid, own, env, hooks)
 	if err != nil {
 		return "", fmt.Errorf("writing its CDI spec: %w", err)
 	}
@@ -229,8 +251,10 @@ func claimEnv(byName map[string]gpushare.Device, devices []PreparedDevice) ([]gp
 }
 
 // resultDevices is the answer for a prepared claim: one entry per allocation result. The
-// claim's one CDI device goes on the first entry, for all of the claim's requests, so that
-// a container given the claim gets it once, not once per card.
+// claim's CDI devices go on the first entry, for all of the claim's requests, so that a
+// container given the claim gets them once, not once per card: the runtime's own card
+// devices first, then the claim's, whose variables (NVIDIA_VISIBLE_DEVICES among them) so
+// win over what the runtime's devices set.
 func resultDevices(p PreparedClaim) []kubeletplugin.Device {
 	if len(p.Devices) == 0 {
 		return nil
@@ -246,6 +270,6 @@ func resultDevices(p PreparedClaim) []kubeletplugin.Device {
 		out[i] = kubeletplugin.Device{Requests: []string{dev.Request}, PoolName: dev.Pool, DeviceName: dev.Device, ShareID: dev.ShareID}
 	}
 	out[0].Requests = requests
-	out[0].CDIDeviceIDs = []string{p.CDIDeviceID}
+	out[0].CDIDeviceIDs = append(slices.Clone(p.RuntimeCDIDevices), p.CDIDeviceID)
 	return out
 }

@@ -32,6 +32,10 @@ type RunConfig struct {
 	Unit gpushare.Unit
 	// CDISpecDir is the runtime's CDI spec folder, where the claims' specs go.
 	CDISpecDir string
+	// CDIKind is the kind of the runtime's own card devices (share-plugin's --cdi-kind):
+	// the simulated cards' spec is written with it, and a card the runtime's CDI registry
+	// holds a <kind>=<UUID> device for is handed over through it (Config.CDIKind).
+	CDIKind string
 	// Simulated: the cards are simulated, shown to containers as files that
 	// deviceplugin.WriteSimulatedCDISpec writes into CDISpecDir.
 	Simulated bool
@@ -80,6 +84,10 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return err
 	}
+	cdiKind := rc.CDIKind
+	if cdiKind == "" {
+		cdiKind = deviceplugin.DefaultCDIKind
+	}
 	specs := deviceplugin.CardSpecs{Dir: rc.CDISpecDir, Minors: map[string]int{}}
 	uuids := make([]string, 0, len(devs))
 	for _, d := range devs {
@@ -87,7 +95,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		uuids = append(uuids, d.UUID)
 	}
 	if rc.Simulated {
-		if _, err := deviceplugin.WriteSimulatedCDISpec(rc.CDISpecDir, deviceplugin.DefaultCDIKind, cards); err != nil {
+		if _, err := deviceplugin.WriteSimulatedCDISpec(rc.CDISpecDir, cdiKind, cards); err != nil {
 			return fmt.Errorf("writing the simulated GPUs' files: %w", err)
 		}
 		specs.SimulatedCardDir = deviceplugin.SimulatedCardDir(rc.CDISpecDir)
@@ -116,7 +124,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	driver, err := New(Config{
 		NodeName: rc.NodeName, Inventory: gpushare.Inventory{Unit: rc.Unit, Devices: cards},
-		Specs: specs, DataDir: dataDir, Healthy: health.Healthy, Fatal: fatal,
+		Specs: specs, CDIKind: cdiKind, DataDir: dataDir, Healthy: health.Healthy, Fatal: fatal,
 		Isolation:     nodeIsolation(rc.Client, rc.NodeName, label.publish),
 		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported,
 	})

@@ -11,10 +11,11 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// isSharingNode reports whether the node shares GPUs: it carries the cgpu=true label,
-// share-plugin's inventory annotation, or a positive allocatable res.Mem.
+// isSharingNode reports whether the node shares GPUs: it carries the cgpu=true label or the
+// DRA back end's label, share-plugin's inventory annotation, or a positive allocatable
+// res.Mem.
 func isSharingNode(node *corev1.Node, res gpushare.Resources) bool {
-	if node.Labels[gpushare.NodeLabelKey] == gpushare.NodeLabelValue {
+	if node.Labels[gpushare.NodeLabelKey] == gpushare.NodeLabelValue || isDRANode(node.Labels) {
 		return true
 	}
 	if _, ok := node.Annotations[gpushare.AnnotationNodeInventory]; ok {
@@ -29,10 +30,12 @@ func isSharingNode(node *corev1.Node, res gpushare.Resources) bool {
 // are ignored, and duplicates counted once, so callers may pass a wider list than needed. Per-card inventory comes from
 // res.NodeInventory (annotation first, else allocatable gpu-mem/gpu-count); allocations from
 // res.ReadAllocation (per-container JSON first, else the single-card index annotation).
+// A node served by the DRA back end takes its cards from dra's ResourceSlices and adds the
+// claims allocated on them.
 // A bound pod that requests res.Mem but has no card annotation counts as pending on its
 // node. Problems with annotations become Node.Warnings, never errors. Nodes are sorted by
 // name, pods by namespace and name.
-func buildModel(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) model {
+func buildModel(nodes []corev1.Node, pods []corev1.Pod, dra draObjects, res gpushare.Resources) model {
 	byNode := boundPodsByNode(pods)
 	var m model
 	for i := range nodes {
@@ -40,7 +43,7 @@ func buildModel(nodes []corev1.Node, pods []corev1.Pod, res gpushare.Resources) 
 		if !isSharingNode(n, res) {
 			continue
 		}
-		m.Nodes = append(m.Nodes, buildNode(n, byNode[n.Name], res))
+		m.Nodes = append(m.Nodes, buildNode(n, byNode[n.Name], dra, res))
 	}
 	sort.Slice(m.Nodes, func(i, j int) bool { return m.Nodes[i].Name < m.Nodes[j].Name })
 	m.Totals = totals(m.Nodes)
@@ -67,8 +70,13 @@ func boundPodsByNode(pods []corev1.Pod) map[string][]*corev1.Pod {
 	return byNode
 }
 
-func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) nodeUsage {
+func buildNode(node *corev1.Node, pods []*corev1.Pod, dra draObjects, res gpushare.Resources) nodeUsage {
 	inv, src, err := res.NodeInventory(node)
+	var claims []draClaim
+	if isDRANode(node.Labels) {
+		d := readDRANode(node.Name, dra)
+		inv, src, err, claims = d.inventory(), inventoryResourceSlice, nil, d.Claims
+	}
 	n := nodeUsage{
 		Name:            node.Name,
 		IPAddress:       nodeAddress(node),
@@ -101,6 +109,10 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, res gpushare.Resources) no
 		for _, pc := range pod.Cards {
 			n.addToCard(pc)
 		}
+	}
+	if isDRANode(node.Labels) {
+		n.Backend = string(gpushare.BackendDRA)
+		n.addClaims(claims)
 	}
 	sort.Slice(n.Cards, func(i, j int) bool { return n.Cards[i].Index < n.Cards[j].Index })
 	if v, ok := node.Annotations[gpushare.AnnotationNodeUsage]; ok {

@@ -151,7 +151,7 @@ func TestBuildSkipsAndDeduplicates(t *testing.T) {
 		*makePod("ns", "unbound").GPU(4, 0).Phase(corev1.PodPending).Obj(),
 		*makePod("ns", "elsewhere").Node("cpu").GPU(4, 0).Index("0").Obj(),
 	}
-	m := buildModel(nodes, pods, gpushare.DefaultResources())
+	m := buildModel(nodes, pods, draObjects{}, gpushare.DefaultResources())
 	want := model{
 		Nodes: []nodeUsage{{
 			Name: "gpu", IPAddress: "10.0.0.1", Unit: gpushare.GiB, InventorySource: gpushare.FromAnnotation,

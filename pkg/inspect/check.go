@@ -19,6 +19,9 @@ type checkViews struct {
 	Extender *gpushare.InspectReport
 	// Plugins are the share-plugin answers that were read, one per node reached.
 	Plugins []gpushare.ServedReport
+	// DRA holds the nodes served by the DRA back end, by name: their ResourceSlices' cards
+	// and the claims allocated on them.
+	DRA map[string]draNode
 	// NotChecked lists the components (or nodes of them) that could not be read.
 	NotChecked []notChecked
 	// Node restricts the extender's and share-plugin's nodes to one ("" for all); the
@@ -47,6 +50,8 @@ const (
 	problemPluginDiffers        = "share-plugin-differs"  // share-plugin served other cards than annotated
 	problemPluginOvercommitted  = "share-plugin-overcommitted"
 	problemPluginInvalid        = "share-plugin-invalid" // share-plugin's answer names no valid container
+	problemClaimUnknownDevice   = "claim-unknown-device" // a claim holds a device the node's ResourceSlices do not list
+	problemClaimOvercommitted   = "claim-overcommitted"  // claims consume more of a card than its ResourceSlice capacity
 )
 
 // checkProblem is one disagreement. Line is the text form: node, card and what each view
@@ -132,8 +137,33 @@ func compareViews(v checkViews) checkReport {
 			r.pluginProblems(a, p)
 		}
 	}
+	for _, name := range sortedKeys(v.DRA) {
+		r.claimProblems(name, v.DRA[name])
+	}
 	r.OK = len(r.Problems) == 0 && !r.failedRequired()
 	return r
+}
+
+// claimProblems: a DRA node's claims on devices its ResourceSlices do not list, and cards
+// whose claims consume more than the slice's capacity.
+func (r *checkReport) claimProblems(node string, n draNode) {
+	used := map[int]int64{}
+	byCard := map[int][]string{}
+	for _, c := range n.Claims {
+		for _, d := range c.Unknown {
+			r.add(problemClaimUnknownDevice, node, nil, "", "node %s: claim %s holds device %s, which the node's ResourceSlices do not list", node, c.key(), d)
+		}
+		for idx, u := range c.Cards {
+			used[idx] += u
+			byCard[idx] = append(byCard[idx], fmt.Sprintf("%s %d", c.key(), u))
+		}
+	}
+	for _, card := range n.Cards {
+		if used[card.Index] > card.Total {
+			r.add(problemClaimOvercommitted, node, ptr(card.Index), "", "node %s card %d: claims consume %d units, ResourceSlice capacity %d (%s)",
+				node, card.Index, used[card.Index], card.Total, strings.Join(byCard[card.Index], ", "))
+		}
+	}
 }
 
 func (r *checkReport) add(kind, node string, card *int, pod, format string, args ...any) {

@@ -197,6 +197,24 @@ func TestCheckCommand(t *testing.T) {
 			wantCode: 1,
 		},
 		{
+			name: "DRA node: claims past a card's capacity",
+			objs: func(t *testing.T) []runtime.Object {
+				objs := append(checkObjects(t),
+					makeNode("gpu-dra", "10.0.0.20").Label(gpushare.LabelBackend, string(gpushare.BackendDRA)).Obj(),
+					draSlice("gpu-dra", 1, draDevice(0, "GPU-d", 14, gib, false)))
+				for _, c := range []string{"a", "b", "c", "d"} {
+					objs = append(objs, draClaimObj("ml", "nb-"+c, []string{"nb-" + c}, draResult("gpu-dra", "gpu-0", 4*gib)))
+				}
+				return append(objs, draClaimObj("ml", "ghost", nil, draResult("gpu-dra", "gpu-9", gib)))
+			},
+			args:  []string{"--check", "--extender-url", ext.URL},
+			proxy: proxy,
+			want: "node gpu-dra: claim ml/ghost holds device gpu-9, which the node's ResourceSlices do not list\n" +
+				"node gpu-dra card 0: claims consume 16 units, ResourceSlice capacity 14 (ml/nb-a 4, ml/nb-b 4, ml/nb-c 4, ml/nb-d 4)\n",
+			wantErr:  "check found 2 disagreement(s)",
+			wantCode: 1,
+		},
+		{
 			name: "NODE leaves the extender's other nodes out",
 			args: []string{"gpu-a", "--check", "--extender-url", extGhost.URL, "--share-plugin-urls", plugin.URL},
 			want: "ok: 1 nodes, 2 cards, 2 pods agree\n",

@@ -19,7 +19,11 @@ func runCheck(ctx context.Context, flags *flagpole, node string, c cluster, stre
 	if err != nil {
 		return exitError{code: exitCheckIncomplete, err: explain(err)}
 	}
-	v := checkViews{Annotations: buildAnnotatedView(nodes, pods, res), Node: node}
+	dra, err := fetchDRA(ctx, c.Client, nodes)
+	if err != nil {
+		return exitError{code: exitCheckIncomplete, err: explain(err)}
+	}
+	v := checkViews{Annotations: buildAnnotatedView(nodes, pods, res), Node: node, DRA: draNodes(nodes, dra)}
 	httpc, err := flags.httpClient()
 	if err != nil {
 		return exitError{code: exitCheckIncomplete, err: err}
@@ -38,7 +42,10 @@ func runCheck(ctx context.Context, flags *flagpole, node string, c cluster, stre
 	}
 	names := make([]string, 0, len(v.Annotations.Nodes))
 	for _, n := range v.Annotations.Nodes {
-		names = append(names, n.Name)
+		// The DRA plugin serves no /served: its claims are compared with the slices.
+		if _, dra := v.DRA[n.Name]; !dra {
+			names = append(names, n.Name)
+		}
 	}
 	reports, more := f.plugins(ctx, src, names, node)
 	v.Plugins = reports

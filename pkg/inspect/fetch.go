@@ -5,9 +5,12 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // pageSize bounds each LIST so a large cluster is read in chunks, not one huge response.
@@ -106,6 +109,45 @@ func listFailedSchedulingEvents(ctx context.Context, cs kubernetes.Interface, ns
 		l, err := cs.CoreV1().Events(ns).List(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("listing %s events: %w", reasonFailedScheduling, err)
+		}
+		out = append(out, l.Items...)
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+// selectorDRADriver keeps the gpushare driver's ResourceSlices (spec.driver is a field
+// the API server selects on).
+const selectorDRADriver = "spec.driver=" + gpushare.DRADriverName
+
+// listResourceSlices returns the gpushare driver's ResourceSlices.
+func listResourceSlices(ctx context.Context, cs kubernetes.Interface) ([]resourceapi.ResourceSlice, error) {
+	var out []resourceapi.ResourceSlice
+	opts := metav1.ListOptions{FieldSelector: selectorDRADriver, Limit: pageSize}
+	for {
+		l, err := cs.ResourceV1().ResourceSlices().List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing %s ResourceSlices: %w", gpushare.DRADriverName, err)
+		}
+		out = append(out, l.Items...)
+		if l.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = l.Continue
+	}
+}
+
+// listResourceClaims returns the ResourceClaims of all namespaces (no field selects the
+// allocated ones, so readDRANode picks them).
+func listResourceClaims(ctx context.Context, cs kubernetes.Interface) ([]resourceapi.ResourceClaim, error) {
+	var out []resourceapi.ResourceClaim
+	opts := metav1.ListOptions{Limit: pageSize}
+	for {
+		l, err := cs.ResourceV1().ResourceClaims(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("listing ResourceClaims: %w", err)
 		}
 		out = append(out, l.Items...)
 		if l.Continue == "" {

@@ -3,6 +3,7 @@ package inspect
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,7 +27,11 @@ func fetchModel(ctx context.Context, cs kubernetes.Interface, node string, res g
 	if err != nil {
 		return model{}, err
 	}
-	return buildModel(nodes, pods, res), nil
+	dra, err := fetchDRA(ctx, cs, nodes)
+	if err != nil {
+		return model{}, err
+	}
+	return buildModel(nodes, pods, dra, res), nil
 }
 
 // fetchSharing reads the sharing nodes (or the one named, which must share GPUs) and the
@@ -84,6 +89,24 @@ func podsOf(ctx context.Context, cs kubernetes.Interface, nodes []corev1.Node) (
 		pods = append(pods, p...)
 	}
 	return pods, nil
+}
+
+// fetchDRA reads the gpushare driver's ResourceSlices and every namespace's ResourceClaims
+// when one of nodes is served by the DRA back end; nothing otherwise, so clusters without
+// DRA nodes need no rights on them.
+func fetchDRA(ctx context.Context, cs kubernetes.Interface, nodes []corev1.Node) (draObjects, error) {
+	if !slices.ContainsFunc(nodes, func(n corev1.Node) bool { return isDRANode(n.Labels) }) {
+		return draObjects{}, nil
+	}
+	sl, err := listResourceSlices(ctx, cs)
+	if err != nil {
+		return draObjects{}, err
+	}
+	cl, err := listResourceClaims(ctx, cs)
+	if err != nil {
+		return draObjects{}, err
+	}
+	return draObjects{Slices: sl, Claims: cl}, nil
 }
 
 // fetchPending reads the unscheduled pods (of -n's namespace, else all) and, when some of

@@ -30,8 +30,9 @@ type nodeUsage struct {
 	Name      string        `json:"name"`
 	IPAddress string        `json:"ipAddress"` // InternalIP, else the first address, else "unknown"
 	Unit      gpushare.Unit `json:"unit"`
-	// InventorySource is "annotation" (share-plugin's per-card inventory) or "allocatable"
-	// (gpu-mem / gpu-count identical cards: old device plugin or a hand-made node).
+	// InventorySource is "annotation" (share-plugin's per-card inventory), "allocatable"
+	// (gpu-mem / gpu-count identical cards: old device plugin or a hand-made node) or
+	// "resourceslice" (the DRA back end's ResourceSlices).
 	InventorySource  gpushare.InventorySource `json:"inventorySource"`
 	Cards            []cardUsage              `json:"cards"`
 	PendingAllocated int64                    `json:"pendingAllocated"` // bound pods without a card annotation
@@ -53,6 +54,13 @@ type nodeUsage struct {
 	// (gpushare.io/gpu-usage); absent without that annotation. The usedMiB fields below
 	// come from the same sample.
 	UsageTime *time.Time `json:"usageTime,omitempty"`
+	// Backend is "dra" for a node served by the DRA back end (gpushare.io/backend=dra);
+	// absent for the device plugin's nodes.
+	Backend string `json:"backend,omitempty"`
+	// Claims are the ResourceClaims allocated memory of a DRA node's cards, by namespace and
+	// name; absent on the device plugin's nodes. Each claim counts once on its cards, and
+	// in the pod rows under the first pod that reserves it.
+	Claims []claimUsage `json:"claims,omitempty"`
 	// Warnings are problems found while reading the node and its pods (malformed
 	// annotations); the numbers above are still the best reading.
 	Warnings []string `json:"warnings,omitempty"`
@@ -87,6 +95,15 @@ type podUsage struct {
 	// cardChoice is the pod's card annotations (gpushare.CardChoice.Annotations) joined by
 	// ", ", or why they are invalid; "" without any. The details view alone shows it.
 	cardChoice string
+}
+
+// claimUsage is one allocated ResourceClaim on a DRA node. Amounts are in the node's Unit.
+type claimUsage struct {
+	Name      string    `json:"name"`
+	Namespace string    `json:"namespace"`
+	Pods      []string  `json:"pods"`  // the pods reserving it (status.reservedFor), of its namespace
+	Cards     []podCard `json:"cards"` // consumed memory per card, by index
+	Allocated int64     `json:"allocated"`
 }
 
 // podCard is what one pod holds on one card and, with usage data, what its containers use

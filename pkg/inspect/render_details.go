@@ -25,7 +25,8 @@ import (
 // row shows the pod's units on each card of the node (0 where it holds none): a multi-card
 // pod has several non-zero cells, a multi-container pod the sum of its containers per card.
 // Pending(Allocated) (the old tool's spelling) appears for nodes with pending pods. A node
-// with pods that choose their cards by annotation lists them in a CARD CHOICE block. With
+// with pods that choose their cards by annotation lists them in a CARD CHOICE block, a DRA
+// node its allocated claims in a CLAIMS block. With
 // mixed units the node and cluster amounts carry their unit, as in renderSummary. Errors
 // are the writer's.
 func renderDetails(w io.Writer, m model) error {
@@ -72,6 +73,10 @@ func renderDetails(w io.Writer, m model) error {
 			b.Write(notes)
 			width = max(width, widest(notes))
 		}
+		if notes := claimLines(n.Claims); notes != nil {
+			b.Write(notes)
+			width = max(width, widest(notes))
+		}
 		b.WriteString(rule(width))
 	}
 	b.WriteString("\n\n")
@@ -94,6 +99,34 @@ func cardChoices(pods []podUsage) []byte {
 			head = "CARD CHOICE:"
 		}
 		rows = append(rows, head+"\t"+p.Namespace+"/"+p.Name+"\t"+p.cardChoice)
+	}
+	if rows == nil {
+		return nil
+	}
+	return table(rows)
+}
+
+// claimLines is the CLAIMS block of a DRA node, one claim a line with its memory per card
+// and the pods reserving it ("CLAIMS:  ml/nb-gpu  GPU0 4  ml/nb"); nil without claims.
+func claimLines(claims []claimUsage) []byte {
+	var rows []string
+	for _, c := range claims {
+		head := ""
+		if rows == nil {
+			head = "CLAIMS:"
+		}
+		cards := make([]string, 0, len(c.Cards))
+		for _, pc := range c.Cards {
+			cards = append(cards, fmt.Sprintf("GPU%d %d", pc.Index, pc.Allocated))
+		}
+		pods := make([]string, 0, len(c.Pods))
+		for _, p := range c.Pods {
+			pods = append(pods, c.Namespace+"/"+p)
+		}
+		if len(pods) == 0 {
+			pods = append(pods, "(no pod)")
+		}
+		rows = append(rows, head+"\t"+c.Namespace+"/"+c.Name+"\t"+strings.Join(cards, ", ")+"\t"+strings.Join(pods, ", "))
 	}
 	if rows == nil {
 		return nil

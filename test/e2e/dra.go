@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,8 @@ var draCheckpoint = filepath.Join("/var/lib/kubelet/plugins", gpushare.DRADriver
 // CaseDRABackend: the real node switched to the DRA back end (one simulated T4, 14 GiB).
 // The reference notebooks as claims from deploy/dra/examples' 4 GiB template: three Running,
 // each container given the card by the claim's CDI spec, the fourth Pending with
-// kube-scheduler's DRA reason. A plugin restart keeps the prepared claims (checkpoint read
+// kube-scheduler's DRA reason; kubectl inspect gpushare shows 12/14 (85%) and -d names
+// each claim and its pod. A plugin restart keeps the prepared claims (checkpoint read
 // back, the pods keep running) and prepares the fourth's claim once a notebook goes. A card
 // fallen off the bus taints its device and a new claim stays Pending until it recovers.
 func CaseDRABackend(t *testing.T, e *Env) {
@@ -99,6 +101,31 @@ func CaseDRABackend(t *testing.T, e *Env) {
 					t.Errorf("pod %s: log lacks %q; log:\n%s", name, want, logs)
 				}
 			}
+		}
+	})
+
+	t.Run("kubectl inspect gpushare shows the claims at 12/14 (85%)", func(t *testing.T) {
+		requireBinary(t, e, "kubectl-inspect-gpushare")
+		if out := kubectlPlugin(t, e, "inspect", "gpushare", e.RealNode); !strings.Contains(out, "12/14 (85%)") {
+			t.Errorf("kubectl inspect gpushare %s lacks \"12/14 (85%%)\":\n%s", e.RealNode, out)
+		}
+		out := kubectlPlugin(t, e, "inspect", "gpushare", "-d", e.RealNode)
+		for _, name := range running {
+			p, err := e.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+				t.Fatalf("pod %s: claim statuses %+v, want one generated claim", name, p.Status.ResourceClaimStatuses)
+			}
+			claim := ns + "/" + *p.Status.ResourceClaimStatuses[0].ResourceClaimName
+			line := regexp.MustCompile(`(?m)` + regexp.QuoteMeta(claim) + `\s+GPU0 4\s+` + regexp.QuoteMeta(ns+"/"+name) + `$`)
+			if !line.MatchString(out) {
+				t.Errorf("kubectl inspect gpushare -d %s does not name claim %s of pod %s with GPU0 4:\n%s", e.RealNode, claim, name, out)
+			}
+		}
+		if !strings.Contains(out, "12 (85%)") {
+			t.Errorf("kubectl inspect gpushare -d %s lacks \"12 (85%%)\":\n%s", e.RealNode, out)
 		}
 	})
 
