@@ -133,12 +133,33 @@ func (p *Plugin) hintNodeChanged(_ klog.Logger, _ *v1.Pod, oldObj, newObj any) (
 	if !p.accounts(before) || before.Labels[gpushare.LabelIsolation] != after.Labels[gpushare.LabelIsolation] {
 		return fwk.Queue, nil
 	}
+	if !p.inventoryInputsChanged(before, after) {
+		return fwk.QueueSkip, nil // the common case: nothing the inventory is read from changed
+	}
 	invBefore, srcBefore, errBefore := p.res.NodeInventory(before)
 	invAfter, srcAfter, errAfter := p.res.NodeInventory(after)
 	if srcBefore != srcAfter || (errBefore == nil) != (errAfter == nil) || !reflect.DeepEqual(invBefore, invAfter) {
 		return fwk.Queue, nil
 	}
 	return fwk.QueueSkip, nil
+}
+
+// inventoryInputsChanged reports whether anything gpushare.Resources.NodeInventory reads
+// differs between the two node objects: the inventory annotation, allocatable gpu-mem and
+// gpu-count. The hint runs once per pending pod for every such node update, so the cheap
+// comparison comes before parsing the inventories.
+func (p *Plugin) inventoryInputsChanged(before, after *v1.Node) bool {
+	if before.Annotations[gpushare.AnnotationNodeInventory] != after.Annotations[gpushare.AnnotationNodeInventory] {
+		return true
+	}
+	for _, r := range []v1.ResourceName{p.res.Mem, p.res.Count} {
+		b, okB := before.Status.Allocatable[r]
+		a, okA := after.Status.Allocatable[r]
+		if okB != okA || b.Cmp(a) != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // accounts reports whether the plugin's node selector takes node.

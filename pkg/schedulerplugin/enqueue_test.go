@@ -70,6 +70,9 @@ func TestQueueingHints(t *testing.T) {
 	delete(unselected.Labels, gpushare.NodeLabelKey)
 	joined := ct.Node("n3", 16)
 
+	allocOnly := ct.AllocatableNode("n4", 16, 1)
+	allocGrown := ct.AllocatableNode("n4", 32, 2)
+
 	annotated := pending.DeepCopy()
 	annotated.Annotations = map[string]string{"example.com/note": "x"}
 
@@ -91,6 +94,8 @@ func TestQueueingHints(t *testing.T) {
 		{"node heartbeat and unrelated annotation", f.pl.hintNodeChanged, node, heartbeat, fwk.QueueSkip},
 		{"inventory grew", f.pl.hintNodeChanged, node, grown, fwk.Queue},
 		{"isolation mode changed", f.pl.hintNodeChanged, node, isolated, fwk.Queue},
+		{"allocatable gpu-mem grew (no inventory annotation)", f.pl.hintNodeChanged, allocOnly, allocGrown, fwk.Queue},
+		{"allocatable-only node's heartbeat", f.pl.hintNodeChanged, allocOnly, allocOnly.DeepCopy(), fwk.QueueSkip},
 		{"node joined the selector", f.pl.hintNodeChanged, unselected, joined, fwk.Queue},
 		{"node left the selector", f.pl.hintNodeChanged, joined, unselected, fwk.QueueSkip},
 		{"pending pod annotated", hintOwnAnnotations, pending, annotated, fwk.Queue},
