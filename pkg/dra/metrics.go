@@ -1,8 +1,8 @@
 package dra
 
 import (
+	"errors"
 	"strconv"
-	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -28,27 +28,23 @@ var (
 	unprepareReasons = []string{reasonCDISpec, reasonCheckpoint}
 )
 
-// prepareReason sorts a prepare error into one of prepareReasons by the texts prepare and
-// its helpers write (TestPrepareReason runs each through the driver). Each text has a
-// space or a quote, so a claim's name in the error cannot match it.
+// reasonError is a prepare failure tagged, where it arises, with its metrics reason (one of
+// prepareReasons); errors wrap it, so the reason survives added context.
+type reasonError struct {
+	reason string
+	err    error
+}
+
+func (e *reasonError) Error() string { return e.err.Error() }
+func (e *reasonError) Unwrap() error { return e.err }
+
+// failed tags err with reason.
+func failed(reason string, err error) error { return &reasonError{reason: reason, err: err} }
+
+// prepareReason is the reason failed tagged err with; reasonOther for an untagged error.
 func prepareReason(err error) string {
-	msg := err.Error()
-	for _, r := range []struct{ text, reason string }{
-		{"not allocated", reasonNotAllocated},
-		{"no device of driver", reasonNotAllocated},
-		{"is no card of node", reasonUnknownDevice},
-		{"not a positive whole number", reasonInvalidCapacity},
-		{"claims already prepared hold", reasonOverFree},
-		{", which has ", reasonOverCard},
-		{"is unhealthy", reasonUnhealthy},
-		{"is labelled ", reasonIsolation},
-		{"'s isolation", reasonIsolation},
-		{"CDI spec", reasonCDISpec},
-		{"the checkpoint", reasonCheckpoint},
-	} {
-		if strings.Contains(msg, r.text) {
-			return r.reason
-		}
+	if r, ok := errors.AsType[*reasonError](err); ok {
+		return r.reason
 	}
 	return reasonOther
 }

@@ -2,6 +2,7 @@ package dra
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -74,6 +75,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	next := maps.Clone(d.prepared)
 	next[claim.UID] = p
 	if err := saveCheckpoint(d.checkpoint, next); err != nil {
+		err = failed(reasonCheckpoint, err)
 		// Unrecorded, the spec would outlive an unprepare after a restart.
 		if rmErr := deviceplugin.RemoveClaimSpec(d.cfg.Specs.Dir, claim.UID); rmErr != nil {
 			return PreparedClaim{}, fmt.Errorf("%w (and %w)", err, rmErr)
@@ -88,7 +90,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 // the cards and the claims already prepared. Called with d.mu held.
 func (d *Driver) claimDevices(claim *resourceapi.ResourceClaim) ([]PreparedDevice, error) {
 	if claim.Status.Allocation == nil {
-		return nil, fmt.Errorf("not allocated")
+		return nil, failed(reasonNotAllocated, errors.New("not allocated"))
 	}
 	var devices []PreparedDevice
 	asked := map[int]int64{} // card index → units this claim asks
@@ -98,14 +100,14 @@ func (d *Driver) claimDevices(claim *resourceapi.ResourceClaim) ([]PreparedDevic
 		}
 		card, ok := d.cards[r.Device]
 		if !ok || r.Pool != d.cfg.NodeName {
-			return nil, fmt.Errorf("request %s: device %s/%s is no card of node %s", r.Request, r.Pool, r.Device, d.cfg.NodeName)
+			return nil, failed(reasonUnknownDevice, fmt.Errorf("request %s: device %s/%s is no card of node %s", r.Request, r.Pool, r.Device, d.cfg.NodeName))
 		}
 		units, err := d.consumedUnits(r, card)
 		if err != nil {
-			return nil, fmt.Errorf("request %s: %w", r.Request, err)
+			return nil, failed(reasonInvalidCapacity, fmt.Errorf("request %s: %w", r.Request, err))
 		}
 		if !d.healthy(card.UUID) {
-			return nil, fmt.Errorf("request %s: card %d (%s) is unhealthy", r.Request, card.Index, card.UUID)
+			return nil, failed(reasonUnhealthy, fmt.Errorf("request %s: card %d (%s) is unhealthy", r.Request, card.Index, card.UUID))
 		}
 		asked[card.Index] += units
 		devices = append(devices, PreparedDevice{
@@ -114,16 +116,16 @@ func (d *Driver) claimDevices(claim *resourceapi.ResourceClaim) ([]PreparedDevic
 		})
 	}
 	if len(devices) == 0 {
-		return nil, fmt.Errorf("no device of driver %s is allocated to it", gpushare.DRADriverName)
+		return nil, failed(reasonNotAllocated, fmt.Errorf("no device of driver %s is allocated to it", gpushare.DRADriverName))
 	}
 	used := d.preparedUnits()
 	for _, idx := range slices.Sorted(maps.Keys(asked)) {
 		card := d.cards[DeviceName(idx)]
 		if asked[idx] > card.Units {
-			return nil, fmt.Errorf("it asks %d %s units of card %d, which has %d", asked[idx], d.cfg.Inventory.Unit, idx, card.Units)
+			return nil, failed(reasonOverCard, fmt.Errorf("it asks %d %s units of card %d, which has %d", asked[idx], d.cfg.Inventory.Unit, idx, card.Units))
 		}
 		if left := card.Units - used[idx]; asked[idx] > left {
-			return nil, fmt.Errorf("it asks %d %s units of card %d, but claims already prepared hold %d of its %d", asked[idx], d.cfg.Inventory.Unit, idx, used[idx], card.Units)
+			return nil, failed(reasonOverFree, fmt.Errorf("it asks %d %s units of card %d, but claims already prepared hold %d of its %d", asked[idx], d.cfg.Inventory.Unit, idx, used[idx], card.Units))
 		}
 	}
 	return devices, nil
@@ -167,14 +169,14 @@ func (d *Driver) limit(ctx context.Context) (bool, error) {
 	}
 	iso, err := d.cfg.Isolation(ctx)
 	if err != nil {
-		return false, fmt.Errorf("reading node %s's isolation: %w", d.cfg.NodeName, err)
+		return false, failed(reasonIsolation, fmt.Errorf("reading node %s's isolation: %w", d.cfg.NodeName, err))
 	}
 	switch iso {
 	case gpushare.IsolationMPS:
-		return false, fmt.Errorf("node %s is labelled %s=%s, which the DRA back end does not enforce", d.cfg.NodeName, gpushare.LabelIsolation, iso)
+		return false, failed(reasonIsolation, fmt.Errorf("node %s is labelled %s=%s, which the DRA back end does not enforce", d.cfg.NodeName, gpushare.LabelIsolation, iso))
 	case gpushare.IsolationLimit:
 		if d.cfg.LimitUnsupported != nil {
-			return false, fmt.Errorf("node %s is labelled %s=%s but cannot enforce it: %w", d.cfg.NodeName, gpushare.LabelIsolation, iso, d.cfg.LimitUnsupported)
+			return false, failed(reasonIsolation, fmt.Errorf("node %s is labelled %s=%s but cannot enforce it: %w", d.cfg.NodeName, gpushare.LabelIsolation, iso, d.cfg.LimitUnsupported))
 		}
 		return true, nil
 	}
@@ -212,7 +214,7 @@ func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool, 
 	})
 	id, err := deviceplugin.WriteClaimSpec(d.cfg.Specs, uid, own, env, hooks)
 	if err != nil {
-		return "", fmt.Errorf("writing its CDI spec: %w", err)
+		return "", failed(reasonCDISpec, fmt.Errorf("writing its CDI spec: %w", err))
 	}
 	return id, nil
 }
