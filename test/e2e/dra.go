@@ -196,7 +196,11 @@ func startDRAPlugin(ctx context.Context, t *testing.T, e *Env, faultsFile string
 			metav1.ListOptions{FieldSelector: "spec.driver=" + gpushare.DRADriverName})
 		if err := e.StartComponent(ctx, "share-plugin"); err != nil {
 			t.Errorf("restoring share-plugin: %v", err)
+			return
 		}
+		waitFor(ctx, t, 90*time.Second, "kubelet to read the restored share-plugin's devices", func() bool {
+			return listAndWatchStreams(ctx, e.SharePluginURL) > 0
+		})
 	})
 	if err := e.StopComponent(ctx, "share-plugin"); err != nil {
 		t.Fatalf("stopping the device plugin: %v", err)
