@@ -1,0 +1,212 @@
+package schedulerplugin
+
+import (
+	"math"
+	"slices"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// maxDRAIndex bounds the NVML index a card device may carry; a larger one is an odd record.
+const maxDRAIndex = 1 << 16
+
+// draNode is one node's cards as the gpushare driver's ResourceSlices publish them, with
+// the units the allocated claims hold on each.
+type draNode struct {
+	unit     int64         // bytes per unit: the memory capacity's request-policy step
+	defUnits int64         // units a request without a memory request consumes (the policy's default)
+	cards    []policy.Card // index order; Total and Used in units
+}
+
+// draView is the DRA back end's nodes as kube-scheduler's DRA allocator sees them in one
+// scheduling cycle, by node name. Nodes without a gpushare ResourceSlice are absent.
+type draView struct {
+	nodes map[string]*draNode
+}
+
+// draDevice is where a device of a gpushare pool sits in the view: its node and its card's
+// position in the node's cards (-1: an odd device that offers nothing).
+type draDevice struct {
+	node *draNode
+	card int
+}
+
+// newDRAView reads the gpushare driver's ResourceSlices (each pool's newest generation) and
+// charges every allocated claim's results of that driver to the cards. It fails closed: a
+// record it cannot read never frees memory. A device with an unreadable memory capacity or
+// index, or a duplicate index, offers nothing; one whose request policy has another step
+// than the node's counts as full; consumed memory that is not a readable quantity fills
+// its card; a result naming a device the node's slices do not list fills every card of the
+// node (the slices are being replaced). A result without consumed memory holds the whole
+// card, as the DRA plugin prepares it.
+func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) *draView {
+	v := &draView{nodes: map[string]*draNode{}}
+	devices := map[string]draDevice{} // "pool/device"
+	pools := map[string]*draNode{}
+	poison := map[*draNode]bool{} // nodes whose every card counts as full
+	for pool, ss := range newestPools(objs) {
+		node := v.node(*ss[0].Spec.NodeName)
+		pools[pool] = node
+		for _, s := range ss {
+			for i := range s.Spec.Devices {
+				devices[pool+"/"+s.Spec.Devices[i].Name] = draDevice{node: node, card: node.addCard(&s.Spec.Devices[i])}
+			}
+		}
+	}
+	for _, cl := range claims {
+		if cl.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range cl.Status.Allocation.Devices.Results {
+			if r.Driver != gpushare.DRADriverName {
+				continue
+			}
+			if d, known := devices[r.Pool+"/"+r.Device]; known {
+				d.node.consume(d.card, r.ConsumedCapacity)
+			} else if n := pools[r.Pool]; n != nil {
+				poison[n] = true
+			}
+		}
+	}
+	for n := range poison {
+		for i := range n.cards {
+			n.cards[i].Used = n.cards[i].Total
+		}
+	}
+	for _, n := range v.nodes {
+		slices.SortFunc(n.cards, func(a, b policy.Card) int { return a.Index - b.Index })
+	}
+	return v
+}
+
+// node returns the view's node of that name, adding it.
+func (v *draView) node(name string) *draNode {
+	n := v.nodes[name]
+	if n == nil {
+		n = &draNode{}
+		v.nodes[name] = n
+	}
+	return n
+}
+
+// newestPools are the gpushare driver's slices of single nodes by pool name, each pool's
+// newest generation only (older ones are being replaced).
+func newestPools(all []*resourceapi.ResourceSlice) map[string][]*resourceapi.ResourceSlice {
+	pools := map[string][]*resourceapi.ResourceSlice{}
+	for _, s := range all {
+		if s == nil || s.Spec.Driver != gpushare.DRADriverName || s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
+			continue
+		}
+		have := pools[s.Spec.Pool.Name]
+		switch {
+		case len(have) == 0 || s.Spec.Pool.Generation > have[0].Spec.Pool.Generation:
+			pools[s.Spec.Pool.Name] = []*resourceapi.ResourceSlice{s}
+		case s.Spec.Pool.Generation == have[0].Spec.Pool.Generation && *s.Spec.NodeName == *have[0].Spec.NodeName:
+			pools[s.Spec.Pool.Name] = append(have, s)
+		}
+	}
+	return pools
+}
+
+// addCard adds device d as a card and returns its position, -1 when d offers nothing (see
+// newDRAView). The node's unit is the first readable step.
+func (n *draNode) addCard(d *resourceapi.Device) int {
+	idx, ok := deviceIndex(d)
+	if !ok || slices.ContainsFunc(n.cards, func(c policy.Card) bool { return c.Index == idx }) {
+		return -1
+	}
+	capa, ok := d.Capacity[gpushare.DRACapacityMemory]
+	total, valid := quantityBytes(&capa.Value)
+	if !ok || !valid {
+		return -1
+	}
+	step, def := policyStep(capa.RequestPolicy)
+	if n.unit == 0 && step > 0 {
+		n.unit, n.defUnits = step, 1
+		if def > 0 {
+			n.defUnits = ceilDiv(def, step)
+		}
+	}
+	if n.unit == 0 {
+		return -1
+	}
+	c := policy.Card{Index: idx, Total: total / n.unit, Healthy: !slices.ContainsFunc(d.Taints, schedulingTaint)}
+	if step != n.unit {
+		c.Used = c.Total
+	}
+	n.cards = append(n.cards, c)
+	return len(n.cards) - 1
+}
+
+// consume charges one allocation result to card i (-1: an odd device, nothing to charge).
+func (n *draNode) consume(i int, consumed map[resourceapi.QualifiedName]resource.Quantity) {
+	if i < 0 {
+		return
+	}
+	c := &n.cards[i]
+	q, ok := consumed[gpushare.DRACapacityMemory]
+	if !ok {
+		c.Used = max(c.Used, c.Total)
+		return
+	}
+	b, valid := quantityBytes(&q)
+	if !valid {
+		c.Used = max(c.Used, c.Total)
+		return
+	}
+	c.Used = min(c.Used+ceilDiv(b, n.unit), math.MaxInt64/2)
+}
+
+// schedulingTaint reports a taint that keeps new claims off the device (any effect but
+// None, which only informs). A claim's toleration is not looked at: the card counts as
+// taking nothing new.
+func schedulingTaint(t resourceapi.DeviceTaint) bool {
+	return t.Effect != resourceapi.DeviceTaintEffectNone
+}
+
+// deviceIndex is the card's NVML index attribute.
+func deviceIndex(d *resourceapi.Device) (int, bool) {
+	a, ok := d.Attributes[gpushare.DRAAttributeIndex]
+	if !ok || a.IntValue == nil || *a.IntValue < 0 || *a.IntValue >= maxDRAIndex {
+		return 0, false
+	}
+	return int(*a.IntValue), true
+}
+
+// policyStep is the request policy's step and default in bytes (0 where missing or
+// unreadable).
+func policyStep(p *resourceapi.CapacityRequestPolicy) (step, def int64) {
+	if p == nil {
+		return 0, 0
+	}
+	if p.ValidRange != nil && p.ValidRange.Step != nil {
+		if b, ok := quantityBytes(p.ValidRange.Step); ok && b > 0 {
+			step = b
+		}
+	}
+	if p.Default != nil {
+		if b, ok := quantityBytes(p.Default); ok {
+			def = b
+		}
+	}
+	return step, def
+}
+
+// maxDRABytes bounds the quantities read: far above any card, far below overflow.
+const maxDRABytes = int64(1) << 60
+
+// quantityBytes is q in bytes, rounded up; ok is false for a negative quantity or one above
+// maxDRABytes.
+func quantityBytes(q *resource.Quantity) (int64, bool) {
+	if q.Sign() < 0 || q.CmpInt64(maxDRABytes) > 0 {
+		return 0, false
+	}
+	return q.Value(), true
+}
+
+// ceilDiv is a/b rounded up, for a >= 0 and b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
