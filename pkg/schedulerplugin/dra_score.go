@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
@@ -17,10 +18,10 @@ type draScoring struct {
 }
 
 // readDRAScoring reads the pod's gpushare claims and, when they ask for memory, the DRA
-// back end's nodes from the scheduler's DRA manager; nil when the pod's claims ask nothing
-// new (none, or all allocated) or the scheduler runs without DRA. Errors: the manager's
-// listers failing.
-func (p *Plugin) readDRAScoring(pod *v1.Pod) (*draScoring, error) {
+// back end's nodes among nodes (those PreScore rates) from the scheduler's DRA manager; nil
+// when the pod's claims ask nothing new (none, or all allocated) or the scheduler runs
+// without DRA. Errors: the manager's listers failing.
+func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring, error) {
 	if p.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
 		return nil, nil
 	}
@@ -36,7 +37,11 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod) (*draScoring, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
 	}
-	return &draScoring{req: req, view: newDRAView(sl, claims)}, nil
+	want := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		want[n.Node().Name] = true
+	}
+	return &draScoring{req: req, view: newDRAView(sl, claims, want)}, nil
 }
 
 // draRater rates the pod's claims on node after node. Not safe for concurrent use; make

@@ -131,7 +131,7 @@ func TestDRAView(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := viewString(newDRAView(tc.slices, tc.claims)); got != tc.want {
+			if got := viewString(newDRAView(tc.slices, tc.claims, nil)); got != tc.want {
 				t.Errorf("view:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
@@ -166,8 +166,8 @@ func TestDRARequest(t *testing.T) {
 		allocated("done", held{"n1", "gpu-0", "4Gi"}), other, all, prioritized,
 	}}
 	// Two nodes of three cards: GiB units and 256 MiB units.
-	gib := newDRAView([]*resourceapi.ResourceSlice{draSlice(t, "gib", gpushare.GiB, []int64{14, 14, 14})}, nil).nodes["gib"]
-	quarter := newDRAView([]*resourceapi.ResourceSlice{draSlice(t, "quarter", gpushare.Unit{MiB: 256}, []int64{56, 56, 56})}, nil).nodes["quarter"]
+	gib := newDRAView([]*resourceapi.ResourceSlice{draSlice(t, "gib", gpushare.GiB, []int64{14, 14, 14})}, nil, nil).nodes["gib"]
+	quarter := newDRAView([]*resourceapi.ResourceSlice{draSlice(t, "quarter", gpushare.Unit{MiB: 256}, []int64{56, 56, 56})}, nil, nil).nodes["quarter"]
 	tests := []struct {
 		name         string
 		claims       []string
@@ -284,7 +284,7 @@ func TestDRAScoreFollowsFirstFit(t *testing.T) {
 
 	// The rule matters: rated by the policy's own card choice, frag would not lose.
 	pol := f.pl.cache.ForPod(f.pl.pol)
-	view := newDRAView(d.slices, d.claims)
+	view := newDRAView(d.slices, d.claims, nil)
 	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Units: 4, Cards: 1}}}
 	own := func(name string) float64 {
 		node := policy.Node{Name: name, Cards: view.nodes[name].cards}

@@ -28,51 +28,45 @@ type draView struct {
 	nodes map[string]*draNode
 }
 
-// draDevice is where a device of a gpushare pool sits in the view: its node and its card's
-// position in the node's cards (-1: an odd device that offers nothing).
-type draDevice struct {
-	node *draNode
-	card int
-}
-
-// newDRAView reads the gpushare driver's ResourceSlices (each pool's newest generation) and
-// charges every allocated claim's results of that driver to the cards. It fails closed: a
-// record it cannot read never frees memory. A device with an unreadable memory capacity or
-// index, or a duplicate index, offers nothing; one whose request policy has another step
-// than the node's counts as full; consumed memory that is not a readable quantity fills
-// its card; a result naming a device the node's slices do not list fills every card of the
-// node (the slices are being replaced). A result without consumed memory holds the whole
-// card, as the DRA plugin prepares it.
-func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim) *draView {
+// newDRAView reads the gpushare driver's ResourceSlices of the nodes want holds (nil: every
+// node; each pool's newest generation) and charges every allocated claim's results of that
+// driver to their cards. It fails closed: a record it cannot read never frees memory. A
+// device with an unreadable memory capacity or index, or a duplicate index, offers
+// nothing; one whose request policy has another step than the node's counts as full;
+// consumed memory that is not a readable quantity fills its card; a result naming a device
+// its pool's slices do not list fills every card of the pool's node (the slices are being
+// replaced). A result without consumed memory holds the whole card, as the DRA plugin
+// prepares it.
+func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, want map[string]bool) *draView {
 	v := &draView{nodes: map[string]*draNode{}}
-	devices := map[string]draDevice{} // "pool/device"
-	pools := map[string]*draNode{}
-	poison := map[*draNode]bool{} // nodes whose every card counts as full
-	for pool, ss := range newestPools(objs) {
-		node := v.node(*ss[0].Spec.NodeName)
-		pools[pool] = node
+	pools := map[string]*draPool{}
+	for name, ss := range newestPools(objs, want) {
+		p := &draPool{node: v.node(*ss[0].Spec.NodeName), cards: map[string]int{}}
+		pools[name] = p
 		for _, s := range ss {
 			for i := range s.Spec.Devices {
-				devices[pool+"/"+s.Spec.Devices[i].Name] = draDevice{node: node, card: node.addCard(&s.Spec.Devices[i])}
+				p.cards[s.Spec.Devices[i].Name] = p.node.addCard(&s.Spec.Devices[i])
 			}
 		}
 	}
+	var poison []*draNode // nodes whose every card counts as full
 	for _, cl := range claims {
 		if cl.Status.Allocation == nil {
 			continue
 		}
 		for _, r := range cl.Status.Allocation.Devices.Results {
-			if r.Driver != gpushare.DRADriverName {
+			p := pools[r.Pool]
+			if p == nil || r.Driver != gpushare.DRADriverName {
 				continue
 			}
-			if d, known := devices[r.Pool+"/"+r.Device]; known {
-				d.node.consume(d.card, r.ConsumedCapacity)
-			} else if n := pools[r.Pool]; n != nil {
-				poison[n] = true
+			if card, known := p.cards[r.Device]; known {
+				p.node.consume(card, r.ConsumedCapacity)
+			} else {
+				poison = append(poison, p.node)
 			}
 		}
 	}
-	for n := range poison {
+	for _, n := range poison {
 		for i := range n.cards {
 			n.cards[i].Used = n.cards[i].Total
 		}
@@ -81,6 +75,13 @@ func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.Resourc
 		slices.SortFunc(n.cards, func(a, b policy.Card) int { return a.Index - b.Index })
 	}
 	return v
+}
+
+// draPool is one gpushare pool of the view: its node and the position of each device's
+// card in the node's cards, by device name (-1: an odd device that offers nothing).
+type draPool struct {
+	node  *draNode
+	cards map[string]int
 }
 
 // node returns the view's node of that name, adding it.
@@ -93,12 +94,15 @@ func (v *draView) node(name string) *draNode {
 	return n
 }
 
-// newestPools are the gpushare driver's slices of single nodes by pool name, each pool's
-// newest generation only (older ones are being replaced).
-func newestPools(all []*resourceapi.ResourceSlice) map[string][]*resourceapi.ResourceSlice {
+// newestPools are the gpushare driver's slices of single nodes that want holds (nil: every
+// node) by pool name, each pool's newest generation only (older ones are being replaced).
+func newestPools(all []*resourceapi.ResourceSlice, want map[string]bool) map[string][]*resourceapi.ResourceSlice {
 	pools := map[string][]*resourceapi.ResourceSlice{}
 	for _, s := range all {
 		if s == nil || s.Spec.Driver != gpushare.DRADriverName || s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
+			continue
+		}
+		if want != nil && !want[*s.Spec.NodeName] {
 			continue
 		}
 		have := pools[s.Spec.Pool.Name]

@@ -56,7 +56,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		return fwk.AsStatus(err)
 	}
 	if s.req.IsZero() {
-		if s.dra, err = p.readDRAScoring(pod); err != nil {
+		if s.dra, err = p.readDRAScoring(pod, nodes); err != nil {
 			return fwk.AsStatus(fmt.Errorf("%s: reading the pod's claims: %w", Name, err))
 		}
 		if s.dra == nil && !p.workloadAware {
