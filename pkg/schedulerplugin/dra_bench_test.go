@@ -14,13 +14,12 @@ import (
 // 20000 claims: reading the view of the 500 nodes kube-scheduler scores (its default share
 // at that size) and rating them under fgd.
 func BenchmarkDRAScoring(b *testing.B) {
-	t := &testing.T{}
 	var sl []*resourceapi.ResourceSlice
 	var claims []*resourceapi.ResourceClaim
 	want := map[string]bool{}
 	for i := range 5000 {
 		node := fmt.Sprintf("n%04d", i)
-		sl = append(sl, draSlice(t, node, gpushare.GiB, []int64{16, 16, 16, 16}))
+		sl = append(sl, draSlice(b, node, gpushare.GiB, []int64{16, 16, 16, 16}))
 		for k := range 4 {
 			claims = append(claims, allocated(fmt.Sprintf("c%d-%d", i, k), held{node, fmt.Sprintf("gpu-%d", k), fmt.Sprintf("%dGi", 1+(i+k)%12)}))
 		}

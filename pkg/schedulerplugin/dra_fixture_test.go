@@ -58,7 +58,7 @@ var errTracker = errors.New("tracker broken")
 
 // draSlice is the ResourceSlice the DRA plugin publishes for node with one card of each
 // units (unit: 0 is GiB), card i unhealthy where sick[i].
-func draSlice(t *testing.T, node string, unit gpushare.Unit, units []int64, sick ...int) *resourceapi.ResourceSlice {
+func draSlice(t testing.TB, node string, unit gpushare.Unit, units []int64, sick ...int) *resourceapi.ResourceSlice {
 	t.Helper()
 	inv := gpushare.Inventory{Unit: unit}
 	for i, u := range units {

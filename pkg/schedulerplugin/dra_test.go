@@ -41,10 +41,6 @@ func viewString(v *draView) string {
 
 func TestDRAView(t *testing.T) {
 	quarter := gpushare.Unit{MiB: 256}
-	odd := func(s *resourceapi.ResourceSlice, edit func(d *resourceapi.Device)) *resourceapi.ResourceSlice {
-		edit(&s.Spec.Devices[1])
-		return s
-	}
 	older := draSlice(t, "n1", gpushare.GiB, []int64{8})
 	older.Spec.Pool.Generation = 0
 	other := draSlice(t, "n1", gpushare.GiB, []int64{16})
@@ -53,7 +49,10 @@ func TestDRAView(t *testing.T) {
 		name   string
 		slices []*resourceapi.ResourceSlice
 		claims []*resourceapi.ResourceClaim
-		want   string
+		// editSecond, when set, makes the slices one node of two cards with the second
+		// card's device edited.
+		editSecond func(d *resourceapi.Device)
+		want       string
 	}{
 		{
 			name:   "claims add up per card, rounded up to the unit",
@@ -101,36 +100,37 @@ func TestDRAView(t *testing.T) {
 			want:   "n1: 0:14/14 1:14/14\nn2: 0:0/14",
 		},
 		{
-			name: "fail closed: a device without an index offers nothing",
-			slices: []*resourceapi.ResourceSlice{odd(draSlice(t, "n1", gpushare.GiB, []int64{14, 14}), func(d *resourceapi.Device) {
-				delete(d.Attributes, gpushare.DRAAttributeIndex)
-			})},
-			want: "n1: 0:0/14",
+			name:       "fail closed: a device without an index offers nothing",
+			editSecond: func(d *resourceapi.Device) { delete(d.Attributes, gpushare.DRAAttributeIndex) },
+			want:       "n1: 0:0/14",
 		},
 		{
 			name: "fail closed: a second device of one index offers nothing",
-			slices: []*resourceapi.ResourceSlice{odd(draSlice(t, "n1", gpushare.GiB, []int64{14, 14}), func(d *resourceapi.Device) {
+			editSecond: func(d *resourceapi.Device) {
 				d.Attributes[gpushare.DRAAttributeIndex] = resourceapi.DeviceAttribute{IntValue: ptr.To[int64](0)}
-			})},
+			},
 			want: "n1: 0:0/14",
 		},
 		{
-			name: "fail closed: a device without memory offers nothing",
-			slices: []*resourceapi.ResourceSlice{odd(draSlice(t, "n1", gpushare.GiB, []int64{14, 14}), func(d *resourceapi.Device) {
-				delete(d.Capacity, gpushare.DRACapacityMemory)
-			})},
-			want: "n1: 0:0/14",
+			name:       "fail closed: a device without memory offers nothing",
+			editSecond: func(d *resourceapi.Device) { delete(d.Capacity, gpushare.DRACapacityMemory) },
+			want:       "n1: 0:0/14",
 		},
 		{
 			name: "fail closed: a device with another step is full",
-			slices: []*resourceapi.ResourceSlice{odd(draSlice(t, "n1", gpushare.GiB, []int64{14, 14}), func(d *resourceapi.Device) {
+			editSecond: func(d *resourceapi.Device) {
 				d.Capacity[gpushare.DRACapacityMemory].RequestPolicy.ValidRange.Step = resource.NewQuantity(1<<28, resource.BinarySI)
-			})},
+			},
 			want: "n1: 0:0/14 1:14/14",
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.editSecond != nil {
+				s := draSlice(t, "n1", gpushare.GiB, []int64{14, 14})
+				tc.editSecond(&s.Spec.Devices[1])
+				tc.slices = []*resourceapi.ResourceSlice{s}
+			}
 			if got := viewString(newDRAView(tc.slices, tc.claims, nil)); got != tc.want {
 				t.Errorf("view:\n%s\nwant:\n%s", got, tc.want)
 			}
