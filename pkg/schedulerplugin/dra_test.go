@@ -393,3 +393,50 @@ func TestDevicePluginPodsIgnoreDRA(t *testing.T) {
 		t.Errorf("with DRA objects %v, without %v", a, b)
 	}
 }
+
+// TestDRAScoreInPieces: PreScore's rates, taken in parallel pieces, equal the rates of the
+// same nodes listed in another order (NormalizeScore then rates them afresh in one pass).
+func TestDRAScoreInPieces(t *testing.T) {
+	d := &fakeDRA{claims: []*resourceapi.ResourceClaim{pending("notebook", ask("3Gi", 1))}}
+	var names []string
+	for i := range 2*scoreChunk + 5 {
+		n := fmt.Sprintf("n%03d", i)
+		names = append(names, n)
+		d.slices = append(d.slices, draSlice(t, n, gpushare.GiB, []int64{16, 16}))
+		d.claims = append(d.claims, allocated("on-"+n, held{n, fmt.Sprintf("gpu-%d", i%2), fmt.Sprintf("%dGi", i%15)}))
+	}
+	f := startWithDRA(t, &GPUShareArgs{Policy: "fgd"}, d)
+	reversed := slices.Clone(names)
+	slices.Reverse(reversed)
+	pod := claimPod("nb", "notebook")
+	ctx := context.Background()
+	st, _, _ := f.prefilter(t, pod)
+	infos := make([]fwk.NodeInfo, len(names))
+	for i, n := range names {
+		infos[i] = nodeInfo(n)
+	}
+	if s := f.pl.PreScore(ctx, st, pod, infos); !s.IsSuccess() {
+		t.Fatal(s)
+	}
+	list := func(order []string) map[string]int64 {
+		l := make(fwk.NodeScoreList, len(order))
+		for i, n := range order {
+			l[i].Name = n
+		}
+		if s := f.pl.NormalizeScore(ctx, st, pod, l); !s.IsSuccess() {
+			t.Fatal(s)
+		}
+		out := map[string]int64{}
+		for _, s := range l {
+			out[s.Name] = s.Score
+		}
+		return out
+	}
+	inPieces, afresh := list(names), list(reversed)
+	if !maps.Equal(inPieces, afresh) {
+		t.Errorf("PreScore's rates %v differ from a single pass's %v", inPieces, afresh)
+	}
+	if slices.Max(slices.Collect(maps.Values(inPieces))) != fwk.MaxNodeScore {
+		t.Errorf("no node on top: %v", inPieces)
+	}
+}
