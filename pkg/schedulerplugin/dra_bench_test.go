@@ -29,9 +29,10 @@ func BenchmarkDRAScoring(b *testing.B) {
 	}
 	req := draRequest{{bytes: 4 << 30, cards: 1}}
 	pol, _ := policy.New("fgd")
+	var memo sliceMemo
 	b.ReportAllocs()
 	for b.Loop() {
-		d := &draScoring{req: req, view: newDRAView(sl, claims, want)}
+		d := &draScoring{req: req, view: newDRAView(sl, claims, want, &memo)}
 		r := d.rater(pol, policy.Host{})
 		for name := range want {
 			r.score(policy.Node{Name: name})

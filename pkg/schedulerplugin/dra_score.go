@@ -41,7 +41,7 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 	for _, n := range nodes {
 		want[n.Node().Name] = true
 	}
-	return &draScoring{req: req, view: newDRAView(sl, claims, want)}, nil
+	return &draScoring{req: req, view: newDRAView(sl, claims, want, &p.slices)}, nil
 }
 
 // draRater rates the pod's claims on node after node. Not safe for concurrent use; make

@@ -131,7 +131,7 @@ func TestDRAView(t *testing.T) {
 				tc.editSecond(&s.Spec.Devices[1])
 				tc.slices = []*resourceapi.ResourceSlice{s}
 			}
-			if got := viewString(newDRAView(tc.slices, tc.claims, nil)); got != tc.want {
+			if got := viewString(newDRAView(tc.slices, tc.claims, nil, nil)); got != tc.want {
 				t.Errorf("view:\n%s\nwant:\n%s", got, tc.want)
 			}
 		})
@@ -166,8 +166,8 @@ func TestDRARequest(t *testing.T) {
 		allocated("done", held{"n1", "gpu-0", "4Gi"}), other, all, prioritized,
 	}}
 	// Two nodes of three cards: GiB units and 256 MiB units.
-	gib := newDRAView([]*resourceapi.ResourceSlice{draSlice(t, "gib", gpushare.GiB, []int64{14, 14, 14})}, nil, nil).nodes["gib"]
-	quarter := newDRAView([]*resourceapi.ResourceSlice{draSlice(t, "quarter", gpushare.Unit{MiB: 256}, []int64{56, 56, 56})}, nil, nil).nodes["quarter"]
+	gib := newDRAView([]*resourceapi.ResourceSlice{draSlice(t, "gib", gpushare.GiB, []int64{14, 14, 14})}, nil, nil, nil).nodes["gib"]
+	quarter := newDRAView([]*resourceapi.ResourceSlice{draSlice(t, "quarter", gpushare.Unit{MiB: 256}, []int64{56, 56, 56})}, nil, nil, nil).nodes["quarter"]
 	tests := []struct {
 		name         string
 		claims       []string
@@ -284,7 +284,7 @@ func TestDRAScoreFollowsFirstFit(t *testing.T) {
 
 	// The rule matters: rated by the policy's own card choice, frag would not lose.
 	pol := f.pl.cache.ForPod(f.pl.pol)
-	view := newDRAView(d.slices, d.claims, nil)
+	view := newDRAView(d.slices, d.claims, nil, nil)
 	req := gpushare.PodRequest{Containers: []gpushare.ContainerRequest{{Units: 4, Cards: 1}}}
 	own := func(name string) float64 {
 		node := policy.Node{Name: name, Cards: view.nodes[name].cards}
@@ -438,5 +438,31 @@ func TestDRAScoreInPieces(t *testing.T) {
 	}
 	if slices.Max(slices.Collect(maps.Values(inPieces))) != fwk.MaxNodeScore {
 		t.Errorf("no node on top: %v", inPieces)
+	}
+}
+
+// TestSliceMemo: a slice object is read once; slices no longer listed are forgotten once
+// the memo holds more than twice the live ones.
+func TestSliceMemo(t *testing.T) {
+	var memo sliceMemo
+	a := draSlice(t, "a", gpushare.GiB, []int64{14})
+	first := memo.devices(a)
+	a.Spec.Devices[0].Name = "changed in place" // informer objects never are: the memo keeps what it read
+	if got := memo.devices(a); got[0].name != first[0].name || got[0].name != "gpu-0" {
+		t.Errorf("read again: %+v", got)
+	}
+	var replaced []*resourceapi.ResourceSlice
+	for i := range 100 {
+		replaced = append(replaced, draSlice(t, fmt.Sprintf("n%d", i), gpushare.GiB, []int64{14}))
+		memo.devices(replaced[i])
+	}
+	memo.prune([]*resourceapi.ResourceSlice{a})
+	if len(memo.m) != 1 || memo.m[a] == nil {
+		t.Errorf("after pruning to one live slice the memo holds %d", len(memo.m))
+	}
+	memo.devices(replaced[0])
+	memo.prune(replaced[:50])
+	if len(memo.m) != 2 {
+		t.Errorf("below twice the live slices the memo is kept whole: %d entries, want 2", len(memo.m))
 	}
 }

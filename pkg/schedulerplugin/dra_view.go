@@ -30,22 +30,26 @@ type draView struct {
 
 // newDRAView reads the gpushare driver's ResourceSlices of the nodes want holds (nil: every
 // node; each pool's newest generation) and charges every allocated claim's results of that
-// driver to their cards. It fails closed: a record it cannot read never frees memory. A
+// driver to their cards; memo keeps the slices' devices as read (nil: read afresh). It
+// fails closed: a record it cannot read never frees memory. A
 // device with an unreadable memory capacity or index, or a duplicate index, offers
 // nothing; one whose request policy has another step than the node's counts as full;
 // consumed memory that is not a readable quantity fills its card; a result naming a device
 // its pool's slices do not list fills every card of the pool's node (the slices are being
 // replaced). A result without consumed memory holds the whole card, as the DRA plugin
 // prepares it.
-func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, want map[string]bool) *draView {
+func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, want map[string]bool, memo *sliceMemo) *draView {
 	v := &draView{nodes: map[string]*draNode{}}
 	pools := map[string]*draPool{}
 	for name, ss := range newestPools(objs, want) {
-		p := &draPool{node: v.node(*ss[0].Spec.NodeName), cards: map[string]int{}}
+		p := &draPool{node: v.node(*ss[0].Spec.NodeName)}
 		pools[name] = p
 		for _, s := range ss {
-			for i := range s.Spec.Devices {
-				p.cards[s.Spec.Devices[i].Name] = p.node.addCard(&s.Spec.Devices[i])
+			recs := memo.devices(s)
+			p.devices, p.cards = slices.Grow(p.devices, len(recs)), slices.Grow(p.cards, len(recs))
+			for _, d := range recs {
+				p.devices = append(p.devices, d.name)
+				p.cards = append(p.cards, p.node.addCard(d))
 			}
 		}
 	}
@@ -59,8 +63,8 @@ func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.Resourc
 			if p == nil || r.Driver != gpushare.DRADriverName {
 				continue
 			}
-			if card, known := p.cards[r.Device]; known {
-				p.node.consume(card, r.ConsumedCapacity)
+			if i := slices.Index(p.devices, r.Device); i >= 0 {
+				p.node.consume(p.cards[i], r.ConsumedCapacity)
 			} else {
 				poison = append(poison, p.node)
 			}
@@ -74,14 +78,17 @@ func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.Resourc
 	for _, n := range v.nodes {
 		slices.SortFunc(n.cards, func(a, b policy.Card) int { return a.Index - b.Index })
 	}
+	memo.prune(objs)
 	return v
 }
 
-// draPool is one gpushare pool of the view: its node and the position of each device's
-// card in the node's cards, by device name (-1: an odd device that offers nothing).
+// draPool is one gpushare pool of the view: its node, its devices' names and the position
+// of each device's card in the node's cards (-1: an odd device that offers nothing). A
+// pool holds a node's few cards: a list is cheaper than a map.
 type draPool struct {
-	node  *draNode
-	cards map[string]int
+	node    *draNode
+	devices []string
+	cards   []int
 }
 
 // node returns the view's node of that name, adding it.
@@ -116,30 +123,47 @@ func newestPools(all []*resourceapi.ResourceSlice, want map[string]bool) map[str
 	return pools
 }
 
+// draDeviceRecord is what the view reads of one device of a slice, in bytes.
+type draDeviceRecord struct {
+	name    string
+	index   int
+	valid   bool  // index and memory capacity readable
+	total   int64 // the memory capacity
+	step    int64 // the request policy's step; 0: none readable
+	def     int64 // the request policy's default; 0: none readable
+	healthy bool  // no taint that keeps new claims off
+}
+
+// readDevice reads device d.
+func readDevice(d *resourceapi.Device) draDeviceRecord {
+	r := draDeviceRecord{name: d.Name, healthy: !slices.ContainsFunc(d.Taints, schedulingTaint)}
+	idx, okIndex := deviceIndex(d)
+	capa, okCapa := d.Capacity[gpushare.DRACapacityMemory]
+	total, okTotal := quantityBytes(&capa.Value)
+	r.index, r.total, r.valid = idx, total, okIndex && okCapa && okTotal
+	if r.valid {
+		r.step, r.def = policyStep(capa.RequestPolicy)
+	}
+	return r
+}
+
 // addCard adds device d as a card and returns its position, -1 when d offers nothing (see
 // newDRAView). The node's unit is the first readable step.
-func (n *draNode) addCard(d *resourceapi.Device) int {
-	idx, ok := deviceIndex(d)
-	if !ok || slices.ContainsFunc(n.cards, func(c policy.Card) bool { return c.Index == idx }) {
+func (n *draNode) addCard(d draDeviceRecord) int {
+	if !d.valid || slices.ContainsFunc(n.cards, func(c policy.Card) bool { return c.Index == d.index }) {
 		return -1
 	}
-	capa, ok := d.Capacity[gpushare.DRACapacityMemory]
-	total, valid := quantityBytes(&capa.Value)
-	if !ok || !valid {
-		return -1
-	}
-	step, def := policyStep(capa.RequestPolicy)
-	if n.unit == 0 && step > 0 {
-		n.unit, n.defUnits = step, 1
-		if def > 0 {
-			n.defUnits = ceilDiv(def, step)
+	if n.unit == 0 && d.step > 0 {
+		n.unit, n.defUnits = d.step, 1
+		if d.def > 0 {
+			n.defUnits = ceilDiv(d.def, d.step)
 		}
 	}
 	if n.unit == 0 {
 		return -1
 	}
-	c := policy.Card{Index: idx, Total: total / n.unit, Healthy: !slices.ContainsFunc(d.Taints, schedulingTaint)}
-	if step != n.unit {
+	c := policy.Card{Index: d.index, Total: d.total / n.unit, Healthy: d.healthy}
+	if d.step != n.unit {
 		c.Used = c.Total
 	}
 	n.cards = append(n.cards, c)

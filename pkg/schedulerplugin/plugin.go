@@ -45,6 +45,7 @@ type Plugin struct {
 	binder        *binding.Binder
 	parallelizer  fwk.Parallelizer     // nil: PreScore rates the nodes in one goroutine
 	dra           fwk.SharedDRAManager // the scheduler's DRA objects; nil when it runs without DRA
+	slices        sliceMemo            // the gpushare ResourceSlices' devices as read, for PreScore
 	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
 }
 
