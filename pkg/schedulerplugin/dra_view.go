@@ -30,14 +30,14 @@ type draView struct {
 
 // newDRAView reads the gpushare driver's ResourceSlices of the nodes want holds (nil: every
 // node; each pool's newest generation) and charges every allocated claim's results of that
-// driver to their cards; memo keeps the slices' devices as read (nil: read afresh). It
-// fails closed: a record it cannot read never frees memory. A
-// device with an unreadable memory capacity or index, or a duplicate index, offers
-// nothing; one whose request policy has another step than the node's counts as full;
-// consumed memory that is not a readable quantity fills its card; a result naming a device
-// its pool's slices do not list fills every card of the pool's node (the slices are being
-// replaced). A result without consumed memory holds the whole card, as the DRA plugin
-// prepares it.
+// driver to their cards; memo keeps the slices' devices as read (nil: read afresh).
+//
+// It fails closed: a record it cannot read never frees memory. A device with an unreadable
+// memory capacity or index, or a duplicate index, offers nothing; one whose request policy
+// has another step than the node's counts as full; consumed memory that is not a readable
+// quantity fills its card; a result naming a device its pool's slices do not list fills
+// every card of the pool's node (the slices are being replaced). A result without consumed
+// memory holds the whole card, as the DRA plugin prepares it.
 func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, want map[string]bool, memo *sliceMemo) *draView {
 	v := &draView{nodes: map[string]*draNode{}}
 	pools := map[string]*draPool{}
@@ -55,7 +55,7 @@ func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.Resourc
 	}
 	var poison []*draNode // nodes whose every card counts as full
 	for _, cl := range claims {
-		if cl.Status.Allocation == nil {
+		if cl == nil || cl.Status.Allocation == nil {
 			continue
 		}
 		for _, r := range cl.Status.Allocation.Devices.Results {
@@ -186,7 +186,8 @@ func (n *draNode) consume(i int, consumed map[resourceapi.QualifiedName]resource
 		c.Used = max(c.Used, c.Total)
 		return
 	}
-	c.Used = min(c.Used+ceilDiv(b, n.unit), math.MaxInt64/2)
+	// At least one unit, the request policy's minimum: a share of nothing is an odd record.
+	c.Used = min(c.Used+max(ceilDiv(b, n.unit), 1), math.MaxInt64/2)
 }
 
 // schedulingTaint reports a taint that keeps new claims off the device (any effect but
