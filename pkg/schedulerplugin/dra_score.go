@@ -39,7 +39,9 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 	}
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
-		want[n.Node().Name] = true
+		if obj := n.Node(); obj != nil {
+			want[obj.Name] = true
+		}
 	}
 	return &draScoring{req: req, view: newDRAView(sl, claims, want, &p.slices)}, nil
 }
