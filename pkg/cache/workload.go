@@ -2,9 +2,11 @@ package cache
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
@@ -57,6 +59,18 @@ func (c *Cache) onHostPodDelete(obj any) {
 		c.hosts.deletePod(p.uid)
 		c.shapes.forget(p.uid)
 	}
+}
+
+// ObserveClaimShape adds to the learned workload the GPU shape a pod asks through DRA claims
+// (req, in units), which its object does not show: the pod counts as that shape instead of a
+// pod without GPU, once. host is its CPU and memory request (HostRequest), used when the
+// cache has not seen the pod yet. A no-op without Config.TrackWorkload or for a pod that asks
+// gpu-mem. It reports whether the workload changed (ForPod then returns a policy that knows it).
+func (c *Cache) ObserveClaimShape(uid types.UID, req gpushare.PodRequest, host policy.Host) bool {
+	if c.shapes == nil {
+		return false
+	}
+	return c.shapes.observeClaims(uid, req, host)
 }
 
 // ForPod returns pol ready for one decision: a WorkloadAware policy gets the workload learned

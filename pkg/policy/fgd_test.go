@@ -285,3 +285,20 @@ func TestFGDFeedsMatchesHostFeeds(t *testing.T) {
 		}
 	}
 }
+
+func TestShapeCounterRemove(t *testing.T) {
+	var sc ShapeCounter
+	h := Host{CPUMilli: 1000}
+	sc.Add(req(app(0, 4, 1)), h, 0)
+	sc.Add(req(app(0, 4, 1)), h, 0)
+	sc.Add(gpushare.PodRequest{}, h, 0)
+	sc.Remove(gpushare.PodRequest{}, h, 0)
+	sc.Remove(req(app(0, 8, 1)), h, 0) // never added: no change
+	sc.Remove(req(app(0, 4, 1)), h, 0)
+	if sc.Total() != 1 {
+		t.Fatalf("Total = %d, want 1", sc.Total())
+	}
+	if diff := cmp.Diff(Workload{{Cards: 1, PerCard: 4, Host: h, Weight: 1}}, sc.Workload(1, 10)); diff != "" {
+		t.Errorf("Workload (-want,+got):\n%s", diff)
+	}
+}

@@ -53,6 +53,28 @@ func (s *ShapeCounter) Add(req gpushare.PodRequest, host Host, c Constraint) {
 	if s.counts == nil {
 		s.counts = make(map[shapeKey]int64)
 	}
+	s.counts[shapeOf(req, host, c)]++
+	s.total++
+}
+
+// Remove uncounts one pod Add counted with the same arguments; a shape never added is left
+// alone.
+func (s *ShapeCounter) Remove(req gpushare.PodRequest, host Host, c Constraint) {
+	k := shapeOf(req, host, c)
+	n, ok := s.counts[k]
+	if !ok {
+		return
+	}
+	if n <= 1 {
+		delete(s.counts, k)
+	} else {
+		s.counts[k] = n - 1
+	}
+	s.total--
+}
+
+// shapeOf is the shape Add counts a pod as.
+func shapeOf(req gpushare.PodRequest, host Host, c Constraint) shapeKey {
 	k := shapeKey{host: host, constraint: c}
 	for _, c := range req.Containers {
 		if c.Kind == gpushare.Init {
@@ -62,8 +84,7 @@ func (s *ShapeCounter) Add(req gpushare.PodRequest, host Host, c Constraint) {
 			k.cards, k.perCard = c.Cards, c.PerCard()
 		}
 	}
-	s.counts[k]++
-	s.total++
+	return k
 }
 
 // Total is the number of pods counted.

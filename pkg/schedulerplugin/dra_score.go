@@ -46,6 +46,24 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 	return &draScoring{req: req, view: newDRAView(sl, claims, want, &p.slices)}, nil
 }
 
+// shape is the pod's claims in units on the first of nodes the DRA back end serves, for the
+// workload fgd learns (cache.ObserveClaimShape): units are per node, and a cluster has
+// mostly one unit size. Zero when no node converts them.
+func (d *draScoring) shape(nodes []fwk.NodeInfo) gpushare.PodRequest {
+	for _, ni := range nodes {
+		obj := ni.Node()
+		if obj == nil {
+			continue
+		}
+		if n := d.view.nodes[obj.Name]; n != nil && len(n.cards) > 0 {
+			if req, err := d.req.podRequest(n); err == nil {
+				return req
+			}
+		}
+	}
+	return gpushare.PodRequest{}
+}
+
 // draRater rates the pod's claims on node after node. Not safe for concurrent use; make
 // one per goroutine.
 type draRater struct {

@@ -466,3 +466,18 @@ func TestSliceMemo(t *testing.T) {
 		t.Errorf("below twice the live slices the memo is kept whole: %d entries, want 2", len(memo.m))
 	}
 }
+
+// TestDRAClaimShapesTeachFGD: where every GPU pod asks through claims, fgd's typical pods
+// come from the claims the plugin scores (cache.ObserveClaimShape), not from the pods'
+// objects, which show no GPU: without them first fit's fragment would cost nothing.
+func TestDRAClaimShapesTeachFGD(t *testing.T) {
+	d, _ := packing(t)
+	f := startWithDRA(t, &GPUShareArgs{Policy: "fgd"}, d)
+	got, status := draScores(t, f, claimPod("nb", "notebook"), "frag", "clean")
+	if status != nil {
+		t.Fatal(status)
+	}
+	if got["clean"] != fwk.MaxNodeScore || got["frag"] >= got["clean"] {
+		t.Errorf("scores %v: want clean (first fit fragments nothing for 4 GiB pods) above frag", got)
+	}
+}

@@ -62,6 +62,9 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		if s.dra == nil && !p.workloadAware {
 			return fwk.NewStatus(fwk.Skip)
 		}
+		if s.dra != nil && p.workloadAware && p.cache.ObserveClaimShape(pod.UID, s.dra.shape(nodes), cache.HostRequest(pod)) {
+			s.pol = p.cache.ForPod(policy.ForChoice(p.pol, s.req.Choice))
+		}
 	}
 	r, _ := p.rates.Get().(*nodeRates)
 	if r == nil {
