@@ -1,9 +1,9 @@
 package scale
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 )
 
@@ -71,7 +71,7 @@ func TestDRAMarkdown(t *testing.T) {
 			}
 			for i, r := range tc.rounds {
 				if len(tc.rounds) > 1 {
-					write(RoundDirPrefix+string(rune('1'+i)), r)
+					write(fmt.Sprintf("%s%d", RoundDirPrefix, i+1), r)
 				}
 			}
 			write("", tc.rounds[len(tc.rounds)-1])
@@ -79,17 +79,7 @@ func TestDRAMarkdown(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			md := r.Markdown()
-			for _, w := range tc.want {
-				if !strings.Contains(md, w) {
-					t.Errorf("report lacks %q:\n%s", w, md)
-				}
-			}
-			for _, a := range tc.absent {
-				if strings.Contains(md, a) {
-					t.Errorf("report has %q:\n%s", a, md)
-				}
-			}
+			checkReport(t, r.Markdown(), tc.want, tc.absent)
 		})
 	}
 }
