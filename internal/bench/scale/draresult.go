@@ -132,13 +132,13 @@ func (r Results) draMarkdown(row func(what, measured, target, verdict string)) {
 	}
 	if p := r.Plugin; p != nil && p.Cards != nil {
 		c := p.Cards
-		row("b) cards over capacity / unannotated", fmt.Sprintf("%d / %d", len(c.Over), len(c.Unannotated)), "0 / 0", met(len(c.Over) == 0 && len(c.Unannotated) == 0))
+		row("b) cards over capacity / unannotated", fmt.Sprintf("%d / %d (on %d nodes)", len(c.Over), len(c.Unannotated), c.Nodes), "0 / 0", met(len(c.Over) == 0 && len(c.Unannotated) == 0))
 	}
 	for _, ph := range phases {
 		if p := ph.p; p != nil && p.Claims != nil {
 			c := p.Claims
 			row(ph.tag+") claims: cards over capacity / unallocated / mismatched",
-				fmt.Sprintf("%d / %d / %d (%d claims)", len(c.Over), len(c.Unallocated), len(c.Mismatched), c.Claims),
+				fmt.Sprintf("%d / %d / %d (%d claims on %d nodes)", len(c.Over), len(c.Unallocated), len(c.Mismatched), c.Claims, c.Nodes),
 				"0 / 0 / 0", met(c.OK()))
 		}
 	}

@@ -33,7 +33,7 @@ func TestDRAMarkdown(t *testing.T) {
 				"| a/ref: DRA / gpu-mem, both via kube-scheduler alone | 0.20 |",
 				"| c/a: DRA via gpushare-scheduler / via kube-scheduler | 1.50 |",
 				"ref 10.0 + 5.0; a 10.0 + 5.0; b 10.0 + 5.0; c 10.0 + 5.0",
-				"| 0 / 0 / 0 (100 claims) | 0 / 0 / 0 | met |",
+				"| 0 / 0 / 0 (100 claims on 0 nodes) | 0 / 0 / 0 | met |",
 			},
 			absent: []string{"b/a (plugin"},
 		},
@@ -44,7 +44,7 @@ func TestDRAMarkdown(t *testing.T) {
 			want: []string{
 				"0.25, 0.50, 0.10: **median 0.25** (3 alternating rounds)",
 				"0.20, 0.30, 0.10: **median 0.20** (3 alternating rounds)",
-				"| 1 / 0 / 0 (100 claims) | 0 / 0 / 0 | **missed** |",
+				"| 1 / 0 / 0 (100 claims on 0 nodes) | 0 / 0 / 0 | **missed** |",
 			},
 			absent: []string{"c/a", "c) gpushare-scheduler"},
 		},

@@ -14,6 +14,9 @@ import (
 type ClaimCheck struct {
 	// Claims is the number of claims of bound pods checked.
 	Claims int `json:"claims"`
+	// Nodes is the number of nodes whose cards hold them: fewer under a packing score
+	// than under kube-scheduler's own spreading.
+	Nodes int `json:"nodes"`
 	// Over lists "pool/device: used > capacity" (GiB) for every card whose claims together
 	// consume more memory than its capacity.
 	Over []string `json:"over"`
@@ -37,6 +40,7 @@ func (c ClaimCheck) OK() bool {
 func checkClaims(pods []*corev1.Pod, claims map[string]*resourceapi.ResourceClaim, capacityBytes int64) ClaimCheck {
 	c := ClaimCheck{Over: []string{}, Unallocated: []string{}, Mismatched: []string{}}
 	used := map[string]int64{} // pool/device → bytes
+	nodes := map[string]bool{}
 	for _, p := range pods {
 		if p.Spec.NodeName == "" {
 			continue
@@ -57,9 +61,11 @@ func checkClaims(pods []*corev1.Pod, claims map[string]*resourceapi.ResourceClai
 			for _, r := range claim.Status.Allocation.Devices.Results {
 				q := r.ConsumedCapacity[gpushare.DRACapacityMemory]
 				used[r.Pool+"/"+r.Device] += q.Value()
+				nodes[r.Pool] = true
 			}
 		}
 	}
+	c.Nodes = len(nodes)
 	unit := unitBytes()
 	for card, u := range used {
 		if u > capacityBytes {

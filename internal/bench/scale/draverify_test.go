@@ -56,6 +56,7 @@ func TestCheckClaims(t *testing.T) {
 		wantUnallocated []string
 		wantMismatched  []string
 		wantClaims      int
+		wantNodes       int
 	}{
 		{
 			name: "full card is fine",
@@ -65,6 +66,7 @@ func TestCheckClaims(t *testing.T) {
 				{2, two(16), "a", []string{"gpu-1", "gpu-2"}, 8},
 			},
 			wantClaims: 3,
+			wantNodes:  1,
 		},
 		{
 			name: "one unit over",
@@ -75,11 +77,13 @@ func TestCheckClaims(t *testing.T) {
 			},
 			wantOver:   []string{"a/gpu-1: 17 > 16"},
 			wantClaims: 3,
+			wantNodes:  2,
 		},
 		{
 			name:       "unbound pods are skipped",
 			allocs:     []allocated{{0, one(4), "", nil, 0}},
 			wantClaims: 0,
+			wantNodes:  0,
 		},
 		{
 			name:   "missing, unallocated and unreserved claims",
@@ -91,6 +95,7 @@ func TestCheckClaims(t *testing.T) {
 			},
 			wantUnallocated: []string{"dra-00000", "dra-00001", "dra-00002"},
 			wantClaims:      3,
+			wantNodes:       0,
 		},
 		{
 			name: "allocations unlike the request",
@@ -111,6 +116,7 @@ func TestCheckClaims(t *testing.T) {
 				"dra-00003: device a/gpu-2 is not on node b",
 			},
 			wantClaims: 4,
+			wantNodes:  1,
 		},
 	}
 	for _, tc := range tests {
@@ -126,7 +132,7 @@ func TestCheckClaims(t *testing.T) {
 				tc.edit(pods, claims)
 			}
 			got := checkClaims(pods, claims, o.CardUnits<<30)
-			want := ClaimCheck{Claims: tc.wantClaims, Over: orEmpty(tc.wantOver), Unallocated: orEmpty(tc.wantUnallocated), Mismatched: orEmpty(tc.wantMismatched)}
+			want := ClaimCheck{Claims: tc.wantClaims, Nodes: tc.wantNodes, Over: orEmpty(tc.wantOver), Unallocated: orEmpty(tc.wantUnallocated), Mismatched: orEmpty(tc.wantMismatched)}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("checkClaims (-want,+got):\n%s", diff)
 			}
