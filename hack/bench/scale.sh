@@ -28,11 +28,12 @@
 #   MODE=dra N=500 PODS=300 ROUNDS=2 hack/bench/scale.sh
 #
 # Settings (environment): MODE (extender | plugin | dra: who runs phase b, see above), POLICY (binpack: the
-# plugin's policy with MODE=plugin), PHASES (ab burst memory; ab with MODE=plugin: the steps
-# to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
+# plugin's policy with MODE=plugin), PHASES (ab burst memory; ab with MODE=plugin and dra:
+# the steps to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
 # WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
 # caps binds at 100/s, one write each), OUT (_output/scale-results; with MODE=plugin
-# _output/scale-results-plugin, so both modes' results stay side by side), KEEP_CLUSTER (no),
+# _output/scale-results-plugin, with MODE=dra _output/scale-results-dra, so every mode's
+# results stay side by side), KEEP_CLUSTER (no),
 # SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
 # EXTENDER_GOMEMLIMIT (64MiB: the Go runtime's soft memory limit for the extender, as the
 # Deployment sets it; empty: none), MEMORY_SETTLE (150s: memory step, idle time before RSS
@@ -41,7 +42,10 @@
 # PROFILE (seconds; empty: none): CPU profiles of kube-scheduler in phases a and b and of the
 # extender (run with --profiling) in phase b, PROFILE seconds from each phase's start, into
 # $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE); with
-# MODE=plugin gpushare-scheduler's in phase b, $OUT/profile-b-plugin.pprof.
+# MODE=plugin gpushare-scheduler's in phase b, $OUT/profile-b-plugin.pprof; with MODE=dra
+# also profile-dra-scheduler.pprof (phase a) and profile-dra-plugin.pprof (phase c).
+# A phase waits for its pods at most gpushare-scalebench's --timeout (20m);
+# GPUSHARE_TIMEOUT=50m gives claim phases at 5000 nodes on a loaded machine more.
 # DRA_PLUGIN (MODE=dra: yes adds phase c; no), ROUNDS (MODE=plugin: 5; dra: 3; extender:
 # 1, the only value it takes): phases a and b alternate
 # ROUNDS times on the same nodes, each round's results in $OUT/round-N, and the report judges
@@ -233,7 +237,7 @@ phase_plugin() {
   log "phase $set (round $1 of $ROUNDS): gpushare-scheduler (plugin, policy $POLICY), $PODS pods"
   start_bench_plugin_scheduler
   note_load "round $1 phase $set start"
-  [ "$1" -gt 1 ] || profile "$tag-plugin" "https://127.0.0.1:$PLUGIN_SCHEDULER_PORT"
+  [ "$1" -gt 1 ] || profile "${2:-b-plugin}" "https://127.0.0.1:$PLUGIN_SCHEDULER_PORT"
   cp0=$(cp_ticks)
   sb --set "$set" --scheduler-name gpushare-scheduler --scheduler-pid-file "$PIDS/gpushare-scheduler" --pods "$PODS" phase
   note_load "round $1 phase $set end"
