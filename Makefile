@@ -109,7 +109,7 @@ clean:
 	rm -rf $(BIN) dist
 
 .PHONY: bench-scale
-bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory; MODE=plugin: vs gpushare-scheduler in ROUNDS=5 alternating rounds [POLICY=binpack]
+bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs with the extender, burst, memory; MODE=plugin: vs gpushare-scheduler in ROUNDS=5 alternating rounds [POLICY=binpack]; MODE=dra: DRA claims via kube-scheduler vs gpushare-scheduler [DRA_PLUGIN=yes ROUNDS=3]
 	MODE=$(MODE) N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench/scale.sh
 
 .PHONY: bench-replay

@@ -8,8 +8,16 @@
 #   burst: BURST_PODS pods of BURST_UNITS units created at once on one node,
 #   memory: PLACED pods created already bound; the extender's RSS once its cache holds them,
 #           and again after an extender restart (cold LIST of everything).
-# burst and memory measure the extender in both modes; MODE=plugin runs only a and b unless
-# PHASES asks for them.
+#   MODE=dra: DRA-path throughput. setup also publishes one ResourceSlice per node (the DRA
+#   back end's, built by pkg/dra) and the DeviceClass; each round runs
+#     ref) kube-scheduler alone on the gpu-mem pods (phase a of the other modes),
+#     a) kube-scheduler alone on the same pod shapes asking through ResourceClaims (one per
+#        pod, created before the timing starts; its DynamicResources plugin allocates),
+#     b) gpushare-scheduler on the gpu-mem pods, as MODE=plugin's phase b,
+#     c) with DRA_PLUGIN=yes, gpushare-scheduler on the ResourceClaim pods;
+#   claims are checked allocated, reserved for their pod, no card over its memory.
+# burst and memory measure the extender in every mode; MODE=plugin and MODE=dra run only
+# the scheduling phases unless PHASES asks for them.
 # Prints the result table and leaves the JSON results in $OUT (load.txt: load average and
 # kube-apiserver + etcd CPU per pod of each phase). Every process it starts is
 # stopped by PID at the end (KEEP_CLUSTER=yes leaves the cluster running).
@@ -17,13 +25,15 @@
 #   hack/bench/scale.sh                      # N=5000 PODS=2000
 #   N=500 PODS=300 PLACED=4000 hack/bench/scale.sh
 #   MODE=plugin POLICY=fgd hack/bench/scale.sh
+#   MODE=dra N=500 PODS=300 ROUNDS=2 hack/bench/scale.sh
 #
-# Settings (environment): MODE (extender | plugin: who runs phase b), POLICY (binpack: the
-# plugin's policy with MODE=plugin), PHASES (ab burst memory; ab with MODE=plugin: the steps
-# to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
+# Settings (environment): MODE (extender | plugin | dra: who runs phase b, see above), POLICY (binpack: the
+# plugin's policy with MODE=plugin), PHASES (ab burst memory; ab with MODE=plugin and dra:
+# the steps to run), N, PODS, BURST_PODS (100), BURST_UNITS (6), PLACED (40000),
 # WORKERS (32 concurrent creates), EXTENDER_QPS (1000; the extender's own default of 100
 # caps binds at 100/s, one write each), OUT (_output/scale-results; with MODE=plugin
-# _output/scale-results-plugin, so both modes' results stay side by side), KEEP_CLUSTER (no),
+# _output/scale-results-plugin, with MODE=dra _output/scale-results-dra, so every mode's
+# results stay side by side), KEEP_CLUSTER (no),
 # SKIP_MEMORY (no), PCT (100: percentageOfNodesToScore of both phases; 0 = adaptive),
 # EXTENDER_GOMEMLIMIT (64MiB: the Go runtime's soft memory limit for the extender, as the
 # Deployment sets it; empty: none), MEMORY_SETTLE (150s: memory step, idle time before RSS
@@ -32,8 +42,12 @@
 # PROFILE (seconds; empty: none): CPU profiles of kube-scheduler in phases a and b and of the
 # extender (run with --profiling) in phase b, PROFILE seconds from each phase's start, into
 # $OUT/profile-{a-scheduler,b-scheduler,b-extender}.pprof (go tool pprof -top FILE); with
-# MODE=plugin gpushare-scheduler's in phase b, $OUT/profile-b-plugin.pprof.
-# ROUNDS (MODE=plugin: 5; extender: 1, the only value it takes): phases a and b alternate
+# MODE=plugin gpushare-scheduler's in phase b, $OUT/profile-b-plugin.pprof; with MODE=dra
+# also profile-dra-scheduler.pprof (phase a) and profile-dra-plugin.pprof (phase c).
+# A phase waits for its pods at most gpushare-scalebench's --timeout (20m);
+# GPUSHARE_TIMEOUT=50m gives claim phases at 5000 nodes on a loaded machine more.
+# DRA_PLUGIN (MODE=dra: yes adds phase c; no), ROUNDS (MODE=plugin: 5; dra: 3; extender:
+# 1, the only value it takes): phases a and b alternate
 # ROUNDS times on the same nodes, each round's results in $OUT/round-N, and the report judges
 # the median b/a: on a shared machine one a/b pair moves by ±10 % with the host's load, and
 # alternating cancels slow drifts (profiles, when asked, are taken in the first round).
@@ -57,8 +71,9 @@ POLICY=${POLICY:-binpack}
 case $MODE in
 extender) default_phases="ab burst memory" default_out=$REPO/_output/scale-results default_rounds=1 ;;
 plugin) default_phases="ab" default_out=$REPO/_output/scale-results-plugin default_rounds=5 ;;
+dra) default_phases="ab" default_out=$REPO/_output/scale-results-dra default_rounds=3 ;;
 *)
-  echo "MODE=$MODE: want extender or plugin" >&2
+  echo "MODE=$MODE: want extender, plugin or dra" >&2
   exit 2
   ;;
 esac
@@ -86,8 +101,9 @@ case $ROUNDS in
   exit 2
   ;;
 esac
-[ "$ROUNDS" = 1 ] || [ "$MODE" = plugin ] || {
-  echo "ROUNDS=$ROUNDS: alternating rounds are for MODE=plugin" >&2
+DRA_PLUGIN=${DRA_PLUGIN:-no}
+[ "$ROUNDS" = 1 ] || [ "$MODE" != extender ] || {
+  echo "ROUNDS=$ROUNDS: alternating rounds are for MODE=plugin and MODE=dra" >&2
   exit 2
 }
 if [ "$SKIP_MEMORY" = yes ]; then PHASES=${PHASES//memory/}; fi
@@ -116,7 +132,7 @@ log "building extender and gpushare-scalebench into $GPUSHARE_BIN"
 mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
   CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scalebench" ./internal/bench/cmd/gpushare-scalebench)
-if [ "$MODE" = plugin ]; then
+if [ "$MODE" != extender ]; then
   # A module of its own (k8s.io/kubernetes): minutes on a cold cache.
   log "building gpushare-scheduler into $GPUSHARE_BIN"
   (cd "$REPO/cmd/gpushare-scheduler" && GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scheduler" .)
@@ -126,9 +142,9 @@ fi
 mkdir -p "$OUT"
 {
   echo "built $(date -u +%FT%TZ) from HEAD $(git -C "$REPO" rev-parse --short HEAD)"
-  echo "mode $MODE$([ "$MODE" = plugin ] && echo " (policy $POLICY)")"
+  echo "mode $MODE$([ "$MODE" != extender ] && echo " (policy $POLICY)")$([ "$MODE" = dra ] && echo " (phase c: $DRA_PLUGIN)")"
   echo "uncommitted changes in the extender's and gpushare-scheduler's packages:"
-  git -C "$REPO" status --short cmd/extender cmd/gpushare-scheduler pkg/cache pkg/routes pkg/policy pkg/gpushare pkg/metrics pkg/schedulerplugin
+  git -C "$REPO" status --short cmd/extender cmd/gpushare-scheduler pkg/cache pkg/routes pkg/policy pkg/gpushare pkg/metrics pkg/schedulerplugin pkg/dra internal/bench
 } >"$OUT/build.txt" 2>&1 || true
 
 prepare_bench_cluster
@@ -196,44 +212,69 @@ start_etcd
 start_apiserver
 note_load "cluster up"
 sb --nodes "$N" setup
+if [ "$MODE" = dra ]; then sb --nodes "$N" dra-setup; fi
 
-# phase_a ROUND: kube-scheduler alone schedules the pod set "plain", which is then deleted
-# (profiled, when asked, in the first round only).
+# phase_a ROUND [SET]: kube-scheduler alone schedules the pod set SET (plain; dra: the
+# ResourceClaim pods), which is then deleted (profiled, when asked, in the first round only).
 phase_a() {
-  log "phase a (round $1 of $ROUNDS): kube-scheduler alone, $PODS pods on $N nodes"
+  local set=${2:-plain} tag=${2:-a} cp0
+  log "phase $set (round $1 of $ROUNDS): kube-scheduler alone, $PODS pods on $N nodes"
   start_bench_scheduler scale-plain.yaml
-  note_load "round $1 phase a start"
-  [ "$1" -gt 1 ] || profile a-scheduler "https://127.0.0.1:$SCHEDULER_PORT"
-  local cp0
+  note_load "round $1 phase $set start"
+  [ "$1" -gt 1 ] || profile "$tag-scheduler" "https://127.0.0.1:$SCHEDULER_PORT"
   cp0=$(cp_ticks)
-  sb --set plain --pods "$PODS" phase
-  note_load "round $1 phase a end"
-  cp_note a "$cp0"
+  sb --set "$set" --pods "$PODS" phase
+  note_load "round $1 phase $set end"
+  cp_note "$tag" "$cp0"
   stop_proc kube-scheduler
-  sb --set plain delete
+  sb --set "$set" delete
+}
+
+# phase_plugin ROUND [SET]: gpushare-scheduler schedules the pod set SET (plugin; dra-plugin:
+# the ResourceClaim pods), which is then deleted.
+phase_plugin() {
+  local set=${2:-plugin} tag=${2:-b} cp0
+  log "phase $set (round $1 of $ROUNDS): gpushare-scheduler (plugin, policy $POLICY), $PODS pods"
+  start_bench_plugin_scheduler
+  note_load "round $1 phase $set start"
+  [ "$1" -gt 1 ] || profile "${2:-b-plugin}" "https://127.0.0.1:$PLUGIN_SCHEDULER_PORT"
+  cp0=$(cp_ticks)
+  sb --set "$set" --scheduler-name gpushare-scheduler --scheduler-pid-file "$PIDS/gpushare-scheduler" --pods "$PODS" phase
+  note_load "round $1 phase $set end"
+  cp_note "$tag" "$cp0"
+  stop_proc gpushare-scheduler
+  sb --set "$set" delete
+}
+
+# keep_round ROUND FILE...: the round's result files into $OUT/round-ROUND (several rounds only).
+keep_round() {
+  [ "$ROUNDS" -gt 1 ] || return 0
+  mkdir -p "$OUT/round-$1"
+  local f
+  for f in "${@:2}"; do cp "$OUT/$f" "$OUT/round-$1/"; done
 }
 
 if want ab; then
-  phase_a 1
-  if [ "$MODE" = plugin ]; then
+  if [ "$MODE" = dra ]; then
     for round in $(seq 1 "$ROUNDS"); do
-      [ "$round" -eq 1 ] || phase_a "$round"
-      log "phase b: gpushare-scheduler (plugin, policy $POLICY), the same $PODS pods"
-      start_bench_plugin_scheduler
-      note_load "phase b start"
-      [ "$round" -gt 1 ] || profile b-plugin "https://127.0.0.1:$PLUGIN_SCHEDULER_PORT"
-      cp0=$(cp_ticks)
-      sb --set plugin --scheduler-name gpushare-scheduler --scheduler-pid-file "$PIDS/gpushare-scheduler" --pods "$PODS" phase
-      note_load "phase b end"
-      cp_note b "$cp0"
-      stop_proc gpushare-scheduler
-      sb --set plugin delete
-      if [ "$ROUNDS" -gt 1 ]; then
-        mkdir -p "$OUT/round-$round"
-        cp "$OUT/plain.json" "$OUT/plugin.json" "$OUT/round-$round/"
+      phase_a "$round"
+      phase_a "$round" dra
+      phase_plugin "$round"
+      files=(plain.json dra.json plugin.json)
+      if [ "$DRA_PLUGIN" = yes ]; then
+        phase_plugin "$round" dra-plugin
+        files+=(dra-plugin.json)
       fi
+      keep_round "$round" "${files[@]}"
+    done
+  elif [ "$MODE" = plugin ]; then
+    for round in $(seq 1 "$ROUNDS"); do
+      phase_a "$round"
+      phase_plugin "$round"
+      keep_round "$round" plain.json plugin.json
     done
   else
+    phase_a 1
     log "phase b: kube-scheduler + gpushare extender, the same $PODS pods (extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset})"
     echo "extender GOMEMLIMIT=${EXTENDER_GOMEMLIMIT:-unset}" >>"$OUT/load.txt"
     GOMEMLIMIT=$EXTENDER_GOMEMLIMIT GPUSHARE_PROFILING=$([ -n "$PROFILE" ] && echo true || echo false) start_extender

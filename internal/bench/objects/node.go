@@ -31,10 +31,9 @@ type Node struct {
 	Taints []corev1.Taint
 }
 
-// Build returns the Node object: labels cgpu=true, kubernetes.io/hostname and the product;
-// the per-card inventory annotation; capacity = allocatable cpu, memory, pods, gpu-count
-// (Cards) and gpu-mem (Cards × CardUnits) under res's names.
-func (n Node) Build(res gpushare.Resources) (*corev1.Node, error) {
+// Inventory is the node's cards as share-plugin reports them: Cards healthy cards of Model,
+// CardUnits units and CardMemoryMiB each, UUIDs GPU-<node>-<index>.
+func (n Node) Inventory() gpushare.Inventory {
 	inv := gpushare.Inventory{Unit: n.Unit}
 	for i := range n.Cards {
 		inv.Devices = append(inv.Devices, gpushare.Device{
@@ -42,7 +41,14 @@ func (n Node) Build(res gpushare.Resources) (*corev1.Node, error) {
 			Units: n.CardUnits, MemoryMiB: n.CardMemoryMiB, Healthy: true,
 		})
 	}
-	invJSON, err := inv.Marshal()
+	return inv
+}
+
+// Build returns the Node object: labels cgpu=true, kubernetes.io/hostname and the product;
+// the per-card inventory annotation; capacity = allocatable cpu, memory, pods, gpu-count
+// (Cards) and gpu-mem (Cards × CardUnits) under res's names.
+func (n Node) Build(res gpushare.Resources) (*corev1.Node, error) {
+	invJSON, err := n.Inventory().Marshal()
 	if err != nil {
 		return nil, fmt.Errorf("building node %s: %w", n.Name, err)
 	}

@@ -35,6 +35,9 @@ type Objects struct {
 	// SchedulerName is the pods' spec.schedulerName: empty for the cluster's default
 	// scheduler, "gpushare-scheduler" for the plugin phase.
 	SchedulerName string
+	// DRA makes the scheduling phases' pods ask for their memory through ResourceClaims
+	// (Claim, DRAPod) instead of gpu-mem.
+	DRA bool
 }
 
 // DefaultObjects is 8 cards × 16 units per node, the default resource names, namespace
@@ -50,17 +53,23 @@ func NodeName(i int) string { return fmt.Sprintf("scale-node-%05d", i) }
 // labelled LabelSet=nodes, with a Ready condition (nobody heartbeats it). burst adds the
 // TaintBurst NoSchedule taint.
 func (o Objects) Node(name string, burst bool) (*corev1.Node, error) {
-	n := objects.Node{
+	n := o.nodeSpec(name)
+	if burst {
+		n.Taints = []corev1.Taint{{Key: TaintBurst, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	return n.Build(o.Resources)
+}
+
+// nodeSpec describes bench node name: Cards × CardUnits GiB units, 64 CPUs and 512 GiB,
+// labelled LabelSet=nodes, Ready.
+func (o Objects) nodeSpec(name string) objects.Node {
+	return objects.Node{
 		Name: name, Model: cardModel, Cards: o.Cards, CardUnits: o.CardUnits,
 		Unit: gpushare.GiB, CardMemoryMiB: o.CardUnits * gpushare.GiB.MiB,
 		MilliCPU: 64000, MemoryMiB: 512 << 10, MaxPods: nodePodCapacity,
 		Labels: map[string]string{LabelSet: "nodes"},
 		Ready:  true,
 	}
-	if burst {
-		n.Taints = []corev1.Taint{{Key: TaintBurst, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
-	}
-	return n.Build(o.Resources)
 }
 
 // PodShape is one pod's gpu-mem request: Units in total over Cards cards (Cards 1: the

@@ -63,11 +63,18 @@ type PhaseResult struct {
 	// SchedulerCPUSeconds is the scheduler's CPU time during the phase (kube-scheduler, or
 	// gpushare-scheduler in the plugin phase; 0: not measured).
 	// On a shared machine CPU per pod is steadier than pods/s.
-	SchedulerCPUSeconds float64          `json:"schedulerCPUSeconds"`
-	LoadBefore          string           `json:"loadBefore"`
-	LoadAfter           string           `json:"loadAfter"`
-	Extender            *ExtenderFigures `json:"extender,omitempty"`
-	Cards               *CardCheck       `json:"cards,omitempty"`
+	SchedulerCPUSeconds float64 `json:"schedulerCPUSeconds"`
+	// APIServerCPUSeconds is kube-apiserver's CPU time during the phase (0: not measured).
+	APIServerCPUSeconds float64 `json:"apiserverCPUSeconds,omitempty"`
+	// ClaimCreateSeconds is how long creating the pods' ResourceClaims took, before the
+	// timing started (DRA sets only).
+	ClaimCreateSeconds float64          `json:"claimCreateSeconds,omitempty"`
+	LoadBefore         string           `json:"loadBefore"`
+	LoadAfter          string           `json:"loadAfter"`
+	Extender           *ExtenderFigures `json:"extender,omitempty"`
+	Cards              *CardCheck       `json:"cards,omitempty"`
+	// Claims is the check of a DRA set's claims (nil for device-plugin sets).
+	Claims *ClaimCheck `json:"claims,omitempty"`
 }
 
 // RunPhase creates podSet(n) as set `name` with Workers concurrent requests and waits
@@ -96,18 +103,35 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 		}
 	}
 
-	var schedBefore ProcStats
+	shapes := podSet(n)
+	pod := b.Objects.Pod
+	if b.Objects.DRA {
+		// The claims exist before the timing starts: it measures scheduling, and a
+		// ResourceClaimTemplate's claim would be made by kube-controller-manager, not here.
+		klog.InfoS("creating resource claims", "set", name, "count", n, "workers", b.workers())
+		t := time.Now()
+		if err := b.createClaims(ctx, name, shapes); err != nil {
+			return res, err
+		}
+		res.ClaimCreateSeconds = time.Since(t).Seconds()
+		pod = b.Objects.DRAPod
+	}
+	// CPU is counted from here, as the rate: the claims made before are not scheduling.
+	var schedBefore, apiBefore ProcStats
 	if schedulerPID > 0 {
 		if schedBefore, err = readProc(schedulerPID); err != nil {
 			return res, err
 		}
 	}
-
-	shapes := podSet(n)
+	if b.APIServerPID > 0 {
+		if apiBefore, err = readProc(b.APIServerPID); err != nil {
+			return res, err
+		}
+	}
 	klog.InfoS("creating pods", "set", name, "count", n, "workers", b.workers())
 	start := time.Now()
 	err = parallel.ForEach(ctx, n, b.workers(), func(ctx context.Context, i int) error {
-		return b.createPod(ctx, b.Objects.Pod(name, i, shapes[i]))
+		return b.createPod(ctx, pod(name, i, shapes[i]))
 	})
 	if err != nil {
 		return res, err
@@ -127,6 +151,13 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 		}
 		res.SchedulerCPUSeconds = schedAfter.CPUSeconds - schedBefore.CPUSeconds
 	}
+	if b.APIServerPID > 0 {
+		apiAfter, err := readProc(b.APIServerPID)
+		if err != nil {
+			return res, err
+		}
+		res.APIServerCPUSeconds = apiAfter.CPUSeconds - apiBefore.CPUSeconds
+	}
 	klog.InfoS("phase done", "set", name, "pods", n, "seconds", res.Seconds, "podsPerSecond", res.PodsPerSecond)
 
 	if probe != nil {
@@ -144,13 +175,22 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 			HeapInuseMiB: after.Values[metrics.HeapInuse] / (1 << 20),
 		}
 	}
-	// kube-scheduler alone binds without choosing cards: nothing to check.
-	if probe == nil && b.Objects.SchedulerName == "" {
+	// kube-scheduler alone binds device-plugin pods without choosing cards: nothing to check.
+	if probe == nil && b.Objects.SchedulerName == "" && !b.Objects.DRA {
 		return res, nil
 	}
 	pods, err := w.pods()
 	if err != nil {
 		return res, err
+	}
+	if b.Objects.DRA {
+		claims, err := b.setClaims(ctx, name)
+		if err != nil {
+			return res, err
+		}
+		cc := checkClaims(pods, claims, b.Objects.CardUnits*unitBytes())
+		res.Claims = &cc
+		return res, nil
 	}
 	cards, err := checkCards(b.Objects.Resources, pods, b.Objects.CardUnits)
 	if err != nil {
@@ -160,8 +200,9 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	return res, nil
 }
 
-// DeleteSet deletes every pod of the set (grace 0: no kubelet would confirm) and waits
-// until none is left. Errors: API failures, pods left after timeout.
+// DeleteSet deletes every pod of the set (grace 0: no kubelet would confirm), waits until
+// none is left, then deletes the set's resource claims (deleteClaims). Errors: API
+// failures, pods left after timeout.
 func (b *Bench) DeleteSet(ctx context.Context, set string, timeout time.Duration) error {
 	pods := b.Client.CoreV1().Pods(b.Objects.Namespace)
 	sel := metav1.ListOptions{LabelSelector: LabelSet + "=" + set}
@@ -179,7 +220,7 @@ func (b *Bench) DeleteSet(ctx context.Context, set string, timeout time.Duration
 		}
 		if len(left.Items) == 0 {
 			klog.InfoS("pods deleted", "set", set)
-			return nil
+			return b.deleteClaims(ctx, set)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pods of set %s still there after %s", set, timeout)

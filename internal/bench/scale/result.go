@@ -17,6 +17,10 @@ const (
 	SetPlain    = "plain"
 	SetExtender = "extender"
 	SetPlugin   = "plugin"
+	// SetDRA is kube-scheduler alone on pods asking through ResourceClaims, SetDRAPlugin
+	// gpushare-scheduler on the same (MODE=dra).
+	SetDRA       = "dra"
+	SetDRAPlugin = "dra-plugin"
 )
 
 // Result file names in the output folder, one per step.
@@ -25,6 +29,9 @@ const (
 	FilePlain          = "plain.json"
 	FileExtender       = "extender.json"
 	FilePlugin         = "plugin.json"
+	FileDRA            = "dra.json"
+	FileDRAPlugin      = "dra-plugin.json"
+	FileDRASetup       = "dra-setup.json"
 	FileBurst          = "burst.json"
 	FileMemory         = "memory.json"
 	FileMemoryRestart  = "memory-restart.json"
@@ -81,6 +88,10 @@ type Results struct {
 	Plain    *PhaseResult
 	Extender *PhaseResult
 	Plugin   *PhaseResult // phase b by gpushare-scheduler instead of kube-scheduler + extender
+	// DRA and DRAPlugin are the DRA mode's phases on claims: kube-scheduler alone, and
+	// gpushare-scheduler; DRASetup the publishing of the ResourceSlices.
+	DRA, DRAPlugin *PhaseResult
+	DRASetup       *SetupResult
 	// PluginPolicy is the GPUShare policy of the plugin phase (its target depends on it).
 	PluginPolicy  string
 	Burst         *BurstResult
@@ -95,6 +106,8 @@ type Results struct {
 // on the same nodes and pods, back to back.
 type Round struct {
 	Plain, Plugin PhaseResult
+	// DRA and DRAPlugin are the DRA mode's phases of the round (nil in other modes).
+	DRA, DRAPlugin *PhaseResult
 }
 
 // Ratio is the round's b/a in pods/s (0 when a measured nothing).
@@ -129,6 +142,8 @@ func LoadResults(dir string) (Results, error) {
 		setup      SetupResult
 		plain, ext PhaseResult
 		plugin     PhaseResult
+		draA, draC PhaseResult
+		draSetup   SetupResult
 		burst      BurstResult
 		mem, memR  MemoryResult
 	)
@@ -137,6 +152,9 @@ func LoadResults(dir string) (Results, error) {
 		load(FilePlain, &plain, func() { r.Plain = &plain }),
 		load(FileExtender, &ext, func() { r.Extender = &ext }),
 		load(FilePlugin, &plugin, func() { r.Plugin = &plugin }),
+		load(FileDRA, &draA, func() { r.DRA = &draA }),
+		load(FileDRAPlugin, &draC, func() { r.DRAPlugin = &draC }),
+		load(FileDRASetup, &draSetup, func() { r.DRASetup = &draSetup }),
 		load(FileBurst, &burst, func() { r.Burst = &burst }),
 		load(FileMemory, &mem, func() { r.Memory = &mem }),
 		load(FileMemoryRestart, &memR, func() { r.MemoryRestart = &memR }),
@@ -166,6 +184,9 @@ func loadRounds(dir string) ([]Round, error) {
 		if !okA || !okB {
 			return nil, fmt.Errorf("%s lacks %s or %s", sub, FilePlain, FilePlugin)
 		}
+		if err := loadDRARound(sub, &rd); err != nil {
+			return nil, err
+		}
 		out = append(out, rd)
 	}
 	if len(out) < 2 {
@@ -192,7 +213,8 @@ func (r Results) Markdown() string {
 	if r.Setup != nil {
 		row("nodes (8 cards × 16 units)", fmt.Sprintf("%d (created in %.1f s)", r.Setup.Nodes, r.Setup.Seconds), "5000", "")
 	}
-	if r.Plain != nil {
+	dra := r.DRA != nil || r.DRAPlugin != nil
+	if r.Plain != nil && !dra {
 		row("a) scheduler alone", fmt.Sprintf("%.1f pods/s (%d pods in %.1f s; load %s → %s)",
 			r.Plain.PodsPerSecond, r.Plain.Pods, r.Plain.Seconds, r.Plain.LoadBefore, r.Plain.LoadAfter), "", "")
 	}
@@ -210,7 +232,7 @@ func (r Results) Markdown() string {
 		be := r.Extender.Extender.CPUSeconds * 1e3 / float64(r.Extender.Pods)
 		row("CPU per pod: a) scheduler; b) scheduler + extender", fmt.Sprintf("%.1f ms; %.1f + %.1f = %.1f ms (if CPU-bound, b/a = %.2f)", a, bs, be, bs+be, a/(bs+be)), "", "")
 	}
-	if r.Plugin != nil {
+	if r.Plugin != nil && !dra {
 		p := r.Plugin
 		row("b) gpushare-scheduler (plugin)", fmt.Sprintf("%.1f pods/s (%d pods in %.1f s; load %s → %s)",
 			p.PodsPerSecond, p.Pods, p.Seconds, p.LoadBefore, p.LoadAfter), "", "")
@@ -243,6 +265,7 @@ func (r Results) Markdown() string {
 			row("b) plugin: cards over capacity / unannotated", fmt.Sprintf("%d / %d", len(c.Over), len(c.Unannotated)), "0 / 0", met(len(c.Over) == 0 && len(c.Unannotated) == 0))
 		}
 	}
+	r.draMarkdown(row)
 	if r.Extender != nil && r.Extender.Extender != nil {
 		e := r.Extender.Extender
 		row("filter over HTTP p50 / p99 (mean)", fmt.Sprintf("%.2f / %.2f ms (%.2f ms, %d calls)", e.Filter.P50Ms, e.Filter.P99Ms, e.Filter.MeanMs, e.Filter.Count),

@@ -127,17 +127,23 @@ func TestMarkdownPlugin(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			md := Results{Plain: tc.plain, Plugin: tc.plugin, PluginPolicy: tc.policy}.Markdown()
-			for _, w := range tc.want {
-				if !strings.Contains(md, w) {
-					t.Errorf("report lacks %q:\n%s", w, md)
-				}
-			}
-			for _, w := range tc.wantNone {
-				if strings.Contains(md, w) {
-					t.Errorf("report has %q:\n%s", w, md)
-				}
-			}
+			checkReport(t, md, tc.want, tc.wantNone)
 		})
+	}
+}
+
+// checkReport fails t unless md holds every line part of want and none of absent.
+func checkReport(t *testing.T, md string, want, absent []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(md, w) {
+			t.Errorf("report lacks %q:\n%s", w, md)
+		}
+	}
+	for _, a := range absent {
+		if strings.Contains(md, a) {
+			t.Errorf("report has %q:\n%s", a, md)
+		}
 	}
 }
 

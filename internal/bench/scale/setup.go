@@ -20,6 +20,9 @@ type Bench struct {
 	Objects Objects
 	// Workers is the number of concurrent create/delete requests (default 32).
 	Workers int
+	// APIServerPID is kube-apiserver's process ID: the phases measure its CPU time (0: not
+	// measured).
+	APIServerPID int
 }
 
 func (b *Bench) workers() int {

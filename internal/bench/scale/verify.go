@@ -13,6 +13,8 @@ import (
 type CardCheck struct {
 	// Used is node → card index → units held by the bound pods.
 	Used map[string]gpushare.CardUnits `json:"-"`
+	// Nodes is the number of nodes in Used.
+	Nodes int `json:"nodes"`
 	// Over lists "node/card: used > capacity" for every card over its capacity.
 	Over []string `json:"over"`
 	// Unannotated lists bound gpu-mem pods without an allocation annotation.
@@ -44,6 +46,7 @@ func checkCards(res gpushare.Resources, pods []*corev1.Pod, capacity int64) (Car
 			used[card] += u
 		}
 	}
+	c.Nodes = len(c.Used)
 	for node, cards := range c.Used {
 		for card, u := range cards {
 			if u > capacity {

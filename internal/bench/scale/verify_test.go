@@ -22,10 +22,11 @@ func TestCheckCards(t *testing.T) {
 		pods            []*corev1.Pod
 		wantOver        []string
 		wantUnannotated []string
+		wantNodes       int
 	}{
-		{"full card is fine", []*corev1.Pod{placed(0, "a", 0, 10), placed(1, "a", 0, 6)}, []string{}, []string{}},
-		{"one unit over", []*corev1.Pod{placed(0, "a", 1, 10), placed(1, "a", 1, 7), placed(2, "b", 1, 16)}, []string{"a/1: 17 > 16"}, []string{}},
-		{"unbound skipped, unannotated named", []*corev1.Pod{unbound, unannotated}, []string{}, []string{"x-00010"}},
+		{"full card is fine", []*corev1.Pod{placed(0, "a", 0, 10), placed(1, "a", 0, 6)}, []string{}, []string{}, 1},
+		{"one unit over", []*corev1.Pod{placed(0, "a", 1, 10), placed(1, "a", 1, 7), placed(2, "b", 1, 16)}, []string{"a/1: 17 > 16"}, []string{}, 2},
+		{"unbound skipped, unannotated named", []*corev1.Pod{unbound, unannotated}, []string{}, []string{"x-00010"}, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,6 +36,9 @@ func TestCheckCards(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantOver, got.Over); diff != "" {
 				t.Errorf("over (-want,+got):\n%s", diff)
+			}
+			if got.Nodes != tc.wantNodes {
+				t.Errorf("nodes %d, want %d", got.Nodes, tc.wantNodes)
 			}
 			if diff := cmp.Diff(tc.wantUnannotated, got.Unannotated); diff != "" {
 				t.Errorf("unannotated (-want,+got):\n%s", diff)

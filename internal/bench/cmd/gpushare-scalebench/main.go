@@ -6,6 +6,8 @@
 //	gpushare-scalebench phase     --set plain --pods 2000
 //	gpushare-scalebench phase     --set extender --pods 2000 --metrics-url URL --extender-pid PID
 //	gpushare-scalebench phase     --set plugin --pods 2000 --scheduler-name gpushare-scheduler --scheduler-pid-file F
+//	gpushare-scalebench dra-setup --nodes 5000
+//	gpushare-scalebench phase     --set dra --pods 2000
 //	gpushare-scalebench delete    --set plain
 //	gpushare-scalebench burst     --burst-pods 100 --burst-units 6
 //	gpushare-scalebench memory    --nodes 5000 --placed 40000 --metrics-url URL --extender-pid PID
@@ -49,6 +51,7 @@ type options struct {
 	metricsTLS   metrics.TLSFiles
 	extenderPID  int
 	schedPIDFile string
+	apiPIDFile   string
 	schedName    string
 	pluginPolicy string
 	burstPods    int
@@ -63,7 +66,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.out, "out", "_output/scale-results", "folder of the result JSON files")
 	fs.IntVar(&o.nodes, "nodes", 5000, "number of nodes (8 cards × 16 units each)")
 	fs.IntVar(&o.pods, "pods", 2000, "pods per scheduling phase")
-	fs.StringVar(&o.set, "set", "", "pod set of phase/delete (plain, extender, burst, placed)")
+	fs.StringVar(&o.set, "set", "", "pod set of phase/delete (plain, extender, plugin, burst, placed; dra and dra-plugin: pods with ResourceClaims)")
 	fs.IntVar(&o.workers, "workers", 32, "concurrent create requests")
 	fs.Float32Var(&o.qps, "kube-api-qps", 2000, "client QPS (burst is twice that)")
 	fs.DurationVar(&o.timeout, "timeout", 20*time.Minute, "how long a step may wait for the cluster")
@@ -72,7 +75,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.metricsTLS.KeyFile, "extender-client-key", "", "key of --extender-client-cert")
 	fs.StringVar(&o.metricsTLS.CAFile, "extender-ca", "", "CA bundle that verifies the extender's serving certificate")
 	fs.IntVar(&o.extenderPID, "extender-pid", 0, "the extender's process ID (RSS and CPU from /proc)")
-	fs.StringVar(&o.schedPIDFile, "scheduler-pid-file", defaultSchedulerPIDFile(), "file holding the scheduler's process ID (kube-scheduler, or gpushare-scheduler in the plugin phase; phase: its CPU time); empty: not measured")
+	fs.StringVar(&o.schedPIDFile, "scheduler-pid-file", defaultPIDFile("kube-scheduler"), "file holding the scheduler's process ID (kube-scheduler, or gpushare-scheduler in the plugin phase; phase: its CPU time); empty: not measured")
+	fs.StringVar(&o.apiPIDFile, "apiserver-pid-file", defaultPIDFile("kube-apiserver"), "file holding kube-apiserver's process ID (phase: its CPU time); empty: not measured")
 	fs.StringVar(&o.schedName, "scheduler-name", "", "spec.schedulerName of the created pods (gpushare-scheduler for the plugin phase; empty: the default scheduler)")
 	fs.StringVar(&o.pluginPolicy, "plugin-policy", "binpack", "report: the GPUShare policy of the plugin phase (fgd is judged against a lower target)")
 	fs.IntVar(&o.burstPods, "burst-pods", 100, "burst: pods created at once on one node")
@@ -95,7 +99,7 @@ func main() {
 		os.Exit(2)
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(os.Stderr, "usage: gpushare-scalebench [flags] setup|phase|delete|burst|memory|footprint|report")
+		fmt.Fprintln(os.Stderr, "usage: gpushare-scalebench [flags] setup|dra-setup|phase|delete|burst|memory|footprint|report")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -144,18 +148,24 @@ func run(ctx context.Context, step string, o *options) error {
 			return err
 		}
 		return save(scale.FileSetup, r)
+	case "dra-setup":
+		r, err := b.PublishDRA(ctx, o.nodes)
+		if err != nil {
+			return err
+		}
+		return save(scale.FileDRASetup, r)
 	case "phase":
 		var p *scale.ExtenderProbe
 		file := o.set + ".json"
 		switch o.set {
 		case "":
 			return fmt.Errorf("phase needs --set")
-		case scale.SetPlain:
-		case scale.SetPlugin:
+		case scale.SetPlain, scale.SetDRA:
+		case scale.SetPlugin, scale.SetDRAPlugin:
 			// gpushare-scheduler is the only process of phase b: its CPU comes from
 			// --scheduler-pid-file, its cards from the pods' annotations.
 			if o.schedName == "" {
-				return fmt.Errorf("phase --set %s needs --scheduler-name (the pods must reach gpushare-scheduler)", scale.SetPlugin)
+				return fmt.Errorf("phase --set %s needs --scheduler-name (the pods must reach gpushare-scheduler)", o.set)
 			}
 		default:
 			if p, err = probe(); err != nil {
@@ -202,31 +212,35 @@ func run(ctx context.Context, step string, o *options) error {
 		}
 		return save(scale.FileMemory, r)
 	}
-	return fmt.Errorf("unknown step %q (setup, phase, delete, burst, memory, footprint, report)", step)
+	return fmt.Errorf("unknown step %q (setup, dra-setup, phase, delete, burst, memory, footprint, report)", step)
 }
 
-// defaultSchedulerPIDFile is where hack/lib's start_proc records kube-scheduler's PID in
-// the state dir hack/bench/scale.sh exports.
-func defaultSchedulerPIDFile() string {
+// defaultPIDFile is where hack/lib's start_proc records process name's PID in the state
+// dir hack/bench/scale.sh exports.
+func defaultPIDFile(name string) string {
 	if dir := os.Getenv("GPUSHARE_STATE_DIR"); dir != "" {
-		return filepath.Join(dir, "pids", "kube-scheduler")
+		return filepath.Join(dir, "pids", name)
 	}
 	return ""
 }
 
 // schedulerPID reads --scheduler-pid-file; 0 when unset or unreadable (CPU not measured).
-func (o *options) schedulerPID() int {
-	if o.schedPIDFile == "" {
+func (o *options) schedulerPID() int { return readPIDFile("scheduler", o.schedPIDFile) }
+
+// readPIDFile reads the process ID of who from file; 0 when unset or unreadable (its CPU
+// is then not measured).
+func readPIDFile(who, file string) int {
+	if file == "" {
 		return 0
 	}
-	b, err := os.ReadFile(o.schedPIDFile)
+	b, err := os.ReadFile(file)
 	if err != nil {
-		klog.InfoS("kube-scheduler CPU not measured", "err", err)
+		klog.InfoS("CPU not measured", "process", who, "err", err)
 		return 0
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
-		klog.InfoS("kube-scheduler CPU not measured", "file", o.schedPIDFile, "err", err)
+		klog.InfoS("CPU not measured", "process", who, "file", file, "err", err)
 		return 0
 	}
 	return pid
@@ -245,5 +259,8 @@ func (o *options) bench() (*scale.Bench, error) {
 	objs := scale.DefaultObjects()
 	objs.Namespace = o.namespace
 	objs.SchedulerName = o.schedName
-	return &scale.Bench{Client: client, Objects: objs, Workers: o.workers}, nil
+	// The DRA sets' pods ask for their memory through ResourceClaims, made before the
+	// timing starts.
+	objs.DRA = o.set == scale.SetDRA || o.set == scale.SetDRAPlugin
+	return &scale.Bench{Client: client, Objects: objs, Workers: o.workers, APIServerPID: readPIDFile("kube-apiserver", o.apiPIDFile)}, nil
 }

@@ -1,0 +1,98 @@
+package scale
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/gpushare/gpushare/pkg/dra"
+	"github.com/gpushare/gpushare/pkg/gpushare"
+)
+
+// draRequest is the one device request of every bench claim; the pod's container names the
+// claim by draClaimRef.
+const (
+	draRequest  = "gpu"
+	draClaimRef = "gpu"
+)
+
+// DeviceClass is deploy/dra's DeviceClass: every device of the DRA back end's driver.
+func DeviceClass() *resourceapi.DeviceClass {
+	return &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: gpushare.DRADriverName},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
+			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpushare.DRADriverName)},
+		}}},
+	}
+}
+
+// unitBytes is one gpu-mem unit of the bench's nodes in bytes (1 GiB).
+func unitBytes() int64 { return gpushare.GiB.MiB << 20 }
+
+// ResourceSlice is what the DRA back end's kubelet plugin publishes for bench node node:
+// pkg/dra's DriverResources over Node's inventory (Cards × CardUnits GiB, the same UUIDs),
+// one pool named after the node, generation 1, one slice. Errors: the
+// inventory pkg/dra refuses.
+func (o Objects) ResourceSlice(node string) (*resourceapi.ResourceSlice, error) {
+	res, err := dra.DriverResources(node, o.nodeSpec(node).Inventory(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("building the ResourceSlice of node %s: %w", node, err)
+	}
+	pool := res.Pools[node]
+	if len(pool.Slices) != 1 {
+		return nil, fmt.Errorf("node %s: %d slices in its pool, want 1", node, len(pool.Slices))
+	}
+	return &resourceapi.ResourceSlice{
+		ObjectMeta: metav1.ObjectMeta{Name: node + "-" + gpushare.DRADriverName, Labels: map[string]string{LabelSet: "nodes"}},
+		Spec: resourceapi.ResourceSliceSpec{
+			Driver:   gpushare.DRADriverName,
+			Pool:     resourceapi.ResourcePool{Name: node, Generation: 1, ResourceSliceCount: 1},
+			NodeName: ptr.To(node),
+			Devices:  pool.Slices[0].Devices,
+		},
+	}, nil
+}
+
+// Claim is the ResourceClaim of pod i of set with shape s: one request of the class
+// DeviceClass for s.Cards devices, each consuming s.Units/s.Cards GiB of memory; two cards
+// must differ in uuid (distinctAttribute), as the DRA examples' two-card claim does.
+// Named as the pod, labelled LabelSet=set.
+func (o Objects) Claim(set string, i int, s PodShape) *resourceapi.ResourceClaim {
+	perCard := s.Units / max(s.Cards, 1)
+	c := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: podName(set, i), Namespace: o.Namespace, Labels: map[string]string{LabelSet: set}},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{
+				Name: draRequest,
+				Exactly: &resourceapi.ExactDeviceRequest{
+					DeviceClassName: gpushare.DRADriverName,
+					AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
+					Count:           max(s.Cards, 1),
+					Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
+						gpushare.DRACapacityMemory: *resource.NewQuantity(perCard*unitBytes(), resource.BinarySI),
+					}},
+				},
+			}},
+		}},
+	}
+	if s.Cards > 1 {
+		c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{
+			Requests:          []string{draRequest},
+			DistinctAttribute: ptr.To(resourceapi.FullyQualifiedName(gpushare.DRADriverName + "/" + gpushare.DRAAttributeUUID)),
+		}}
+	}
+	return c
+}
+
+// DRAPod is pod i of set asking for its memory through Claim(set, i, s) instead of gpu-mem:
+// the pod names the claim, its container the pod's claim entry.
+func (o Objects) DRAPod(set string, i int, s PodShape) *corev1.Pod {
+	p := o.Pod(set, i, PodShape{})
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: draClaimRef, ResourceClaimName: ptr.To(podName(set, i))}}
+	p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: draClaimRef}}
+	return p
+}
