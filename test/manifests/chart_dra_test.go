@@ -118,7 +118,7 @@ func TestChartDRAMatchesDeploy(t *testing.T) {
 	}
 	var svc corev1.Service
 	c.decode(t, "Service/gpushare-dra-plugin-metrics", &svc)
-	deployedSvc := decodeService(t, "dra/service.yaml")
+	deployedSvc := deployObject[corev1.Service](t, "dra/service.yaml", "Service")
 	if diff := cmp.Diff(deployedSvc.Spec, svc.Spec); diff != "" {
 		t.Errorf("metrics Service: deploy/dra (-) vs chart (+):\n%s", diff)
 	}
@@ -128,26 +128,6 @@ func TestChartDRAMatchesDeploy(t *testing.T) {
 	if got.ServiceAccountName != "gpushare-dra-plugin" || got.HostPID {
 		t.Errorf("service account %q hostPID %v, want gpushare-dra-plugin and no host PID namespace", got.ServiceAccountName, got.HostPID)
 	}
-}
-
-// decodeService is the one Service of deploy/<file>.
-func decodeService(t *testing.T, file string) corev1.Service {
-	t.Helper()
-	docs, err := docsOf(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range docs {
-		if d.kind == "Service" {
-			var svc corev1.Service
-			if err := yaml.UnmarshalStrict(d.raw, &svc); err != nil {
-				t.Fatalf("%s: %v", file, err)
-			}
-			return svc
-		}
-	}
-	t.Fatalf("%s holds no Service", file)
-	return corev1.Service{}
 }
 
 // TestChartDRAMonitoring: with backend=dra the ServiceMonitor scrapes the DRA plugin's
@@ -160,24 +140,9 @@ func TestChartDRAMonitoring(t *testing.T) {
 		if monitored != (backend == "dra") {
 			t.Errorf("backend=%s: ServiceMonitor/gpushare-dra-plugin rendered %v", backend, monitored)
 		}
-		var rule struct {
-			Spec struct {
-				Groups []struct {
-					Rules []struct {
-						Alert string `json:"alert"`
-						Expr  string `json:"expr"`
-					} `json:"rules"`
-				} `json:"groups"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal(c["PrometheusRule/gpushare"].raw, &rule); err != nil {
-			t.Fatal(err)
-		}
 		exprs := map[string]string{}
-		for _, g := range rule.Spec.Groups {
-			for _, r := range g.Rules {
-				exprs[r.Alert] = r.Expr
-			}
+		for _, r := range alertRules(t, c) {
+			exprs[r.Alert] = r.Expr
 		}
 		for _, alert := range []string{"GPUShareDRAPluginNotRegistered", "GPUShareDRASliceNotPublished", "GPUShareDRAPrepareFailures", "GPUShareDRAPluginDown"} {
 			expr, ok := exprs[alert]
