@@ -129,6 +129,38 @@ func CaseDRABackend(t *testing.T, e *Env) {
 		}
 	})
 
+	t.Run("the plugin's /prepared lists each notebook's claim with 4 units of card 0", func(t *testing.T) {
+		code, body := httpGet(ctx, t, sharePluginMetricsURL(t, e)+gpushare.DRAPreparedPath)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", gpushare.DRAPreparedPath, code, body)
+		}
+		var r gpushare.DRAPreparedReport
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("decoding %s: %v: %s", gpushare.DRAPreparedPath, err, body)
+		}
+		held := map[string]gpushare.DRAPreparedClaim{}
+		for _, c := range r.Claims {
+			held[string(c.UID)] = c
+		}
+		for _, name := range running {
+			p, err := e.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+				t.Fatalf("pod %s: %v, claim statuses %+v", name, err, p.Status.ResourceClaimStatuses)
+			}
+			claim, err := e.Client.ResourceV1().ResourceClaims(ns).Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, ok := held[string(claim.UID)]
+			if !ok || c.Namespace != ns || c.Name != claim.Name || len(c.Cards) != 1 || c.Cards[0] != 4 {
+				t.Errorf("claim %s/%s (uid %s): %s holds %+v, want it with {0:4}; answer %s", ns, claim.Name, claim.UID, gpushare.DRAPreparedPath, c, body)
+			}
+		}
+		if r.Node != e.RealNode || len(r.Claims) != len(running) {
+			t.Errorf("%s = %s, want node %s and %d claims", gpushare.DRAPreparedPath, body, e.RealNode, len(running))
+		}
+	})
+
 	t.Run("a plugin restart keeps the prepared claims", func(t *testing.T) {
 		before := readDRACheckpoint(t)
 		if len(before) != 3 {
