@@ -21,6 +21,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/gpushare/gpushare/pkg/dra"
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -39,6 +40,7 @@ var draCheckpoint = filepath.Join("/var/lib/kubelet/plugins", gpushare.DRADriver
 // fallen off the bus taints its device and a new claim stays Pending until it recovers.
 func CaseDRABackend(t *testing.T, e *Env) {
 	requireRealNode(t, e)
+	requireDRAKubernetes(t, e)
 	requireBinary(t, e, "share-plugin")
 	ctx := testContext(t, 10*time.Minute)
 	faults := filepath.Join(t.TempDir(), "faults")
@@ -205,6 +207,19 @@ func CaseDRABackend(t *testing.T, e *Env) {
 		waitFor(ctx, t, time.Minute, "gpu-0's taint gone after recovery", func() bool { return draTaint(ctx, e) == "" })
 		waitPod(t, e, ns, "nb-5", 2*time.Minute, "Running once the card recovered", isRunning)
 	})
+}
+
+// requireDRAKubernetes skips a DRA case on a control plane older than Kubernetes 1.36:
+// share-plugin --backend=dra refuses to start there (no consumable capacity).
+func requireDRAKubernetes(t *testing.T, e *Env) {
+	t.Helper()
+	v, err := utilversion.ParseGeneric(serverVersion(t, e))
+	if err != nil {
+		t.Fatalf("reading the server version: %v", err)
+	}
+	if !v.AtLeast(utilversion.MajorMinor(1, 36)) {
+		t.Skipf("Kubernetes %s: the DRA back end needs 1.36 or later; share-plugin --backend=dra refuses to start", v)
+	}
 }
 
 // startDRAPlugin labels the real node for the DRA back end, installs the DeviceClass and
