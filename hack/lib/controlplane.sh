@@ -149,7 +149,10 @@ start_gpushare_scheduler() {
       grep -q "^[[:space:]]*policy: $PLUGIN_POLICY\$" "$config"
   } ||
     die "could not render $template into $config (kubeconfig, leaderElect: false, policy: $PLUGIN_POLICY)"
+  local skew=()
+  mapfile -t skew < <(gpushare_scheduler_skew_flags)
   start_proc gpushare-scheduler "$GPUSHARE_BIN/gpushare-scheduler" \
+    "${skew[@]}" \
     --config "$config" \
     --authentication-kubeconfig "$KUBECONFIG_FILE" \
     --authorization-kubeconfig "$KUBECONFIG_FILE" \
@@ -157,6 +160,21 @@ start_gpushare_scheduler() {
     --secure-port "$PLUGIN_SCHEDULER_PORT"
   wait_for "gpushare-scheduler /readyz" 120 gpushare_scheduler_ready ||
     die "gpushare-scheduler not ready; see $LOGS/gpushare-scheduler.log"
+}
+
+# gpushare_scheduler_skew_flags prints, one a line, the flags gpushare-scheduler (built on
+# kube-scheduler v1.37) needs against an older control plane ($K8S_BIN's kube-apiserver).
+# Kubernetes 1.36 serves DeviceTaintRule only as resource.k8s.io/v1beta2 (off by default),
+# while the 1.37 scheduler watches resource.k8s.io/v1 DeviceTaintRules (DRADeviceTaintRules,
+# GA and on in 1.37): its informers would never sync and it would never become ready.
+gpushare_scheduler_skew_flags() {
+  local version minor
+  [ -n "${K8S_BIN:-}" ] && [ -x "$K8S_BIN/kube-apiserver" ] || return 0
+  version=$("$K8S_BIN/kube-apiserver" --version) || return 0 # "Kubernetes v1.36.3"
+  minor=$(sed -n 's/^Kubernetes v1\.\([0-9]*\)\..*/\1/p' <<<"$version")
+  if [ -n "$minor" ] && [ "$minor" -lt 37 ]; then
+    echo "--feature-gates=DRADeviceTaintRules=false"
+  fi
 }
 
 # extender_ready: /readyz on the diagnostics port answers ok over mutual TLS, the extender's

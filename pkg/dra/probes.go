@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // probes is what /healthz and /readyz answer from: whether kubelet registered the plugin,
@@ -37,7 +39,7 @@ func (p *probes) live() string {
 }
 
 // Handler serves /metrics (the plugin's counters and per-card gauges plus Go runtime
-// metrics), /healthz (200 once kubelet registered the plugin and the node's ResourceSlice
+// metrics), /prepared (gpushare.DRAPreparedReport as JSON), /healthz (200 once kubelet registered the plugin and the node's ResourceSlice
 // is published, 503 before and once the plugin's server stopped) and /readyz (as /healthz,
 // and 503 while no card takes new claims).
 func (d *Driver) handler(p *probes, m *metrics) http.Handler {
@@ -46,6 +48,7 @@ func (d *Driver) handler(p *probes, m *metrics) http.Handler {
 	reg.MustRegister(newCardCollector(d, p), prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc(gpushare.DRAPreparedPath, d.servePrepared)
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		answer(w, p.live())
 	})

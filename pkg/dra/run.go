@@ -66,8 +66,9 @@ type RunConfig struct {
 // Run serves the node's cards through DRA until ctx is done: it checks that the node is
 // labelled for this back end, registers the plugin with kubelet, and publishes the node's
 // ResourceSlice again on every change of a card's health. Errors: a node not labelled
-// gpushare.LabelBackend=dra, no cards, a checkpoint that cannot be read, or kubelet's
-// plugin sockets that cannot be served.
+// gpushare.LabelBackend=dra, an API server older than Kubernetes 1.36 or without consumable
+// capacity (checkAPIServer, checkCapacityKept), no cards, a checkpoint that cannot be read,
+// or kubelet's plugin sockets that cannot be served.
 func Run(ctx context.Context, rc RunConfig) error {
 	node, err := rc.Client.CoreV1().Nodes().Get(ctx, rc.NodeName, metav1.GetOptions{})
 	if err != nil {
@@ -76,12 +77,22 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err := gpushare.CheckBackend(node.Labels, gpushare.BackendDRA); err != nil {
 		return err
 	}
+	if err := checkAPIServer(ctx, rc.Client.Discovery()); err != nil {
+		return err
+	}
 	devs, err := rc.NVML.Devices()
 	if err != nil {
 		return fmt.Errorf("listing GPUs: %w", err)
 	}
 	cards, err := deviceplugin.BuildCards(devs, rc.Unit)
 	if err != nil {
+		return err
+	}
+	res, err := DriverResources(rc.NodeName, gpushare.Inventory{Unit: rc.Unit, Devices: cards}, nil)
+	if err != nil {
+		return err
+	}
+	if err := checkCapacityKept(ctx, rc.Client, rc.NodeName, res.Pools[rc.NodeName].Slices[0].Devices); err != nil {
 		return err
 	}
 	cdiKind := rc.CDIKind

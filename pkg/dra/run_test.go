@@ -50,6 +50,8 @@ func startRun(t *testing.T, ctx context.Context, labels map[string]string, opts 
 		t.Fatal(err)
 	}
 	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: labels}})
+	fakeAPIServer(client, "v1.36.3", resourceV1("resourceslices", "resourceclaims"))
+	echoDryRunSlices(client, func(*resourceapi.ResourceSlice) {})
 	done := make(chan error, 1)
 	rc := RunConfig{
 		NodeName: testNode, Client: client, NVML: nv, Unit: gpushare.GiB,
@@ -118,6 +120,23 @@ func TestRunRefusesADevicePluginNode(t *testing.T) {
 	_, _, done := startRun(t, ctx, nil)
 	if err := <-done; err == nil || !strings.Contains(err.Error(), gpushare.LabelBackend) {
 		t.Errorf("Run on an unlabelled node: %v, want it refused naming %s", err, gpushare.LabelBackend)
+	}
+}
+
+// TestRunRefusesKubernetes135: on a 1.35 API server, which would drop the fields that let
+// claims share a card, Run stops before registering with kubelet or publishing a slice.
+func TestRunRefusesKubernetes135(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, _, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA)},
+		func(rc *RunConfig) {
+			fakeAPIServer(rc.Client.(*fake.Clientset), "v1.35.4", resourceV1("resourceslices"))
+		})
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "needs Kubernetes 1.36 or later") {
+		t.Errorf("Run on 1.35: %v, want it refused", err)
+	}
+	if list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{}); err != nil || len(list.Items) != 0 {
+		t.Errorf("slices after the refusal: %v, %v; want none", list, err)
 	}
 }
 

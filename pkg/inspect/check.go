@@ -22,6 +22,11 @@ type checkViews struct {
 	// DRA holds the nodes served by the DRA back end, by name: their ResourceSlices' cards
 	// and the claims allocated on them.
 	DRA map[string]draNode
+	// DRAPrepared are the DRA plugins' prepared claims that were read, one per node reached.
+	DRAPrepared []gpushare.DRAPreparedReport
+	// RunningPods holds the running pods bound to the nodes read, as "namespace/name": a
+	// claim of a running pod must be prepared.
+	RunningPods map[string]bool
 	// NotChecked lists the components (or nodes of them) that could not be read.
 	NotChecked []notChecked
 	// Node restricts the extender's and share-plugin's nodes to one ("" for all); the
@@ -49,9 +54,12 @@ const (
 	problemExtenderConservative = "extender-conservative" // the extender counts a pod on every card
 	problemPluginDiffers        = "share-plugin-differs"  // share-plugin served other cards than annotated
 	problemPluginOvercommitted  = "share-plugin-overcommitted"
-	problemPluginInvalid        = "share-plugin-invalid" // share-plugin's answer names no valid container
-	problemClaimUnknownDevice   = "claim-unknown-device" // a claim holds a device the node's ResourceSlices do not list
-	problemClaimOvercommitted   = "claim-overcommitted"  // claims consume more of a card than its ResourceSlice capacity
+	problemPluginInvalid        = "share-plugin-invalid"         // share-plugin's answer names no valid container
+	problemClaimUnknownDevice   = "claim-unknown-device"         // a claim holds a device the node's ResourceSlices do not list
+	problemClaimOvercommitted   = "claim-overcommitted"          // claims consume more of a card than its ResourceSlice capacity
+	problemClaimNotPrepared     = "claim-not-prepared"           // a running pod's claim allocated on the node is not prepared by its DRA plugin
+	problemClaimNotAllocated    = "claim-prepared-not-allocated" // the DRA plugin holds a claim prepared that is not allocated on its node
+	problemClaimPreparedDiffers = "claim-prepared-differs"       // the DRA plugin prepared other units than the claim's allocation
 )
 
 // checkProblem is one disagreement. Line is the text form: node, card and what each view
@@ -137,8 +145,15 @@ func compareViews(v checkViews) checkReport {
 			r.pluginProblems(a, p)
 		}
 	}
+	prepared := map[string][]gpushare.DRAPreparedReport{}
+	for _, p := range v.DRAPrepared {
+		prepared[p.Node] = append(prepared[p.Node], p)
+	}
 	for _, name := range sortedKeys(v.DRA) {
 		r.claimProblems(name, v.DRA[name])
+		for _, p := range prepared[name] {
+			r.preparedProblems(name, v.DRA[name], p, v.RunningPods)
+		}
 	}
 	r.OK = len(r.Problems) == 0 && !r.failedRequired()
 	return r
@@ -164,6 +179,47 @@ func (r *checkReport) claimProblems(node string, n draNode) {
 				node, card.Index, used[card.Index], card.Total, strings.Join(byCard[card.Index], ", "))
 		}
 	}
+}
+
+// preparedProblems compares the claims a node's DRA plugin prepared with those allocated
+// on the node's cards, by UID: an allocated claim a running pod reserves that is not
+// prepared, a prepared claim no longer allocated there, and units per card that differ.
+func (r *checkReport) preparedProblems(node string, n draNode, p gpushare.DRAPreparedReport, running map[string]bool) {
+	held := map[string]gpushare.DRAPreparedClaim{}
+	for _, c := range p.Claims {
+		held[string(c.UID)] = c
+	}
+	allocated := map[string]bool{}
+	for _, c := range n.Claims {
+		allocated[c.UID] = true
+		pc, ok := held[c.UID]
+		switch {
+		case !ok:
+			if pod := runningPod(c, running); pod != "" {
+				r.add(problemClaimNotPrepared, node, nil, c.Namespace+"/"+pod, "node %s: claim %s is allocated here and its pod %s runs, but the DRA plugin has not prepared it",
+					node, c.key(), pod)
+			}
+		case !equalCardUnits(c.Cards, pc.Cards):
+			r.add(problemClaimPreparedDiffers, node, nil, "", "node %s: claim %s: the DRA plugin prepared %s, the claim's allocation %s",
+				node, c.key(), formatCards(pc.Cards), formatCards(c.Cards))
+		}
+	}
+	for _, c := range p.Claims {
+		if !allocated[string(c.UID)] {
+			r.add(problemClaimNotAllocated, node, nil, "", "node %s: the DRA plugin holds claim %s/%s (uid %s) prepared with %s, but no claim of that UID is allocated on the node",
+				node, c.Namespace, c.Name, c.UID, formatCards(c.Cards))
+		}
+	}
+}
+
+// runningPod is the first pod that reserves claim c and runs, "" when none does.
+func runningPod(c draClaim, running map[string]bool) string {
+	for _, pod := range c.Pods {
+		if running[c.Namespace+"/"+pod] {
+			return pod
+		}
+	}
+	return ""
 }
 
 func (r *checkReport) add(kind, node string, card *int, pod, format string, args ...any) {

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	restclient "k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
@@ -61,6 +62,41 @@ func pluginPod(node string) *corev1.Pod {
 	return p
 }
 
+// draPluginPod is the DRA plugin's DaemonSet pod on node.
+func draPluginPod(node string) *corev1.Pod {
+	p := makePod("kube-system", "gpushare-dra-plugin-"+node).Node(node).Obj()
+	p.Labels = map[string]string{"app.kubernetes.io/name": "gpushare-dra-plugin"}
+	return p
+}
+
+// draCheckObjects is checkObjects and the DRA node gpu-dra: one T4 of 14 units, its plugin's
+// pod, claims ml/nb-a..d of 4 units reserved by pods of those names (the running ones of
+// running), and claim ml/ghost on a device no slice lists.
+func draCheckObjects(running ...string) func(*testing.T) []runtime.Object {
+	return func(t *testing.T) []runtime.Object {
+		objs := append(checkObjects(t),
+			makeNode("gpu-dra", "10.0.0.20").Label(gpushare.LabelBackend, string(gpushare.BackendDRA)).Obj(),
+			draSlice("gpu-dra", 1, draDevice(0, "GPU-d", 14, gib, false)),
+			draPluginPod("gpu-dra"))
+		for _, c := range []string{"a", "b", "c", "d"} {
+			objs = append(objs, draClaimObj("ml", "nb-"+c, []string{"nb-" + c}, draResult("gpu-dra", "gpu-0", 4*gib)))
+		}
+		for _, p := range running {
+			objs = append(objs, makePod("ml", p).Node("gpu-dra").Obj())
+		}
+		return append(objs, draClaimObj("ml", "ghost", nil, draResult("gpu-dra", "gpu-9", gib)))
+	}
+}
+
+// draPrepared is gpu-dra's plugin answer holding the claims ml/<names> of 4 units on card 0.
+func draPrepared(names ...string) gpushare.DRAPreparedReport {
+	r := gpushare.DRAPreparedReport{Node: "gpu-dra", Claims: []gpushare.DRAPreparedClaim{}}
+	for _, n := range names {
+		r.Claims = append(r.Claims, gpushare.DRAPreparedClaim{UID: k8stypes.UID(draClaimUID("ml", n)), Namespace: "ml", Name: n, Cards: gpushare.CardUnits{0: 4}})
+	}
+	return r
+}
+
 // checkObjects is gpu-a with agreeingPods, and share-plugin's pod on it.
 func checkObjects(t *testing.T) []runtime.Object {
 	n := checkNode(t)
@@ -93,20 +129,25 @@ func TestCheckCommand(t *testing.T) {
 
 	// proxy answers the service and pod proxies as the API server would reach deploy/'s
 	// extender service and share-plugin pod; anything else is an error.
-	proxy := func(a k8stesting.Action) (bool, restclient.ResponseWrapper, error) {
-		pa := a.(k8stesting.ProxyGetAction)
-		var v any
-		switch fmt.Sprintf("%s %s/%s:%s%s", pa.GetResource().Resource, pa.GetNamespace(), pa.GetName(), pa.GetPort(), pa.GetPath()) {
-		case "services kube-system/gpushare-extender:diagnostics/gpushare-scheduler/inspect":
-			v = agreeingExtender()
-		case "pods kube-system/share-plugin-gpu-a:9401/served":
-			v = agreeingPlugin()
-		default:
-			return true, proxyAnswer{err: errors.New("no such proxy target")}, nil
+	proxyWith := func(prepared gpushare.DRAPreparedReport) k8stesting.ProxyReactionFunc {
+		return func(a k8stesting.Action) (bool, restclient.ResponseWrapper, error) {
+			pa := a.(k8stesting.ProxyGetAction)
+			var v any
+			switch fmt.Sprintf("%s %s/%s:%s%s", pa.GetResource().Resource, pa.GetNamespace(), pa.GetName(), pa.GetPort(), pa.GetPath()) {
+			case "services kube-system/gpushare-extender:diagnostics/gpushare-scheduler/inspect":
+				v = agreeingExtender()
+			case "pods kube-system/share-plugin-gpu-a:9401/served":
+				v = agreeingPlugin()
+			case "pods kube-system/gpushare-dra-plugin-gpu-dra:9401/prepared":
+				v = prepared
+			default:
+				return true, proxyAnswer{err: errors.New("no such proxy target")}, nil
+			}
+			b, _ := json.Marshal(v)
+			return true, proxyAnswer{body: b}, nil
 		}
-		b, _ := json.Marshal(v)
-		return true, proxyAnswer{body: b}, nil
 	}
+	proxy := proxyWith(draPrepared("nb-a", "nb-b", "nb-c", "nb-d"))
 
 	tests := []struct {
 		name     string
@@ -197,20 +238,43 @@ func TestCheckCommand(t *testing.T) {
 			wantCode: 1,
 		},
 		{
-			name: "DRA node: claims past a card's capacity",
-			objs: func(t *testing.T) []runtime.Object {
-				objs := append(checkObjects(t),
-					makeNode("gpu-dra", "10.0.0.20").Label(gpushare.LabelBackend, string(gpushare.BackendDRA)).Obj(),
-					draSlice("gpu-dra", 1, draDevice(0, "GPU-d", 14, gib, false)))
-				for _, c := range []string{"a", "b", "c", "d"} {
-					objs = append(objs, draClaimObj("ml", "nb-"+c, []string{"nb-" + c}, draResult("gpu-dra", "gpu-0", 4*gib)))
-				}
-				return append(objs, draClaimObj("ml", "ghost", nil, draResult("gpu-dra", "gpu-9", gib)))
-			},
+			name:  "DRA node: claims past a card's capacity",
+			objs:  draCheckObjects(),
 			args:  []string{"--check", "--extender-url", ext.URL},
 			proxy: proxy,
 			want: "node gpu-dra: claim ml/ghost holds device gpu-9, which the node's ResourceSlices do not list\n" +
 				"node gpu-dra card 0: claims consume 16 units, ResourceSlice capacity 14 (ml/nb-a 4, ml/nb-b 4, ml/nb-c 4, ml/nb-d 4)\n",
+			wantErr:  "check found 2 disagreement(s)",
+			wantCode: 1,
+		},
+		{
+			name:  "DRA node: the plugin's prepared claims differ from the allocated ones",
+			objs:  draCheckObjects("nb-d"),
+			args:  []string{"--check", "--extender-url", ext.URL},
+			proxy: proxyWith(draPrepared("nb-a", "nb-b", "nb-c", "nb-old")),
+			want: "node gpu-dra: claim ml/ghost holds device gpu-9, which the node's ResourceSlices do not list\n" +
+				"node gpu-dra card 0: claims consume 16 units, ResourceSlice capacity 14 (ml/nb-a 4, ml/nb-b 4, ml/nb-c 4, ml/nb-d 4)\n" +
+				"node gpu-dra: claim ml/nb-d is allocated here and its pod nb-d runs, but the DRA plugin has not prepared it\n" +
+				"node gpu-dra: the DRA plugin holds claim ml/nb-old (uid uid-ml-nb-old) prepared with {0:4}, but no claim of that UID is allocated on the node\n",
+			wantErr:  "check found 4 disagreement(s)",
+			wantCode: 1,
+		},
+		{
+			name: "DRA node: its plugin not running is not checked",
+			objs: func(t *testing.T) []runtime.Object {
+				var out []runtime.Object
+				for _, o := range draCheckObjects("nb-d")(t) {
+					if p, ok := o.(*corev1.Pod); !ok || p.Name != "gpushare-dra-plugin-gpu-dra" {
+						out = append(out, o)
+					}
+				}
+				return out
+			},
+			args:  []string{"--check", "--extender-url", ext.URL},
+			proxy: proxy,
+			want: "node gpu-dra: claim ml/ghost holds device gpu-9, which the node's ResourceSlices do not list\n" +
+				"node gpu-dra card 0: claims consume 16 units, ResourceSlice capacity 14 (ml/nb-a 4, ml/nb-b 4, ml/nb-c 4, ml/nb-d 4)\n" +
+				"gpushare-dra-plugin: not checked (no running pod labelled app.kubernetes.io/name=gpushare-dra-plugin in kube-system)\n",
 			wantErr:  "check found 2 disagreement(s)",
 			wantCode: 1,
 		},

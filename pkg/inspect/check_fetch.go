@@ -33,6 +33,8 @@ const (
 	pluginSelector   = "app.kubernetes.io/name=share-plugin"
 	pluginPort       = "9401"
 	pluginServedPath = gpushare.ServedPath
+	// The DRA plugin's DaemonSet (deploy/dra), on the same port.
+	draPluginSelector = "app.kubernetes.io/name=gpushare-dra-plugin"
 )
 
 const (
@@ -86,79 +88,107 @@ func (f fetcher) extender(ctx context.Context, src checkSources) (*gpushare.Insp
 	return &v, nil
 }
 
+// pluginKind is one of the node agents --check reads: how its pods are found and named,
+// and the path of its answer.
+type pluginKind struct {
+	name     string // how not-checked lines name it: "share-plugin"
+	selector string // its pods' label selector in pluginNamespace
+	path     string // the path of its answer on pluginPort
+}
+
 // plugins returns the served-cards answers of the share-plugins: those of SharePluginURLs,
 // else of every share-plugin pod on nodes (only those on node when it is set). What could
 // not be read, and the nodes no answer covers, are listed as not checked.
 func (f fetcher) plugins(ctx context.Context, src checkSources, nodes []string, node string) ([]gpushare.ServedReport, []notChecked) {
+	return readPlugins(ctx, f, pluginKind{name: "share-plugin", selector: pluginSelector, path: pluginServedPath}, src.SharePluginURLs, nodes, node, func(r *gpushare.ServedReport) *string { return &r.Node })
+}
+
+// draPlugins returns the prepared-claims answers of the DRA plugin pods on nodes (only those
+// on node when it is set), read through the API server's pod proxy. What could not be read,
+// and the nodes no answer covers, are listed as not checked.
+func (f fetcher) draPlugins(ctx context.Context, nodes []string, node string) ([]gpushare.DRAPreparedReport, []notChecked) {
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	return readPlugins(ctx, f, pluginKind{name: "gpushare-dra-plugin", selector: draPluginSelector, path: gpushare.DRAPreparedPath}, nil, nodes, node, func(r *gpushare.DRAPreparedReport) *string { return &r.Node })
+}
+
+// readPlugins reads the answers of kind's agents: those of urls, else of every pod of kind on
+// nodes (only those on node when it is set), each decoded into a T whose node nodeOf points
+// at (an answer naming no node is its pod's). What could not be read, and the nodes no answer
+// covers, are listed as not checked; required when urls were given.
+func readPlugins[T any](ctx context.Context, f fetcher, kind pluginKind, urls []string, nodes []string, node string, nodeOf func(*T) *string) ([]T, []notChecked) {
 	var targets []pluginTarget
 	var skipped []notChecked
-	if len(src.SharePluginURLs) > 0 {
-		for _, u := range src.SharePluginURLs {
-			url := strings.TrimRight(u, "/") + pluginServedPath
-			targets = append(targets, pluginTarget{component: "share-plugin at " + u, get: func(ctx context.Context) ([]byte, error) { return f.get(ctx, url) }})
+	if len(urls) > 0 {
+		for _, u := range urls {
+			url := strings.TrimRight(u, "/") + kind.path
+			targets = append(targets, pluginTarget{component: kind.name + " at " + u, get: func(ctx context.Context) ([]byte, error) { return f.get(ctx, url) }})
 		}
 	} else {
-		pods, err := f.pluginPods(ctx, node)
+		pods, err := f.pluginPods(ctx, kind, node)
 		if err != nil {
-			return nil, []notChecked{{Component: "share-plugin", Reason: oneLine(err.Error())}}
+			return nil, []notChecked{{Component: kind.name, Reason: oneLine(err.Error())}}
 		}
 		if len(pods) == 0 {
-			return nil, []notChecked{{Component: "share-plugin", Reason: fmt.Sprintf("no running pod labelled %s in %s", pluginSelector, pluginNamespace)}}
+			return nil, []notChecked{{Component: kind.name, Reason: fmt.Sprintf("no running pod labelled %s in %s", kind.selector, pluginNamespace)}}
 		}
 		for _, p := range pods {
 			name := p.Name
 			targets = append(targets, pluginTarget{
-				component: fmt.Sprintf("share-plugin on node %s (pod %s/%s)", p.Spec.NodeName, p.Namespace, p.Name),
+				component: fmt.Sprintf("%s on node %s (pod %s/%s)", kind.name, p.Spec.NodeName, p.Namespace, p.Name),
 				node:      p.Spec.NodeName,
 				get: func(ctx context.Context) ([]byte, error) {
-					return doRaw(ctx, f.Client.CoreV1().Pods(pluginNamespace).ProxyGet("http", name, pluginPort, pluginServedPath, nil))
+					return doRaw(ctx, f.Client.CoreV1().Pods(pluginNamespace).ProxyGet("http", name, pluginPort, kind.path, nil))
 				},
 			})
 		}
 	}
-	reports := make([]*gpushare.ServedReport, len(targets))
+	reports := make([]*T, len(targets))
 	errs := make([]error, len(targets))
+	what := kind.name + "'s " + kind.path + " answer"
 	parallel(len(targets), func(i int) {
 		body, err := targets[i].get(ctx)
 		if err != nil {
 			errs[i] = err
 			return
 		}
-		var r gpushare.ServedReport
-		if err := decodeStrict(body, &r, "share-plugin's /served answer"); err != nil {
+		var r T
+		if err := decodeStrict(body, &r, what); err != nil {
 			errs[i] = err
 			return
 		}
-		if r.Node == "" {
-			r.Node = targets[i].node
+		n := nodeOf(&r)
+		if *n == "" {
+			*n = targets[i].node
 		}
-		if r.Node == "" {
-			errs[i] = errors.New("share-plugin's /served answer names no node")
+		if *n == "" {
+			errs[i] = errors.New(what + " names no node")
 			return
 		}
 		reports[i] = &r
 	})
-	var out []gpushare.ServedReport
+	var out []T
 	covered := map[string]bool{}
-	required := len(src.SharePluginURLs) > 0
+	required := len(urls) > 0
 	for i, r := range reports {
 		if r == nil {
 			skipped = append(skipped, notChecked{Component: targets[i].component, Reason: oneLine(errs[i].Error()), Required: required})
 			continue
 		}
 		out = append(out, *r)
-		covered[r.Node] = true
+		covered[*nodeOf(r)] = true
 		covered[targets[i].node] = true
 	}
 	for _, n := range nodes {
 		if !covered[n] && !triedOn(targets, n) {
-			skipped = append(skipped, notChecked{Component: "share-plugin on node " + n, Reason: "no share-plugin answered for this node"})
+			skipped = append(skipped, notChecked{Component: kind.name + " on node " + n, Reason: "no " + kind.name + " answered for this node"})
 		}
 	}
 	return out, skipped
 }
 
-// pluginTarget is one share-plugin to ask.
+// pluginTarget is one agent to ask.
 type pluginTarget struct {
 	component string // how not-checked lines name it
 	node      string // the pod's node; "" for a URL
@@ -175,9 +205,9 @@ func triedOn(targets []pluginTarget, n string) bool {
 	return false
 }
 
-// pluginPods lists the running share-plugin pods (on node only, when set).
-func (f fetcher) pluginPods(ctx context.Context, node string) ([]corev1.Pod, error) {
-	opts := metav1.ListOptions{LabelSelector: pluginSelector, FieldSelector: "status.phase=Running", Limit: pageSize}
+// pluginPods lists the running pods of kind (on node only, when set).
+func (f fetcher) pluginPods(ctx context.Context, kind pluginKind, node string) ([]corev1.Pod, error) {
+	opts := metav1.ListOptions{LabelSelector: kind.selector, FieldSelector: "status.phase=Running", Limit: pageSize}
 	if node != "" {
 		opts.FieldSelector = "spec.nodeName=" + fields.EscapeValue(node) + "," + opts.FieldSelector
 	}
@@ -185,7 +215,7 @@ func (f fetcher) pluginPods(ctx context.Context, node string) ([]corev1.Pod, err
 	for {
 		l, err := f.Client.CoreV1().Pods(pluginNamespace).List(ctx, opts)
 		if err != nil {
-			return nil, fmt.Errorf("listing share-plugin pods (%s in %s): %w", pluginSelector, pluginNamespace, err)
+			return nil, fmt.Errorf("listing %s pods (%s in %s): %w", kind.name, kind.selector, pluginNamespace, err)
 		}
 		for _, p := range l.Items {
 			if p.Spec.NodeName != "" {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/transport"
 )
@@ -23,7 +24,7 @@ func runCheck(ctx context.Context, flags *flagpole, node string, c cluster, stre
 	if err != nil {
 		return exitError{code: exitCheckIncomplete, err: explain(err)}
 	}
-	v := checkViews{Annotations: buildAnnotatedView(nodes, pods, res), Node: node, DRA: draNodes(nodes, dra)}
+	v := checkViews{Annotations: buildAnnotatedView(nodes, pods, res), Node: node, DRA: draNodes(nodes, dra), RunningPods: runningPods(pods)}
 	httpc, err := flags.httpClient()
 	if err != nil {
 		return exitError{code: exitCheckIncomplete, err: err}
@@ -42,13 +43,16 @@ func runCheck(ctx context.Context, flags *flagpole, node string, c cluster, stre
 	}
 	names := make([]string, 0, len(v.Annotations.Nodes))
 	for _, n := range v.Annotations.Nodes {
-		// The DRA plugin serves no /served: its claims are compared with the slices.
+		// A DRA node's plugin serves its prepared claims (draPlugins), not /served.
 		if _, dra := v.DRA[n.Name]; !dra {
 			names = append(names, n.Name)
 		}
 	}
 	reports, more := f.plugins(ctx, src, names, node)
 	v.Plugins = reports
+	v.NotChecked = append(v.NotChecked, more...)
+	prepared, more := f.draPlugins(ctx, sortedKeys(v.DRA), node)
+	v.DRAPrepared = prepared
 	v.NotChecked = append(v.NotChecked, more...)
 
 	r := compareViews(v)
@@ -62,6 +66,17 @@ func runCheck(ctx context.Context, flags *flagpole, node string, c cluster, stre
 		return exitError{code: exitDisagreement, err: fmt.Errorf("check found %d disagreement(s)", len(r.Problems))}
 	}
 	return nil
+}
+
+// runningPods is the pods of pods that run, as "namespace/name".
+func runningPods(pods []corev1.Pod) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodRunning {
+			out[p.Namespace+"/"+p.Name] = true
+		}
+	}
+	return out
 }
 
 // renderCheck writes one line per problem, then the notes (reservations), the components

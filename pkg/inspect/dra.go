@@ -57,6 +57,7 @@ type draCard struct {
 // draClaim is one allocated claim on a node's cards. Units are the node's units.
 type draClaim struct {
 	Namespace, Name string
+	UID             string
 	Pods            []string           // names of the pods that reserve it (its namespace), in reservedFor order
 	Cards           gpushare.CardUnits // card index → units consumed
 	// Unknown names the devices of the node's pool the claim holds but no slice lists.
@@ -166,7 +167,7 @@ func claimOn(cl resourceapi.ResourceClaim, pools map[string][]resourceapi.Resour
 	if cl.Status.Allocation == nil {
 		return draClaim{}, false
 	}
-	c := draClaim{Namespace: cl.Namespace, Name: cl.Name, Cards: gpushare.CardUnits{}}
+	c := draClaim{Namespace: cl.Namespace, Name: cl.Name, UID: string(cl.UID), Cards: gpushare.CardUnits{}}
 	for _, r := range cl.Status.Allocation.Devices.Results {
 		if _, ours := pools[r.Pool]; r.Driver != gpushare.DRADriverName || !ours {
 			continue

@@ -67,10 +67,10 @@ func draResult(pool, device string, bytes int64) resourceapi.DeviceRequestAlloca
 	return r
 }
 
-// draClaimObj is claim ns/name allocated results and reserved for pods (none: not allocated
-// when results is empty too).
+// draClaimObj is claim ns/name, of UID draClaimUID(ns, name), allocated results and reserved
+// for pods (none: not allocated when results is empty too).
 func draClaimObj(ns, name string, pods []string, results ...resourceapi.DeviceRequestAllocationResult) *resourceapi.ResourceClaim {
-	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	c := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: k8stypes.UID(draClaimUID(ns, name))}}
 	if len(results) > 0 {
 		c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: results}}
 	}
@@ -79,6 +79,9 @@ func draClaimObj(ns, name string, pods []string, results ...resourceapi.DeviceRe
 	}
 	return c
 }
+
+// draClaimUID is the UID draClaimObj gives claim ns/name.
+func draClaimUID(ns, name string) string { return "uid-" + ns + "-" + name }
 
 // draScenario is the reference notebooks as claims on a DRA node: one T4 of 14 GiB units,
 // three claims of 4 GiB → 12/14 (85%), each reserved by its notebook pod. A claim not yet
@@ -137,9 +140,9 @@ func TestReadDRANode(t *testing.T) {
 				{Device: "gpu-1", Index: 1, UUID: "GPU-b", Model: "Tesla T4", Total: 56, bytes: 56 * mib256},
 			},
 			Claims: []draClaim{
-				{Namespace: "ml", Name: "ghost", Pods: []string{"g"}, Cards: gpushare.CardUnits{}, Unknown: []string{"gpu-7"}},
-				{Namespace: "ml", Name: "two", Pods: []string{"p", "q"}, Cards: gpushare.CardUnits{0: 8, 1: 5}},
-				{Namespace: "ml", Name: "whole", Cards: gpushare.CardUnits{1: 56}},
+				{Namespace: "ml", Name: "ghost", UID: "uid-ml-ghost", Pods: []string{"g"}, Cards: gpushare.CardUnits{}, Unknown: []string{"gpu-7"}},
+				{Namespace: "ml", Name: "two", UID: "uid-ml-two", Pods: []string{"p", "q"}, Cards: gpushare.CardUnits{0: 8, 1: 5}},
+				{Namespace: "ml", Name: "whole", UID: "uid-ml-whole", Cards: gpushare.CardUnits{1: 56}},
 			},
 		},
 	}}

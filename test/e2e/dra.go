@@ -21,6 +21,7 @@ import (
 	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilversion "k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/gpushare/gpushare/pkg/dra"
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -40,6 +41,7 @@ var draCheckpoint = filepath.Join("/var/lib/kubelet/plugins", gpushare.DRADriver
 // fallen off the bus taints its device and a new claim stays Pending until it recovers.
 func CaseDRABackend(t *testing.T, e *Env) {
 	requireRealNode(t, e)
+	requireDRAKubernetes(t, e)
 	requireBinary(t, e, "share-plugin", "gpushare-scheduler")
 	ctx := testContext(t, 10*time.Minute)
 	faults := filepath.Join(t.TempDir(), "faults")
@@ -140,6 +142,38 @@ func CaseDRABackend(t *testing.T, e *Env) {
 		}
 	})
 
+	t.Run("the plugin's /prepared lists each notebook's claim with 4 units of card 0", func(t *testing.T) {
+		code, body := httpGet(ctx, t, sharePluginMetricsURL(t, e)+gpushare.DRAPreparedPath)
+		if code != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", gpushare.DRAPreparedPath, code, body)
+		}
+		var r gpushare.DRAPreparedReport
+		if err := json.Unmarshal([]byte(body), &r); err != nil {
+			t.Fatalf("decoding %s: %v: %s", gpushare.DRAPreparedPath, err, body)
+		}
+		held := map[string]gpushare.DRAPreparedClaim{}
+		for _, c := range r.Claims {
+			held[string(c.UID)] = c
+		}
+		for _, name := range running {
+			p, err := e.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+			if err != nil || len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
+				t.Fatalf("pod %s: %v, claim statuses %+v", name, err, p.Status.ResourceClaimStatuses)
+			}
+			claim, err := e.Client.ResourceV1().ResourceClaims(ns).Get(ctx, *p.Status.ResourceClaimStatuses[0].ResourceClaimName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, ok := held[string(claim.UID)]
+			if !ok || c.Namespace != ns || c.Name != claim.Name || len(c.Cards) != 1 || c.Cards[0] != 4 {
+				t.Errorf("claim %s/%s (uid %s): %s holds %+v, want it with {0:4}; answer %s", ns, claim.Name, claim.UID, gpushare.DRAPreparedPath, c, body)
+			}
+		}
+		if r.Node != e.RealNode || len(r.Claims) != len(running) {
+			t.Errorf("%s = %s, want node %s and %d claims", gpushare.DRAPreparedPath, body, e.RealNode, len(running))
+		}
+	})
+
 	t.Run("a plugin restart keeps the prepared claims", func(t *testing.T) {
 		before := readDRACheckpoint(t)
 		if len(before) != 3 {
@@ -184,6 +218,19 @@ func CaseDRABackend(t *testing.T, e *Env) {
 		waitFor(ctx, t, time.Minute, "gpu-0's taint gone after recovery", func() bool { return draTaint(ctx, e) == "" })
 		waitPod(t, e, ns, "nb-5", 2*time.Minute, "Running once the card recovered", isRunning)
 	})
+}
+
+// requireDRAKubernetes skips a DRA case on a control plane older than Kubernetes 1.36:
+// share-plugin --backend=dra refuses to start there (no consumable capacity).
+func requireDRAKubernetes(t *testing.T, e *Env) {
+	t.Helper()
+	v, err := utilversion.ParseGeneric(serverVersion(t, e))
+	if err != nil {
+		t.Fatalf("reading the server version: %v", err)
+	}
+	if !v.AtLeast(utilversion.MajorMinor(1, 36)) {
+		t.Skipf("Kubernetes %s: the DRA back end needs 1.36 or later; share-plugin --backend=dra refuses to start", v)
+	}
 }
 
 // startDRAPlugin labels the real node for the DRA back end, installs the DeviceClass and

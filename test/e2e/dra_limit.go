@@ -30,6 +30,7 @@ import (
 // the plugin's metrics count the claim's memory on the card.
 func CaseDRALimit(t *testing.T, e *Env) {
 	requireRealNode(t, e)
+	requireDRAKubernetes(t, e)
 	requireBinary(t, e, "share-plugin", "gpushare-limit-hook")
 	ctx := testContext(t, 5*time.Minute)
 	// Labelled before the plugin starts, which publishes what it enforces at start. The

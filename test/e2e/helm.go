@@ -73,7 +73,7 @@ func CaseHelmChartDryRun(t *testing.T, e *Env) {
 			"DaemonSet/share-plugin", "ValidatingAdmissionPolicy/gpushare-allocation-annotations"}},
 		{"scheduler", "device-plugin", []string{"Deployment/gpushare-scheduler", "ConfigMap/gpushare-scheduler-config",
 			"MutatingAdmissionPolicy/gpushare-scheduler-name", "MutatingAdmissionPolicyBinding/gpushare-scheduler-name", "DaemonSet/share-plugin"}},
-		{"extender", "dra", []string{"DeviceClass/gpu-mem.gpushare.io", "DaemonSet/gpushare-dra-plugin", "ClusterRole/gpushare:dra-plugin",
+		{"extender", "dra", []string{"DeviceClass/gpu-mem.gpushare.io", "DaemonSet/gpushare-dra-plugin", "Service/gpushare-dra-plugin-metrics", "ClusterRole/gpushare:dra-plugin",
 			"ValidatingAdmissionPolicy/gpushare-dra-plugin-node-scope", "ValidatingAdmissionPolicyBinding/gpushare-dra-plugin-node-scope"}},
 	} {
 		t.Run(tt.topology+"/"+tt.backend, func(t *testing.T) {
@@ -141,16 +141,18 @@ func CaseHelmChartCRDDryRun(t *testing.T, e *Env) {
 	}
 	version := serverVersion(t, e)
 	for _, tt := range []struct {
-		topology string
-		want     map[string]int
+		topology, backend string
+		want              map[string]int
 	}{
-		{"extender", map[string]int{"ServiceMonitor": 2, "PrometheusRule": 1, "Issuer": 2, "Certificate": 4}},
-		{"scheduler", map[string]int{"ServiceMonitor": 2, "PrometheusRule": 1}},
+		{"extender", "device-plugin", map[string]int{"ServiceMonitor": 2, "PrometheusRule": 1, "Issuer": 2, "Certificate": 4}},
+		{"scheduler", "device-plugin", map[string]int{"ServiceMonitor": 2, "PrometheusRule": 1}},
+		// The DRA plugin's ServiceMonitor besides the device plugin's.
+		{"scheduler", "dra", map[string]int{"ServiceMonitor": 3, "PrometheusRule": 1}},
 	} {
-		t.Run(tt.topology, func(t *testing.T) {
+		t.Run(tt.topology+"/"+tt.backend, func(t *testing.T) {
 			out, err := helm(ctx, t, e, "template", helmRelease, helmChart, "--namespace", helmNamespace,
 				"--kube-version", version, "--api-versions", "monitoring.coreos.com/v1", "--api-versions", "cert-manager.io/v1",
-				"--set", "topology="+tt.topology,
+				"--set", "topology="+tt.topology, "--set", "backend="+tt.backend,
 				"--set", "monitoring.serviceMonitor.enabled=true", "--set", "monitoring.prometheusRule.enabled=true",
 				"--set", "monitoring.dashboard.enabled=true")
 			if err != nil {

@@ -1,7 +1,9 @@
 package manifests_test
 
 import (
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,12 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apiserver/pkg/admission"
+	"sigs.k8s.io/yaml"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // draChartObjects are what backend=dra installs, and only it.
-var draChartObjects = []string{"DeviceClass/" + gpushare.DRADriverName, "DaemonSet/gpushare-dra-plugin",
+var draChartObjects = []string{"DeviceClass/" + gpushare.DRADriverName, "DaemonSet/gpushare-dra-plugin", "Service/gpushare-dra-plugin-metrics",
 	"ServiceAccount/gpushare-dra-plugin", "ClusterRole/gpushare:dra-plugin", "ClusterRoleBinding/gpushare:dra-plugin",
 	"ValidatingAdmissionPolicy/" + draNodeScopePolicy, "ValidatingAdmissionPolicyBinding/" + draNodeScopePolicy}
 
@@ -105,8 +108,84 @@ func TestChartDRAMatchesDeploy(t *testing.T) {
 	if diff := cmp.Diff(want.Containers[0].LivenessProbe, got.Containers[0].LivenessProbe); diff != "" {
 		t.Errorf("liveness probe: deploy/dra (-) vs chart (+):\n%s", diff)
 	}
+	for name, spec := range map[string]corev1.PodSpec{"deploy/dra": want, "the chart": got} {
+		if p := spec.Containers[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" || p.HTTPGet.Port.String() != "metrics" {
+			t.Errorf("%s: readiness probe %+v, want GET /readyz on the metrics port", name, p)
+		}
+	}
+	if diff := cmp.Diff(want.Containers[0].ReadinessProbe, got.Containers[0].ReadinessProbe); diff != "" {
+		t.Errorf("readiness probe: deploy/dra (-) vs chart (+):\n%s", diff)
+	}
+	var svc corev1.Service
+	c.decode(t, "Service/gpushare-dra-plugin-metrics", &svc)
+	deployedSvc := deployObject[corev1.Service](t, "dra/service.yaml", "Service")
+	if diff := cmp.Diff(deployedSvc.Spec, svc.Spec); diff != "" {
+		t.Errorf("metrics Service: deploy/dra (-) vs chart (+):\n%s", diff)
+	}
+	if svc.Spec.Selector["app.kubernetes.io/name"] != ds.Spec.Template.Labels["app.kubernetes.io/name"] || svc.Spec.Ports[0].TargetPort.String() != "metrics" || !svc.Spec.PublishNotReadyAddresses {
+		t.Errorf("metrics Service %+v: want the DaemonSet's pods' port metrics, not-ready ones too", svc.Spec)
+	}
 	if got.ServiceAccountName != "gpushare-dra-plugin" || got.HostPID {
 		t.Errorf("service account %q hostPID %v, want gpushare-dra-plugin and no host PID namespace", got.ServiceAccountName, got.HostPID)
+	}
+}
+
+// TestChartDRAMonitoring: with backend=dra the ServiceMonitor scrapes the DRA plugin's
+// Service and the PrometheusRule alerts on its state, on metrics pkg/dra exports.
+func TestChartDRAMonitoring(t *testing.T) {
+	exported := exportedMetrics(t)
+	for _, backend := range []string{"dra", "device-plugin"} {
+		c := render(t, "kube-system", append([]string{"backend=" + backend}, monitoringSets...), withPrometheusOperator)
+		_, monitored := c["ServiceMonitor/gpushare-dra-plugin"]
+		if monitored != (backend == "dra") {
+			t.Errorf("backend=%s: ServiceMonitor/gpushare-dra-plugin rendered %v", backend, monitored)
+		}
+		exprs := map[string]string{}
+		for _, r := range alertRules(t, c) {
+			exprs[r.Alert] = r.Expr
+		}
+		for _, alert := range []string{"GPUShareDRAPluginNotRegistered", "GPUShareDRASliceNotPublished", "GPUShareDRAPrepareFailures", "GPUShareDRAPluginDown"} {
+			expr, ok := exprs[alert]
+			if ok != (backend == "dra") {
+				t.Errorf("backend=%s: alert %s rendered %v", backend, alert, ok)
+				continue
+			}
+			if !ok {
+				continue
+			}
+			if !strings.Contains(expr, `job="gpushare-dra-plugin-metrics"`) {
+				t.Errorf("alert %s: %s, want the DRA plugin Service's job", alert, expr)
+			}
+			for _, m := range regexp.MustCompile(`gpushare_[a-z_]+`).FindAllString(expr, -1) {
+				if !exported[m] {
+					t.Errorf("alert %s queries %s, which no package exports", alert, m)
+				}
+			}
+		}
+	}
+	var sm struct {
+		Spec struct {
+			Selector struct {
+				MatchLabels map[string]string `json:"matchLabels"`
+			} `json:"selector"`
+			Endpoints []struct {
+				Port string `json:"port"`
+			} `json:"endpoints"`
+		} `json:"spec"`
+	}
+	c := render(t, "kube-system", append([]string{"backend=dra"}, monitoringSets...), withPrometheusOperator)
+	if err := yaml.Unmarshal(c["ServiceMonitor/gpushare-dra-plugin"].raw, &sm); err != nil {
+		t.Fatal(err)
+	}
+	var svc corev1.Service
+	c.decode(t, "Service/gpushare-dra-plugin-metrics", &svc)
+	for k, v := range sm.Spec.Selector.MatchLabels {
+		if svc.Labels[k] != v {
+			t.Errorf("ServiceMonitor selects %s=%s, the Service has %q", k, v, svc.Labels[k])
+		}
+	}
+	if len(sm.Spec.Endpoints) != 1 || sm.Spec.Endpoints[0].Port != svc.Spec.Ports[0].Name {
+		t.Errorf("ServiceMonitor endpoints %+v, want the Service's port %s", sm.Spec.Endpoints, svc.Spec.Ports[0].Name)
 	}
 }
 

@@ -613,25 +613,10 @@ func TestChartMonitoring(t *testing.T) {
 	}
 	for _, topology := range []string{"extender", "scheduler"} {
 		c := render(t, "kube-system", append([]string{"topology=" + topology}, monitoringSets...), withPrometheusOperator)
-		var rule struct {
-			Spec struct {
-				Groups []struct {
-					Rules []struct {
-						Alert string `json:"alert"`
-						Expr  string `json:"expr"`
-					} `json:"rules"`
-				} `json:"groups"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal(c["PrometheusRule/gpushare"].raw, &rule); err != nil {
-			t.Fatal(err)
-		}
 		var alerts []string
-		for _, g := range rule.Spec.Groups {
-			for _, r := range g.Rules {
-				alerts = append(alerts, r.Alert)
-				check(topology+" alert "+r.Alert, r.Expr)
-			}
+		for _, r := range alertRules(t, c) {
+			alerts = append(alerts, r.Alert)
+			check(topology+" alert "+r.Alert, r.Expr)
 		}
 		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered", "GPUSharePodUnclaimedGPUMemory"} {
 			if !slices.Contains(alerts, want) {
@@ -648,6 +633,32 @@ func TestChartMonitoring(t *testing.T) {
 			t.Error("the dashboard ConfigMap does not hold dashboards/gpushare.json as it is")
 		}
 	}
+}
+
+// alertRule is one alert of the chart's PrometheusRule.
+type alertRule struct {
+	Alert string `json:"alert"`
+	Expr  string `json:"expr"`
+}
+
+// alertRules are the alerts of the rendered PrometheusRule gpushare, in order.
+func alertRules(t *testing.T, c chart) []alertRule {
+	t.Helper()
+	var rule struct {
+		Spec struct {
+			Groups []struct {
+				Rules []alertRule `json:"rules"`
+			} `json:"groups"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(c["PrometheusRule/gpushare"].raw, &rule); err != nil {
+		t.Fatal(err)
+	}
+	var out []alertRule
+	for _, g := range rule.Spec.Groups {
+		out = append(out, g.Rules...)
+	}
+	return out
 }
 
 // exportedMetrics are the gpushare_* names spelled in the non-test Go sources of pkg/.

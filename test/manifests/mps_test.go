@@ -19,21 +19,27 @@ import (
 // deployDaemonSet reads the one DaemonSet of a deploy/ file.
 func deployDaemonSet(t *testing.T, file string) appsv1.DaemonSet {
 	t.Helper()
+	return deployObject[appsv1.DaemonSet](t, file, "DaemonSet")
+}
+
+// deployObject reads the first object of kind in a deploy/ file.
+func deployObject[T any](t *testing.T, file, kind string) T {
+	t.Helper()
+	var out T
 	docs, err := docsOf(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range docs {
-		if d.kind == "DaemonSet" {
-			var ds appsv1.DaemonSet
-			if err := yaml.UnmarshalStrict(d.raw, &ds); err != nil {
+		if d.kind == kind {
+			if err := yaml.UnmarshalStrict(d.raw, &out); err != nil {
 				t.Fatalf("%s: %v", file, err)
 			}
-			return ds
+			return out
 		}
 	}
-	t.Fatalf("%s holds no DaemonSet", file)
-	return appsv1.DaemonSet{}
+	t.Fatalf("%s holds no %s", file, kind)
+	return out
 }
 
 func envOf(c corev1.Container) map[string]string {
