@@ -7,6 +7,7 @@
 #   TRACE=gpushare40 POLICY=fgd SEED=43 hack/bench/replay.sh
 #   LIMIT=500 hack/bench/replay.sh                   # first 500 pods only
 #   MODE=plugin POLICY=fgd hack/bench/replay.sh      # through gpushare-scheduler
+#   MODE=dra hack/bench/replay.sh                    # kube-scheduler's DRA path alone
 #
 # Settings (environment):
 #   MODE     extender (default): kube-scheduler + the extender place the pods (replay-config.yaml);
@@ -14,6 +15,11 @@
 #            with POLICY), every pod naming it in schedulerName; results in
 #            _output/replay/$TRACE/$POLICY-plugin/seed$SEED, beside the extender's, and
 #            recorded with mode cluster-plugin[-toN]
+#            dra: the cards through DRA (gpushare-replay --dra: a ResourceSlice per node,
+#            a ResourceClaim per GPU pod) and kube-scheduler with its default plugins alone
+#            (replay-dra-config.yaml), no extender; POLICY is only the results' label
+#            (default kube-scheduler); results in _output/replay/$TRACE/kube-scheduler-dra/seed$SEED,
+#            mode cluster-dra[-toN]
 #   TRACE    pod list name: openb_pod_list_$TRACE.csv (default: default)
 #   POLICY   placement policy (default: binpack)      SEED  shuffle seed (default: 42)
 #   TUNE     workload tuning ratio (default: 1.3)     UNIT  milli | gib (default: milli)
@@ -53,6 +59,7 @@ set -o errexit -o nounset -o pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MODE=${MODE:-extender}
 TRACE=${TRACE:-default}
+[ "$MODE" = dra ] && POLICY=${POLICY:-kube-scheduler}
 POLICY=${POLICY:-binpack}
 SEED=${SEED:-42}
 TUNE=${TUNE:-1.3}
@@ -62,8 +69,9 @@ STOP_AT=${STOP_AT:-0}
 case $MODE in
 extender) policy_dir=$POLICY ;;
 plugin) policy_dir=$POLICY-plugin ;;
+dra) policy_dir=$POLICY-dra ;;
 *)
-  echo "MODE=$MODE: want extender or plugin" >&2
+  echo "MODE=$MODE: want extender, plugin or dra" >&2
   exit 2
   ;;
 esac
@@ -157,6 +165,12 @@ main() {
     start_gpushare_scheduler "$REPO/hack/bench/replay-plugin-config.yaml"
     log "cluster up; replaying $PODS_CSV through gpushare-scheduler (policy $POLICY, seed $SEED, tune $TUNE) into $OUT"
     flags=(--scheduler-name gpushare-scheduler --mode-suffix plugin --metrics-url "")
+  elif [ "$MODE" = dra ]; then
+    # kube-scheduler alone, its default plugins; the harness publishes the slices and claims.
+    start_replay_kwok
+    start_scheduler "$REPO/hack/bench/replay-dra-config.yaml"
+    log "cluster up; replaying $PODS_CSV through kube-scheduler's DRA path alone (seed $SEED, tune $TUNE) into $OUT"
+    flags=(--dra --mode-suffix dra --metrics-url "")
   else
     # Without managedResources the scheduler hands CPU-only pods to the extender's bind too.
     GPUSHARE_BIND_NON_GPU_PODS=$([ "$REPLAY_ALL_PODS" = yes ] && echo true || echo false) start_extender

@@ -52,6 +52,9 @@ type Options struct {
 	OfflineCPUPods string
 	// OfflineDRA: "" for the device-plugin path, DRAAlone or DRAGPUShare (offline runs only).
 	OfflineDRA string
+	// DRA (cluster runs): the nodes publish ResourceSlices and the GPU pods ask their cards in
+	// ResourceClaims (Objects.DRA); the allocated GPU is read from the claims.
+	DRA bool
 }
 
 // prepared is the parsed and tuned input of a replay.
@@ -124,7 +127,7 @@ func (o Options) summary(pr prepared, mode string, rec *recorder, wall time.Dura
 
 // objects builds the replay's nodes and pods with these options' namespace and scheduler.
 func (o Options) objects(u Units) Objects {
-	return Objects{Units: u, Resources: gpushare.DefaultResources(), Namespace: o.Namespace, SchedulerName: o.SchedulerName}
+	return Objects{Units: u, Resources: gpushare.DefaultResources(), Namespace: o.Namespace, SchedulerName: o.SchedulerName, DRA: o.DRA}
 }
 
 // RunCluster replays against the cluster behind client and writes the results. The
