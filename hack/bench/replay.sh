@@ -20,6 +20,9 @@
 #            (replay-dra-config.yaml), no extender; POLICY is only the results' label
 #            (default kube-scheduler); results in _output/replay/$TRACE/kube-scheduler-dra/seed$SEED,
 #            mode cluster-dra[-toN]
+#            dra-plugin: the cards through DRA as with dra, placed by gpushare-scheduler
+#            (replay-plugin-config.yaml, GPUShare with POLICY scoring the DRA pods); results
+#            in _output/replay/$TRACE/$POLICY-dra-plugin/seed$SEED, mode cluster-dra-plugin[-toN]
 #   TRACE    pod list name: openb_pod_list_$TRACE.csv (default: default)
 #   POLICY   placement policy (default: binpack)      SEED  shuffle seed (default: 42)
 #   TUNE     workload tuning ratio (default: 1.3)     UNIT  milli | gib (default: milli)
@@ -70,8 +73,9 @@ case $MODE in
 extender) policy_dir=$POLICY ;;
 plugin) policy_dir=$POLICY-plugin ;;
 dra) policy_dir=$POLICY-dra ;;
+dra-plugin) policy_dir=$POLICY-dra-plugin ;;
 *)
-  echo "MODE=$MODE: want extender, plugin or dra" >&2
+  echo "MODE=$MODE: want extender, plugin, dra or dra-plugin" >&2
   exit 2
   ;;
 esac
@@ -110,7 +114,7 @@ log "building extender and gpushare-replay"
 mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
   CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-replay" ./internal/bench/cmd/gpushare-replay)
-if [ "$MODE" = plugin ]; then
+if [ "$MODE" = plugin ] || [ "$MODE" = dra-plugin ]; then
   # A module of its own (k8s.io/kubernetes): minutes on a cold cache.
   log "building gpushare-scheduler"
   (cd "$REPO/cmd/gpushare-scheduler" && GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scheduler" .)
@@ -158,13 +162,14 @@ main() {
   # The mode's gpushare-replay flags: the pods handed to gpushare-scheduler (no extender to
   # scrape), or the extender's /metrics for its verb latencies.
   local flags
-  if [ "$MODE" = plugin ]; then
+  if [ "$MODE" = plugin ] || [ "$MODE" = dra-plugin ]; then
     # gpushare-scheduler alone: every replay pod names it, so kube-scheduler has nothing to do.
     [ -x "$GPUSHARE_BIN/gpushare-scheduler" ] || die "no $GPUSHARE_BIN/gpushare-scheduler"
     start_replay_kwok
     start_gpushare_scheduler "$REPO/hack/bench/replay-plugin-config.yaml"
-    log "cluster up; replaying $PODS_CSV through gpushare-scheduler (policy $POLICY, seed $SEED, tune $TUNE) into $OUT"
-    flags=(--scheduler-name gpushare-scheduler --mode-suffix plugin --metrics-url "")
+    log "cluster up; replaying $PODS_CSV through gpushare-scheduler (policy $POLICY, seed $SEED, tune $TUNE, $MODE) into $OUT"
+    flags=(--scheduler-name gpushare-scheduler --mode-suffix "$MODE" --metrics-url "")
+    [ "$MODE" = dra-plugin ] && flags+=(--dra)
   elif [ "$MODE" = dra ]; then
     # kube-scheduler alone, its default plugins; the harness publishes the slices and claims.
     start_replay_kwok

@@ -175,7 +175,7 @@ func (d *driver) createNode(ctx context.Context, obj *corev1.Node) error {
 	case err != nil:
 		return fmt.Errorf("creating node %s: %w", obj.Name, err)
 	}
-	if _, ok := created.Status.Allocatable[d.Objects.Resources.Mem]; ok {
+	if _, ok := created.Status.Allocatable[corev1.ResourceCPU]; ok {
 		return nil
 	}
 	// The API server dropped the status on create: write it through the status subresource.
