@@ -107,7 +107,7 @@ func TestDRAAllocatorIsFirstFit(t *testing.T) {
 		claim.UID = types.UID(fmt.Sprint(i))
 		a, err := structured.NewAllocator(context.Background(),
 			structured.Features{ConsumableCapacity: true, DeviceTaints: true, PartitionableDevices: true, PrioritizedList: true},
-			state, classLister{class.Name: class}, []*resourceapi.ResourceSlice{slice}, cel.NewCache(10, cel.Features{EnableConsumableCapacity: true}))
+			state, oneClass{class}, []*resourceapi.ResourceSlice{slice}, cel.NewCache(10, cel.Features{EnableConsumableCapacity: true}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,19 +146,16 @@ func TestDRAAllocatorIsFirstFit(t *testing.T) {
 	}
 }
 
-type classLister map[string]*resourceapi.DeviceClass
+// oneClass is the allocator's DeviceClass lister for the replay's one class.
+type oneClass struct{ *resourceapi.DeviceClass }
 
-func (l classLister) List() ([]*resourceapi.DeviceClass, error) {
-	var out []*resourceapi.DeviceClass
-	for _, c := range l {
-		out = append(out, c)
-	}
-	return out, nil
+func (c oneClass) List() ([]*resourceapi.DeviceClass, error) {
+	return []*resourceapi.DeviceClass{c.DeviceClass}, nil
 }
 
-func (l classLister) Get(name string) (*resourceapi.DeviceClass, error) {
-	if c, ok := l[name]; ok {
-		return c, nil
+func (c oneClass) Get(name string) (*resourceapi.DeviceClass, error) {
+	if name != c.Name {
+		return nil, fmt.Errorf("no DeviceClass %s", name)
 	}
-	return nil, fmt.Errorf("no DeviceClass %s", name)
+	return c.DeviceClass, nil
 }
