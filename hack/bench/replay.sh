@@ -17,8 +17,8 @@
 #            recorded with mode cluster-plugin[-toN]
 #            dra: the cards through DRA (gpushare-replay --dra: a ResourceSlice per node,
 #            a ResourceClaim per GPU pod) and kube-scheduler with its default plugins alone
-#            (replay-dra-config.yaml), no extender; POLICY is only the results' label
-#            (default kube-scheduler); results in _output/replay/$TRACE/kube-scheduler-dra/seed$SEED,
+#            (replay-dra-config.yaml), no extender, no policy (POLICY is ignored); results
+#            in _output/replay/$TRACE/kube-scheduler-dra/seed$SEED, policy kube-scheduler,
 #            mode cluster-dra[-toN]
 #            dra-plugin: the cards through DRA as with dra, placed by gpushare-scheduler
 #            (replay-plugin-config.yaml, GPUShare with POLICY scoring the DRA pods); results
@@ -62,8 +62,9 @@ set -o errexit -o nounset -o pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MODE=${MODE:-extender}
 TRACE=${TRACE:-default}
-[ "$MODE" = dra ] && POLICY=${POLICY:-kube-scheduler}
 POLICY=${POLICY:-binpack}
+# No policy places the pods of MODE=dra: the results name what does.
+[ "$MODE" = dra ] && POLICY=kube-scheduler
 SEED=${SEED:-42}
 TUNE=${TUNE:-1.3}
 UNIT=${UNIT:-milli}
