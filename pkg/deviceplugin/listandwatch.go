@@ -17,11 +17,21 @@ func (p *Plugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty) (*plu
 
 // ListAndWatch sends the fake devices and sends them again whenever a card's health changes.
 func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingServer[pluginapi.ListAndWatchResponse]) error {
+	counted := false
+	defer func() {
+		if counted {
+			p.streams.Add(-1)
+		}
+	}()
 	for {
 		changed := p.health.changed.Wait()
 		resp := &pluginapi.ListAndWatchResponse{Devices: deviceList(p.cards.list, p.health.Healthy)}
 		if err := stream.Send(resp); err != nil {
 			return fmt.Errorf("sending devices to kubelet: %w", err)
+		}
+		if !counted {
+			counted = true
+			p.streams.Add(1)
 		}
 		select {
 		case <-stream.Context().Done():

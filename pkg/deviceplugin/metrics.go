@@ -20,6 +20,7 @@ type collector struct {
 	healthy   *prometheus.Desc
 	usedMiB   *prometheus.Desc
 	reg       *prometheus.Desc
+	streams   *prometheus.Desc
 	served    *prometheus.Desc
 }
 
@@ -32,6 +33,9 @@ func newCollector(p *Plugin) *collector {
 		healthy:   prometheus.NewDesc("gpushare_card_healthy", "1 when the card takes new pods, 0 after a critical XID until the quiet period passes.", labels, nil),
 		usedMiB:   prometheus.NewDesc("gpushare_card_memory_used_mib", "GPU memory in use on the card as NVML reports it, in MiB.", labels, nil),
 		reg:       prometheus.NewDesc("gpushare_plugin_registered", "1 when the plugin is registered with kubelet.", []string{"node"}, nil),
+		streams: prometheus.NewDesc("gpushare_plugin_list_and_watch_streams",
+			"ListAndWatch streams open to kubelet that have sent the device list; 0 while registered means kubelet cannot admit gpu-mem pods yet.",
+			[]string{"node"}, nil),
 		served: prometheus.NewDesc("gpushare_plugin_card_served_units",
 			"gpu-mem units this share-plugin process handed out on the card to live pods (per pod by the effective-request rule), as GET /served reports.",
 			[]string{"card", "uuid"}, nil),
@@ -39,7 +43,7 @@ func newCollector(p *Plugin) *collector {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.total, c.allocated, c.healthy, c.usedMiB, c.reg, c.served} {
+	for _, d := range []*prometheus.Desc{c.total, c.allocated, c.healthy, c.usedMiB, c.reg, c.streams, c.served} {
 		ch <- d
 	}
 }
@@ -63,6 +67,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.reg, prometheus.GaugeValue, boolFloat(p.registered()), node)
+	ch <- prometheus.MustNewConstMetric(c.streams, prometheus.GaugeValue, float64(p.streams.Load()), node)
 	for _, sc := range p.servedReport().Cards {
 		ch <- prometheus.MustNewConstMetric(c.served, prometheus.GaugeValue, float64(sc.ServedUnits), strconv.Itoa(sc.Index), sc.UUID)
 	}

@@ -1,11 +1,15 @@
 package deviceplugin
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -54,4 +58,33 @@ func get(t *testing.T, url string, wantCode int) string {
 		t.Errorf("GET %s = %d, want %d", url, resp.StatusCode, wantCode)
 	}
 	return string(b)
+}
+
+// The streams gauge is what tells a restarted plugin's kubelet can admit pods: it counts a
+// ListAndWatch stream once its device list is sent, and no longer once the stream ends.
+func TestListAndWatchStreamsGauge(t *testing.T) {
+	e := newTestEnv(t, "t4")
+	runPlugin(t, e)
+	srv := httptest.NewServer(e.plugin.Handler())
+	defer srv.Close()
+	want := func(n string) func() bool {
+		return func() bool {
+			return strings.Contains(get(t, srv.URL+"/metrics", http.StatusOK), `gpushare_plugin_list_and_watch_streams{node="gpu-node"} `+n)
+		}
+	}
+	if !want("0")() {
+		t.Fatal("/metrics counts a stream before kubelet opened one")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	stream, err := dialPlugin(t, e.dir).ListAndWatch(ctx, &pluginapi.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); err != nil {
+		t.Fatalf("ListAndWatch: %v", err)
+	}
+	waitFor(t, "the stream to be counted", want("1"))
+	cancel()
+	waitFor(t, "the ended stream to be uncounted", want("0"))
 }

@@ -52,6 +52,11 @@ type Plugin struct {
 	// registry (runtimeDevicesFound or runtimeDevicesMissing), so that logRuntimeDevices
 	// logs a change once.
 	runtimeDevicesSeen atomic.Int32
+
+	// streams counts the ListAndWatch streams whose first device list reached gRPC: kubelet
+	// marks the cards' devices healthy only once it has read one, so a registration alone
+	// does not mean pods can be admitted.
+	streams atomic.Int32
 }
 
 // New discovers the cards through NVML and checks that their fake devices fit in one

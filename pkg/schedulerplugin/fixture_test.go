@@ -23,12 +23,14 @@ type fakeHandle struct {
 	fwk.Handle
 	client  *fake.Clientset
 	factory informers.SharedInformerFactory
+	dra     fwk.SharedDRAManager
 }
 
 func (h *fakeHandle) ClientSet() kubernetes.Interface                        { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.factory }
 func (h *fakeHandle) EventRecorder() events.EventRecorderLogger              { return nil }
 func (h *fakeHandle) Parallelizer() fwk.Parallelizer                         { return goParallelizer{} }
+func (h *fakeHandle) SharedDRAManager() fwk.SharedDRAManager                 { return h.dra }
 
 // goParallelizer runs every piece in its own goroutine, as the scheduler's runs them in
 // parallel chunks.
@@ -95,11 +97,17 @@ type fixture struct {
 
 func start(t *testing.T, args runtime.Object, objs ...runtime.Object) *fixture {
 	t.Helper()
+	return startWithDRA(t, args, nil, objs...)
+}
+
+// startWithDRA is start with dra as the scheduler's DRA manager (nil: none).
+func startWithDRA(t *testing.T, args runtime.Object, dra fwk.SharedDRAManager, objs ...runtime.Object) *fixture {
+	t.Helper()
 	client := fake.NewClientset(objs...)
 	ct.ReactToBindings(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := New(ctx, args, &fakeHandle{client: client, factory: factory})
+	p, err := New(ctx, args, &fakeHandle{client: client, factory: factory, dra: dra})
 	if err != nil {
 		cancel()
 		t.Fatalf("New: %v", err)

@@ -43,8 +43,10 @@ type Plugin struct {
 	nodeSelector  labels.Selector           // the nodes the ledger accounts (GPUShareArgs.NodeSelector)
 	lastAwaited   atomic.Pointer[types.UID] // the deleted pod awaitLedger last waited for
 	binder        *binding.Binder
-	parallelizer  fwk.Parallelizer // nil: PreScore rates the nodes in one goroutine
-	rates         sync.Pool        // of *nodeRates, PreScore's buffers (score.go)
+	parallelizer  fwk.Parallelizer     // nil: PreScore rates the nodes in one goroutine
+	dra           fwk.SharedDRAManager // the scheduler's DRA objects; nil when it runs without DRA
+	slices        sliceMemo            // the gpushare ResourceSlices' devices as read, for PreScore
+	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
 }
 
 var (
@@ -138,8 +140,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	// a standby may lead, ending any Binding in flight with the process.
 	return &Plugin{
 		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
-		parallelizer: h.Parallelizer(),
-		binder:       &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
+		parallelizer: h.Parallelizer(), dra: h.SharedDRAManager(),
+		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
 }
 

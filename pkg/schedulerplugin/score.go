@@ -2,6 +2,7 @@ package schedulerplugin
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
@@ -45,15 +46,22 @@ func (r *nodeRates) release(pool *sync.Pool) {
 // read of the ledger: a framework call per node would cost more than the rating itself.
 // Each piece also collects its nodes' objects from the framework's NodeInfos, so that work
 // is parallel too; names come from the ledger, not from the objects (cache.ViewNodes). Score then has nothing left to do, and NormalizeScore ranks
-// the rates. A pod without gpu-mem is rated only under a workload-aware policy (fgd);
+// the rates. A pod without gpu-mem whose gpushare claims ask memory is rated on the DRA
+// back end's cards, with the placement kube-scheduler's allocator will make (draRater);
+// any other pod without gpu-mem is rated only under a workload-aware policy (fgd), and
 // otherwise scoring is skipped.
 func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if s.req.IsZero() && !p.workloadAware {
-		return fwk.NewStatus(fwk.Skip)
+	if s.req.IsZero() {
+		if s.dra, err = p.readDRAScoring(pod, nodes); err != nil {
+			return fwk.AsStatus(fmt.Errorf("%s: reading the pod's claims: %w", Name, err))
+		}
+		if s.dra == nil && !p.workloadAware {
+			return fwk.NewStatus(fwk.Skip)
+		}
 	}
 	r, _ := p.rates.Get().(*nodeRates)
 	if r == nil {
@@ -69,10 +77,10 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 			r.objs[i] = nodes[i].Node()
 		}
 		// A Scorer keeps buffers and is not safe for concurrent use: one per piece.
-		sc := policy.NewScorer(s.pol, s.req, host)
+		score := s.scorer(host)
 		p.cache.ViewNodes(r.objs[lo:hi], s.req.Choice, func(i int, node policy.Node) {
 			r.names[lo+i] = node.Name
-			r.rates[lo+i], r.fits[lo+i] = sc.Score(node)
+			r.rates[lo+i], r.fits[lo+i] = score(node)
 		})
 	}
 	if p.parallelizer != nil && pieces > 1 {
@@ -138,7 +146,17 @@ func (p *Plugin) rateNames(s *cycleState, pod *v1.Pod, scores fwk.NodeScoreList)
 	for i := range scores {
 		r.names[i] = scores[i].Name
 	}
-	sc := policy.NewScorer(s.pol, s.req, cache.HostRequest(pod))
-	p.cache.ViewEach(r.names, s.req.Choice, func(i int, node policy.Node) { r.rates[i], r.fits[i] = sc.Score(node) })
+	score := s.scorer(cache.HostRequest(pod))
+	p.cache.ViewEach(r.names, s.req.Choice, func(i int, node policy.Node) { r.rates[i], r.fits[i] = score(node) })
 	return r
+}
+
+// scorer rates the pod on one node at a time, for one goroutine: its gpushare claims
+// (draRater) when it has some that ask memory, else its gpu-mem request (policy.Scorer);
+// host is the pod's CPU and memory request.
+func (s *cycleState) scorer(host policy.Host) func(policy.Node) (float64, bool) {
+	if s.dra != nil {
+		return s.dra.rater(s.pol, host).score
+	}
+	return policy.NewScorer(s.pol, s.req, host).Score
 }

@@ -27,10 +27,15 @@ type signedContainer struct {
 // re-checks under the node lock). It refuses (Unschedulable: no batching for the pod) under
 // a workload-aware policy, whose rates follow the whole cluster's workload, for a pod whose
 // earlier bind holds cards, for a pod with card annotations (gpushare.CardChoice), whose
-// verdicts depend on them too, and for an invalid request.
+// verdicts depend on them too, for a pod with resource claims (GPUShare rates what they
+// ask, which the signature does not hold; DynamicResources refuses such pods too), and for
+// an invalid request.
 func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	if p.workloadAware {
 		return nil, fwk.NewStatus(fwk.Unschedulable, "the "+p.pol.Name()+" policy rates nodes by the whole cluster's workload")
+	}
+	if len(pod.Spec.ResourceClaims) > 0 {
+		return nil, fwk.NewStatus(fwk.Unschedulable, "the pod's claims are rated on the DRA back end's cards")
 	}
 	req, err := p.res.PlacementRequest(pod)
 	if err != nil {

@@ -45,6 +45,10 @@ func TestSignPod(t *testing.T) {
 		t.Fatalf("invalid request: SignPod = %v, want Unschedulable", status)
 	}
 
+	if _, status := sign(t, f.pl, claimPod("claims", "notebook")); status.Code() != fwk.Unschedulable {
+		t.Fatalf("pod with claims: SignPod = %v, want Unschedulable", status)
+	}
+
 	// A pod whose earlier bind holds cards is not batched.
 	held := ct.Pod("held", 4)
 	st, _, _ := f.prefilter(t, held)

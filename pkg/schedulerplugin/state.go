@@ -25,6 +25,9 @@ type cycleState struct {
 	// from or added to that node (AddPod, RemovePod); nil when none. Clone copies it: each
 	// node's dry run works on its own copy of the state.
 	dryRun map[string]*nodeDryRun
+	// dra is the pod's gpushare claims and the DRA back end's nodes, read by PreScore for a
+	// pod without gpu-mem whose claims ask memory; nil otherwise.
+	dra *draScoring
 	// scores are the policy's rates of the pod on the nodes PreScore was given, in that
 	// order (the order NormalizeScore lists them in); nil before PreScore.
 	scores *nodeRates

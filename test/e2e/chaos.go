@@ -267,7 +267,12 @@ func restartSharePlugin(ctx context.Context, t *testing.T, e *Env, simulate stri
 	t.Cleanup(func() {
 		if err := e.RestartComponent(context.Background(), "share-plugin"); err != nil {
 			t.Errorf("restoring share-plugin: %v", err)
+			return
 		}
+		// The next case's pods must not reach kubelet before it has the cards again.
+		waitFor(context.Background(), t, 90*time.Second, "kubelet to read the restored share-plugin's devices", func() bool {
+			return listAndWatchStreams(context.Background(), e.SharePluginURL) > 0
+		})
 	})
 	cards, err := strconv.Atoi(simulate[len("t4:"):])
 	if err != nil {
@@ -286,7 +291,39 @@ func restartSharePlugin(ctx context.Context, t *testing.T, e *Env, simulate stri
 	if err != nil {
 		t.Fatalf("node %s never advertised %s (%d units, %d cards in the inventory): %v", e.RealNode, simulate, 14*cards, cards, err)
 	}
+	// The node's status may still be the previous instance's, and kubelet admits no gpu-mem
+	// pod until it has read this instance's device list.
+	waitFor(ctx, t, 90*time.Second, "kubelet to read the restarted share-plugin's devices", func() bool {
+		return listAndWatchStreams(ctx, e.SharePluginURL) > 0
+	})
 	return inv
+}
+
+// listAndWatchStreams reads share-plugin's gpushare_plugin_list_and_watch_streams at url: the
+// ListAndWatch streams whose device list kubelet was sent; 0 while share-plugin does not answer.
+func listAndWatchStreams(ctx context.Context, url string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, "gpushare_plugin_list_and_watch_streams{") {
+			continue
+		}
+		if n, err := strconv.Atoi(l[strings.LastIndexByte(l, ' ')+1:]); err == nil {
+			return n
+		}
+	}
+	return 0
 }
 
 // placedPod is a 1-container pod bound at creation to node with units on card idx, its

@@ -31,15 +31,16 @@ import (
 var draCheckpoint = filepath.Join("/var/lib/kubelet/plugins", gpushare.DRADriverName, dra.CheckpointFile)
 
 // CaseDRABackend: the real node switched to the DRA back end (one simulated T4, 14 GiB).
-// The reference notebooks as claims from deploy/dra/examples' 4 GiB template: three Running,
-// each container given the card by the claim's CDI spec, the fourth Pending with
+// The reference notebooks as claims from deploy/dra/examples' 4 GiB template: three Running
+// (the third scheduled by gpushare-scheduler, bound without card annotations), each
+// container given the card by the claim's CDI spec, the fourth Pending with
 // kube-scheduler's DRA reason; kubectl inspect gpushare shows 12/14 (85%) and -d names
 // each claim and its pod. A plugin restart keeps the prepared claims (checkpoint read
 // back, the pods keep running) and prepares the fourth's claim once a notebook goes. A card
 // fallen off the bus taints its device and a new claim stays Pending until it recovers.
 func CaseDRABackend(t *testing.T, e *Env) {
 	requireRealNode(t, e)
-	requireBinary(t, e, "share-plugin")
+	requireBinary(t, e, "share-plugin", "gpushare-scheduler")
 	ctx := testContext(t, 10*time.Minute)
 	faults := filepath.Join(t.TempDir(), "faults")
 	env := startDRAPlugin(ctx, t, e, faults)
@@ -73,9 +74,14 @@ func CaseDRABackend(t *testing.T, e *Env) {
 	if len(tmpl.Spec.ResourceClaims) == 0 {
 		t.Fatal("deploy/dra/examples/tf-notebook-claims.yaml: no Deployment whose pod takes a claim")
 	}
+	// nb-3 goes through gpushare-scheduler (GPUShare scores claim pods, DynamicResources
+	// allocates them), the others through kube-scheduler.
 	notebook := func(name string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: tmpl.Labels}, Spec: *tmpl.Spec.DeepCopy()}
 		p.Spec.NodeSelector = map[string]string{corev1.LabelHostname: e.RealNode}
+		if name == "nb-3" {
+			p.Spec.SchedulerName = PluginSchedulerName
+		}
 		return p
 	}
 
@@ -84,6 +90,11 @@ func CaseDRABackend(t *testing.T, e *Env) {
 	for _, name := range running {
 		createPod(t, e, notebook(name))
 		waitPod(t, e, ns, name, 2*time.Minute, "Running", isRunning)
+	}
+	// gpushare-scheduler leaves a claim pod's filtering, reservation and binding to
+	// DynamicResources and DefaultBinder: its Binding carries no card annotations.
+	if p := waitPod(t, e, ns, "nb-3", time.Second, "Running", isRunning); p.Annotations[gpushare.AnnotationIndex] != "" {
+		t.Errorf("nb-3, scheduled by %s, was bound with gpushare's card annotations: %v", PluginSchedulerName, p.Annotations)
 	}
 	createPod(t, e, notebook("nb-4"))
 	msg := waitFailedScheduling(t, e, ns, "nb-4", "cannot allocate all claims")
@@ -196,7 +207,11 @@ func startDRAPlugin(ctx context.Context, t *testing.T, e *Env, faultsFile string
 			metav1.ListOptions{FieldSelector: "spec.driver=" + gpushare.DRADriverName})
 		if err := e.StartComponent(ctx, "share-plugin"); err != nil {
 			t.Errorf("restoring share-plugin: %v", err)
+			return
 		}
+		waitFor(ctx, t, 90*time.Second, "kubelet to read the restored share-plugin's devices", func() bool {
+			return listAndWatchStreams(ctx, e.SharePluginURL) > 0
+		})
 	})
 	if err := e.StopComponent(ctx, "share-plugin"); err != nil {
 		t.Fatalf("stopping the device plugin: %v", err)

@@ -304,6 +304,22 @@ func TestGPUShareSchedulerConfig(t *testing.T) {
 			}
 			return nil
 		}},
+		{"DynamicResources stays enabled", func() error {
+			// It filters, allocates and prebinds claim pods, which GPUShare only scores.
+			p := prof.Plugins
+			if p == nil {
+				return nil
+			}
+			for _, set := range []schedconfigv1.PluginSet{p.MultiPoint, p.PreEnqueue, p.QueueSort, p.PreFilter, p.Filter, p.PostFilter,
+				p.PreScore, p.Score, p.Reserve, p.Permit, p.PreBind, p.PostBind} {
+				for _, d := range set.Disabled {
+					if d.Name == "DynamicResources" || d.Name == "*" {
+						return fmt.Errorf("%s disabled", d.Name)
+					}
+				}
+			}
+			return nil
+		}},
 		{"GPUShare has its args", func() error {
 			for _, pc := range prof.PluginConfig {
 				if pc.Name != "GPUShare" {

@@ -1,0 +1,99 @@
+package schedulerplugin
+
+import (
+	"fmt"
+
+	v1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
+)
+
+// draScoring is what scoring a pod with gpushare claims reads: its request and the DRA
+// back end's nodes, both read once in PreScore and only read afterwards.
+type draScoring struct {
+	req  draRequest
+	view *draView
+}
+
+// readDRAScoring reads the pod's gpushare claims and, when they ask for memory, the DRA
+// back end's nodes among nodes (those PreScore rates) from the scheduler's DRA manager; nil
+// when the pod's claims ask nothing new (none, or all allocated) or the scheduler runs
+// without DRA. Errors: the manager's listers failing.
+func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring, error) {
+	if p.dra == nil || len(pod.Spec.ResourceClaims) == 0 {
+		return nil, nil
+	}
+	req, err := readDRARequest(pod, p.dra.ResourceClaims())
+	if err != nil || len(req) == 0 {
+		return nil, err
+	}
+	sl, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
+	}
+	claims, err := p.dra.ResourceClaims().List()
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
+	}
+	want := make(map[string]bool, len(nodes))
+	for _, n := range nodes {
+		if obj := n.Node(); obj != nil {
+			want[obj.Name] = true
+		}
+	}
+	return &draScoring{req: req, view: newDRAView(sl, claims, want, &p.slices)}, nil
+}
+
+// draRater rates the pod's claims on node after node. Not safe for concurrent use; make
+// one per goroutine.
+type draRater struct {
+	d    *draScoring
+	pol  policy.Policy
+	host policy.Host
+	reqs map[draUnitKey]draConverted // the request per node shape, converted once
+}
+
+// draUnitKey is what converting a draRequest depends on.
+type draUnitKey struct {
+	unit, defUnits int64
+	cards          int
+}
+
+type draConverted struct {
+	req gpushare.PodRequest
+	err error
+}
+
+func (d *draScoring) rater(pol policy.Policy, host policy.Host) *draRater {
+	return &draRater{d: d, pol: pol, host: host, reqs: map[draUnitKey]draConverted{}}
+}
+
+// score places the claims on node's DRA cards where kube-scheduler's allocator will put
+// them (policy.FirstFit: the first cards with room, in index order) and rates that
+// placement with the policy's Score; ok is false where they do not fit or the node has no
+// gpushare ResourceSlice. node's own cards (the ledger's) are replaced; its host resources
+// are kept.
+func (r *draRater) score(node policy.Node) (float64, bool) {
+	n := r.d.view.nodes[node.Name]
+	if n == nil || len(n.cards) == 0 {
+		return 0, false
+	}
+	k := draUnitKey{unit: n.unit, defUnits: n.defUnits, cards: len(n.cards)}
+	conv, ok := r.reqs[k]
+	if !ok {
+		conv.req, conv.err = r.d.req.podRequest(n)
+		r.reqs[k] = conv
+	}
+	if conv.err != nil {
+		return 0, false
+	}
+	node.Cards = n.cards
+	pl, err := policy.FirstFit(node, conv.req)
+	if err != nil {
+		return 0, false
+	}
+	pl.Host = r.host
+	return r.pol.Score(node, pl), true
+}
