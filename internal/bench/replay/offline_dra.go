@@ -23,8 +23,12 @@ const (
 	DRAGPUShare = "gpushare"
 )
 
-// checkDRA validates cfg.DRA: a known mode, and a policy unless DRAAlone.
+// checkDRA validates cfg.DRA: a known mode, a policy unless DRAAlone, and no
+// TiesRandomScore (a DRA emulation ranks by its own integers or normalized scores).
 func (cfg offlineConfig) checkDRA() error {
+	if cfg.DRA != "" && cfg.Ties == TiesRandomScore {
+		return fmt.Errorf("offline DRA %q with ties %q: want %q or %q", cfg.DRA, cfg.Ties, TiesFirst, TiesRandom)
+	}
 	switch cfg.DRA {
 	case "", DRAGPUShare:
 		if cfg.Policy == nil {

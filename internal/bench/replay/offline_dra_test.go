@@ -133,6 +133,9 @@ func TestOfflineDRAAloneRanksByHost(t *testing.T) {
 	if _, err := replayOffline(t.Context(), offlineConfig{Units: units, DRA: DRAGPUShare}, nodes, pods, newRecorder(1), nil); err == nil {
 		t.Errorf("DRA with GPUShare scoring and no policy accepted")
 	}
+	if _, err := replayOffline(t.Context(), offlineConfig{Units: units, Ties: TiesRandomScore, DRA: DRAAlone}, nodes, pods, newRecorder(1), nil); err == nil {
+		t.Errorf("DRA with standalone scores accepted")
+	}
 }
 
 // TestOfflineDRASampleTrace pins the DRA emulations' outcomes on the openb sample, as
