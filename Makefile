@@ -113,7 +113,7 @@ bench-scale: ## Scale benchmark: N=5000 nodes, PODS=2000; scheduler alone vs wit
 	MODE=$(MODE) N=$(or $(N),5000) PODS=$(or $(PODS),2000) hack/bench/scale.sh
 
 .PHONY: bench-replay
-bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [MODE=extender|plugin TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
+bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [MODE=extender|plugin|dra|dra-plugin TUNE=1.3 LIMIT=0 STOP_AT=0 UNIT=milli]; kwok-only cluster, results in _output/replay
 	MODE=$(MODE) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
 .PHONY: bench-families

@@ -33,6 +33,11 @@
 #   OFFLINE   yes: no cluster; each cell is gpushare-replay --offline (the in-memory
 #             emulation of the cluster path: random ties, --offline-cpu-pods extender),
 #             about 30 s a cell; ROOT defaults to _output/replay-matrix-offline
+#   DRA       with OFFLINE=yes, the GPU pods' cards asked in ResourceClaims and picked by
+#             kube-scheduler's DRA allocator (gpushare-replay --offline-dra): alone (nodes
+#             ranked by kube-scheduler's default scorers; POLICIES is ignored, the cells are
+#             $ROOT/$TRACE/kube-scheduler-dra) or gpushare (POLICIES score the allocator's
+#             placement, as the GPUShare plugin does; cells $ROOT/$TRACE/$POLICY-dra)
 # Any other hack/bench/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
 set -o errexit -o nounset -o pipefail
 {
@@ -58,6 +63,22 @@ if [ "$OFFLINE" = yes ] && [ "$MODE" != extender ]; then
   echo "OFFLINE=yes runs no scheduler; MODE=$MODE does not apply" >&2
   exit 2
 fi
+DRA=${DRA:-}
+case $DRA in
+'') ;;
+alone | gpushare)
+  [ "$OFFLINE" = yes ] || {
+    echo "DRA=$DRA needs OFFLINE=yes" >&2
+    exit 2
+  }
+  cell_suffix=-dra
+  [ "$DRA" = alone ] && POLICIES=kube-scheduler
+  ;;
+*)
+  echo "DRA=$DRA: want alone or gpushare" >&2
+  exit 2
+  ;;
+esac
 if [ "$OFFLINE" = yes ]; then
   ROOT=${ROOT:-$REPO/_output/replay-matrix-offline}
   export GPUSHARE_REPLAY_BIN=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin-offline}
@@ -71,8 +92,10 @@ RUNNER=${RUNNER:-1} # names this runner's log, $ROOT/run-$RUNNER.log
 # run_cell TRACE POLICY SEED OUT: one replay, on a cluster of its own or offline.
 run_cell() {
   if [ "$OFFLINE" = yes ]; then
-    "$GPUSHARE_REPLAY_BIN/gpushare-replay" --offline --policy "$2" --seed "$3" \
-      --offline-ties random --offline-cpu-pods extender \
+    local policy=(--policy "$2")
+    [ "$DRA" = alone ] && policy=(--policy-label "$2")
+    "$GPUSHARE_REPLAY_BIN/gpushare-replay" --offline "${policy[@]}" --seed "$3" \
+      --offline-ties random --offline-cpu-pods extender ${DRA:+--offline-dra "$DRA"} \
       --tune "${TUNE:-1.3}" --unit "${UNIT:-milli}" --stop-at "$STOP_AT" --no-progress \
       --nodes "$TRACES_DIR/openb_node_list_gpu_node.csv" \
       --pods "$TRACES_DIR/openb_pod_list_$1.csv" --out "$4"
@@ -128,8 +151,10 @@ fam_suffix=
 [ "${STOP_AT:-0}" != 0 ] && fam_suffix=-to$STOP_AT
 fam_mode=cluster$cell_suffix$fam_suffix
 [ "$OFFLINE" = yes ] && fam_mode=offline-random-cpu-extender$fam_suffix
+[ "$DRA" = gpushare ] && fam_mode=offline-random-cpu-extender-dra-gpushare$fam_suffix
+[ "$DRA" = alone ] && fam_mode=offline-dra-alone-random$fam_suffix
 for policy in $POLICIES; do
-  "$bin" families --mode "$fam_mode" --policy "$policy" --chart "$ROOT/families-$policy.svg" "$ROOT" >"$ROOT/families-$policy$cell_suffix.md" &&
+  "$bin" families --mode "$fam_mode" --policy "$policy" --chart "$ROOT/families-$policy$cell_suffix.svg" "$ROOT" >"$ROOT/families-$policy$cell_suffix.md" &&
     cat "$ROOT/families-$policy$cell_suffix.md" || echo "[matrix] no family table for $policy"
 done
 [ "$failed" = 0 ] || { echo "[matrix] $failed runs failed"; exit 1; }

@@ -7,6 +7,7 @@
 #   TRACE=gpushare40 POLICY=fgd SEED=43 hack/bench/replay.sh
 #   LIMIT=500 hack/bench/replay.sh                   # first 500 pods only
 #   MODE=plugin POLICY=fgd hack/bench/replay.sh      # through gpushare-scheduler
+#   MODE=dra hack/bench/replay.sh                    # kube-scheduler's DRA path alone
 #
 # Settings (environment):
 #   MODE     extender (default): kube-scheduler + the extender place the pods (replay-config.yaml);
@@ -14,6 +15,14 @@
 #            with POLICY), every pod naming it in schedulerName; results in
 #            _output/replay/$TRACE/$POLICY-plugin/seed$SEED, beside the extender's, and
 #            recorded with mode cluster-plugin[-toN]
+#            dra: the cards through DRA (gpushare-replay --dra: a ResourceSlice per node,
+#            a ResourceClaim per GPU pod) and kube-scheduler with its default plugins alone
+#            (replay-dra-config.yaml), no extender, no policy (POLICY is ignored); results
+#            in _output/replay/$TRACE/kube-scheduler-dra/seed$SEED, policy kube-scheduler,
+#            mode cluster-dra[-toN]
+#            dra-plugin: the cards through DRA as with dra, placed by gpushare-scheduler
+#            (replay-plugin-config.yaml, GPUShare with POLICY scoring the DRA pods); results
+#            in _output/replay/$TRACE/$POLICY-dra-plugin/seed$SEED, mode cluster-dra-plugin[-toN]
 #   TRACE    pod list name: openb_pod_list_$TRACE.csv (default: default)
 #   POLICY   placement policy (default: binpack)      SEED  shuffle seed (default: 42)
 #   TUNE     workload tuning ratio (default: 1.3)     UNIT  milli | gib (default: milli)
@@ -54,6 +63,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 MODE=${MODE:-extender}
 TRACE=${TRACE:-default}
 POLICY=${POLICY:-binpack}
+# No policy places the pods of MODE=dra: the results name what does.
+[ "$MODE" = dra ] && POLICY=kube-scheduler
 SEED=${SEED:-42}
 TUNE=${TUNE:-1.3}
 UNIT=${UNIT:-milli}
@@ -62,8 +73,10 @@ STOP_AT=${STOP_AT:-0}
 case $MODE in
 extender) policy_dir=$POLICY ;;
 plugin) policy_dir=$POLICY-plugin ;;
+dra) policy_dir=$POLICY-dra ;;
+dra-plugin) policy_dir=$POLICY-dra-plugin ;;
 *)
-  echo "MODE=$MODE: want extender or plugin" >&2
+  echo "MODE=$MODE: want extender, plugin, dra or dra-plugin" >&2
   exit 2
   ;;
 esac
@@ -102,7 +115,7 @@ log "building extender and gpushare-replay"
 mkdir -p "$GPUSHARE_BIN"
 (cd "$REPO" && CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/extender" ./cmd/extender &&
   CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-replay" ./internal/bench/cmd/gpushare-replay)
-if [ "$MODE" = plugin ]; then
+if [ "$MODE" = plugin ] || [ "$MODE" = dra-plugin ]; then
   # A module of its own (k8s.io/kubernetes): minutes on a cold cache.
   log "building gpushare-scheduler"
   (cd "$REPO/cmd/gpushare-scheduler" && GOWORK=off CGO_ENABLED=0 go build -trimpath -o "$GPUSHARE_BIN/gpushare-scheduler" .)
@@ -150,13 +163,20 @@ main() {
   # The mode's gpushare-replay flags: the pods handed to gpushare-scheduler (no extender to
   # scrape), or the extender's /metrics for its verb latencies.
   local flags
-  if [ "$MODE" = plugin ]; then
+  if [ "$MODE" = plugin ] || [ "$MODE" = dra-plugin ]; then
     # gpushare-scheduler alone: every replay pod names it, so kube-scheduler has nothing to do.
     [ -x "$GPUSHARE_BIN/gpushare-scheduler" ] || die "no $GPUSHARE_BIN/gpushare-scheduler"
     start_replay_kwok
     start_gpushare_scheduler "$REPO/hack/bench/replay-plugin-config.yaml"
-    log "cluster up; replaying $PODS_CSV through gpushare-scheduler (policy $POLICY, seed $SEED, tune $TUNE) into $OUT"
-    flags=(--scheduler-name gpushare-scheduler --mode-suffix plugin --metrics-url "")
+    log "cluster up; replaying $PODS_CSV through gpushare-scheduler (policy $POLICY, seed $SEED, tune $TUNE, $MODE) into $OUT"
+    flags=(--scheduler-name gpushare-scheduler --mode-suffix "$MODE" --metrics-url "")
+    [ "$MODE" = dra-plugin ] && flags+=(--dra)
+  elif [ "$MODE" = dra ]; then
+    # kube-scheduler alone, its default plugins; the harness publishes the slices and claims.
+    start_replay_kwok
+    start_scheduler "$REPO/hack/bench/replay-dra-config.yaml"
+    log "cluster up; replaying $PODS_CSV through kube-scheduler's DRA path alone (seed $SEED, tune $TUNE) into $OUT"
+    flags=(--dra --mode-suffix dra --metrics-url "")
   else
     # Without managedResources the scheduler hands CPU-only pods to the extender's bind too.
     GPUSHARE_BIND_NON_GPU_PODS=$([ "$REPLAY_ALL_PODS" = yes ] && echo true || echo false) start_extender

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -87,6 +88,10 @@ func (d *driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 		return res, err
 	}
 
+	models := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		models[n.Name] = n.Model
+	}
 	bar := newProgress(d.progress, len(pods))
 	defer bar.Done()
 	start := time.Now()
@@ -99,7 +104,16 @@ func (d *driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 			return res, err
 		}
 		res.E2E = append(res.E2E, time.Since(t0))
-		bar.Update(rec.RecordReason(p, node, reason), rec)
+		if !d.Objects.DRA || node == "" || p.NumGPU == 0 {
+			bar.Update(rec.RecordReason(p, node, reason), rec)
+			continue
+		}
+		milli, err := d.claimedMilli(ctx, p, models[node])
+		if err != nil {
+			res.Wall = time.Since(start)
+			return res, err
+		}
+		bar.Update(rec.RecordAllocated(p, node, reason, milli), rec)
 	}
 	res.Wall = time.Since(start)
 	return res, nil
@@ -125,17 +139,32 @@ func (d *driver) createNodes(ctx context.Context, nodes []NodeSpec) error {
 		workers = 16
 	}
 	objs := make([]*corev1.Node, 0, len(nodes))
+	var slices []*resourceapi.ResourceSlice
 	for _, n := range nodes {
+		if d.Objects.DRA {
+			obj, slice, err := d.Objects.draNode(n)
+			if err != nil {
+				return err
+			}
+			objs, slices = append(objs, obj), append(slices, slice)
+			continue
+		}
 		obj, err := d.Objects.Node(n)
 		if err != nil {
 			return err
 		}
 		objs = append(objs, obj)
 	}
-	klog.InfoS("creating kwok nodes", "count", len(objs))
-	return parallel.ForEach(ctx, len(objs), workers, func(ctx context.Context, i int) error {
+	klog.InfoS("creating kwok nodes", "count", len(objs), "dra", d.Objects.DRA)
+	if err := parallel.ForEach(ctx, len(objs), workers, func(ctx context.Context, i int) error {
 		return d.createNode(ctx, objs[i])
-	})
+	}); err != nil {
+		return err
+	}
+	if d.Objects.DRA {
+		return d.publishSlices(ctx, slices, workers)
+	}
+	return nil
 }
 
 func (d *driver) createNode(ctx context.Context, obj *corev1.Node) error {
@@ -146,7 +175,7 @@ func (d *driver) createNode(ctx context.Context, obj *corev1.Node) error {
 	case err != nil:
 		return fmt.Errorf("creating node %s: %w", obj.Name, err)
 	}
-	if _, ok := created.Status.Allocatable[d.Objects.Resources.Mem]; ok {
+	if _, ok := created.Status.Allocatable[corev1.ResourceCPU]; ok {
 		return nil
 	}
 	// The API server dropped the status on create: write it through the status subresource.
@@ -269,12 +298,15 @@ func (d *driver) liftNotReadyTaint(ctx context.Context, n *corev1.Node) (done bo
 // submit creates one pod and returns its node, or "" and the scheduler's message when it
 // was unschedulable (it is then deleted).
 func (d *driver) submit(ctx context.Context, tr *tracker, p PodSpec) (node, reason string, err error) {
-	obj, err := d.Objects.Pod(p)
+	obj, claim, err := d.podObjects(p)
 	if err != nil {
 		return "", "", err
 	}
 	events := tr.watch(obj.Name)
 	defer tr.forget(obj.Name)
+	if err := d.createClaim(ctx, claim); err != nil {
+		return "", "", err
+	}
 	pods := d.Client.CoreV1().Pods(obj.Namespace)
 	if _, err := pods.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 		return "", "", fmt.Errorf("creating pod %s: %w", obj.Name, err)
@@ -292,7 +324,7 @@ func (d *driver) submit(ctx context.Context, tr *tracker, p PodSpec) (node, reas
 		case ev := <-events:
 			switch {
 			case ev.deleted && deleting:
-				return "", lastMsg, nil
+				return "", lastMsg, d.deleteClaim(ctx, claim)
 			case ev.deleted:
 				return "", "", fmt.Errorf("pod %s was deleted by someone else while being scheduled", obj.Name)
 			case ev.node != "" && !deleting:
@@ -304,7 +336,7 @@ func (d *driver) submit(ctx context.Context, tr *tracker, p PodSpec) (node, reas
 				var zero int64
 				err := pods.Delete(ctx, obj.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 				if apierrors.IsNotFound(err) {
-					return "", lastMsg, nil
+					return "", lastMsg, d.deleteClaim(ctx, claim)
 				}
 				if err != nil {
 					return "", "", fmt.Errorf("deleting unschedulable pod %s: %w", obj.Name, err)

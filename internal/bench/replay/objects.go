@@ -30,6 +30,9 @@ type Objects struct {
 	// SchedulerName is every pod's spec.schedulerName: empty for the cluster's default
 	// scheduler (with the extender), "gpushare-scheduler" to replay through the plugin.
 	SchedulerName string
+	// DRA serves the cards through DRA: each node's ResourceSlice and each GPU pod's
+	// ResourceClaim instead of gpu-mem (draNode, draPod).
+	DRA bool
 }
 
 // Node returns the kwok node for a trace node: labels LabelReplay and type=kwok, annotation

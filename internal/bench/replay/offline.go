@@ -19,6 +19,8 @@ type offlineNode struct {
 	spec   NodeSpec
 	pods   int
 	policy policy.Node
+	// load is what kube-scheduler's resource scorers see (DRAAlone).
+	load hostLoad
 }
 
 // Tie-breaking of replayOffline.
@@ -45,6 +47,9 @@ type offlineConfig struct {
 	// CPUPods: where CPU-only pods go with TiesRandom*: CPUFirstFit (default), CPURandom or
 	// CPURanked.
 	CPUPods string
+	// DRA: "" places pods as the device-plugin path does (the policy's card choice);
+	// DRAAlone or DRAGPUShare as kube-scheduler's DRA path does (see there).
+	DRA string
 }
 
 // Placement of CPU-only pods on the emulated cluster path.
@@ -86,6 +91,9 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 	default:
 		return 0, fmt.Errorf("offline CPU-only pods %q: want %q, %q, %q or %q", cfg.CPUPods, CPUFirstFit, CPURandom, CPURanked, CPUExtender)
 	}
+	if err := cfg.checkDRA(); err != nil {
+		return 0, err
+	}
 	switch cfg.Ties {
 	case "":
 		cfg.Ties = TiesFirst
@@ -93,19 +101,7 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 	default:
 		return 0, fmt.Errorf("offline ties %q: want %q, %q or %q", cfg.Ties, TiesFirst, TiesRandom, TiesRandomScore)
 	}
-	state := make([]*offlineNode, 0, len(nodes))
-	var capacity policy.Capacity
-	for _, n := range nodes {
-		on := &offlineNode{spec: n, policy: policy.Node{Name: n.Name, Host: &policy.Host{CPUMilli: n.MilliCPU, MemoryMiB: n.MemoryMiB}}}
-		per := cfg.Units.CardUnits(n.Model)
-		for i := 0; i < n.GPUs; i++ {
-			on.policy.Cards = append(on.policy.Cards, policy.Card{Index: i, Total: per, Healthy: true})
-		}
-		capacity.Units += int64(n.GPUs) * per
-		capacity.Host.CPUMilli += n.MilliCPU
-		capacity.Host.MemoryMiB += n.MemoryMiB
-		state = append(state, on)
-	}
+	state, capacity := newOfflineNodes(cfg.Units, nodes)
 	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed)), view: make([]policy.Node, len(state))}
 	if cfg.Ties == TiesRandomScore {
 		var err error
@@ -139,6 +135,26 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 	return time.Since(start), nil
 }
 
+// newOfflineNodes returns nodes empty, each card of units' size for its model, and their
+// capacity in all.
+func newOfflineNodes(units Units, nodes []NodeSpec) ([]*offlineNode, policy.Capacity) {
+	state := make([]*offlineNode, 0, len(nodes))
+	var capacity policy.Capacity
+	for _, n := range nodes {
+		on := &offlineNode{spec: n, policy: policy.Node{Name: n.Name, Host: &policy.Host{CPUMilli: n.MilliCPU, MemoryMiB: n.MemoryMiB}},
+			load: hostLoad{allocCPU: n.MilliCPU, allocMem: n.MemoryMiB}}
+		per := units.CardUnits(n.Model)
+		for i := 0; i < n.GPUs; i++ {
+			on.policy.Cards = append(on.policy.Cards, policy.Card{Index: i, Total: per, Healthy: true})
+		}
+		capacity.Units += int64(n.GPUs) * per
+		capacity.Host.CPUMilli += n.MilliCPU
+		capacity.Host.MemoryMiB += n.MemoryMiB
+		state = append(state, on)
+	}
+	return state, capacity
+}
+
 func podRequest(units Units, pod PodSpec) gpushare.PodRequest {
 	if pod.NumGPU == 0 {
 		return gpushare.PodRequest{}
@@ -156,6 +172,10 @@ type offline struct {
 	view  []policy.Node // nodes' buffer
 	// standalone gives TiesRandomScore its per-node integers.
 	standalone standaloneScorer
+	// placeDRA's buffers: candidates' positions in state, their scores or priorities.
+	idx        []int
+	scores     []float64
+	priorities []int64
 }
 
 // nodes returns every node as the policy sees it (a buffer reused from call to call).
@@ -174,6 +194,9 @@ func (o *offline) nodes() []policy.Node {
 // all.
 func (o *offline) place(p policy.Policy, pod PodSpec) string {
 	req := podRequest(o.cfg.Units, pod)
+	if o.cfg.DRA != "" {
+		return o.placeDRA(p, pod, req)
+	}
 	host := policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}
 	perCard := o.cfg.Units.PodUnitsPerCard(pod)
 	byScore := o.cfg.Ties == TiesRandomScore
@@ -188,11 +211,7 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 		placements []policy.Placement
 	)
 	for i, n := range o.state {
-		free := n.policy.Host
-		if !pod.AllowsModel(n.spec.Model) || free.CPUMilli < pod.MilliCPU || free.MemoryMiB < pod.MemoryMiB || n.pods >= NodePodCapacity {
-			continue
-		}
-		if !enoughCards(n.policy, perCard, pod.NumGPU) {
+		if !n.admits(pod, perCard) {
 			continue
 		}
 		if !byScore {
@@ -231,9 +250,14 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 			panic(fmt.Sprintf("offline replay: Place fails where the Scorer fits: %v", err)) // a policy bug
 		}
 	}
-	n := o.state[idx[best]]
+	return o.apply(o.state[idx[best]], pod, pl)
+}
+
+// apply places pod on n with placement pl and returns n's name.
+func (o *offline) apply(n *offlineNode, pod PodSpec, pl policy.Placement) string {
 	n.policy.Host.CPUMilli -= pod.MilliCPU
 	n.policy.Host.MemoryMiB -= pod.MemoryMiB
+	n.load.add(pod.MilliCPU, pod.MemoryMiB)
 	n.pods++
 	for k := range n.policy.Cards {
 		n.policy.Cards[k].Used += pl.Usage[n.policy.Cards[k].Index]
@@ -256,24 +280,40 @@ func (o *offline) choose(pod PodSpec, scores []float64, priorities []int64) int 
 		if o.cfg.Ties == TiesRandom {
 			priorities = policy.NormalizeScores(scores, nil)
 		}
-		best, ties := 0, 0
-		for i, s := range priorities {
-			switch {
-			case s > priorities[best]:
-				best, ties = i, 1
-			case s == priorities[best]:
-				ties++
-				if o.rng.Intn(ties) == 0 { // reservoir sampling, as kube-scheduler's selectHost
-					best = i
-				}
-			}
-		}
-		return best
+		return o.top(priorities)
 	}
 	best := 0
 	for i := range scores {
 		if i == 0 || scores[i] > scores[best] {
 			best = i
+		}
+	}
+	return best
+}
+
+// admits says whether pod passes the filters before the card choice on n: its GPU model,
+// free cpu, memory and pod slots, and a cheap pre-check of enough cards with perCard free.
+func (n *offlineNode) admits(pod PodSpec, perCard int64) bool {
+	free := n.policy.Host
+	if !pod.AllowsModel(n.spec.Model) || free.CPUMilli < pod.MilliCPU || free.MemoryMiB < pod.MemoryMiB || n.pods >= NodePodCapacity {
+		return false
+	}
+	return enoughCards(n.policy, perCard, pod.NumGPU)
+}
+
+// top returns the position of the highest priority, ties broken at random by reservoir
+// sampling, as kube-scheduler's selectHost does.
+func (o *offline) top(priorities []int64) int {
+	best, ties := 0, 0
+	for i, s := range priorities {
+		switch {
+		case s > priorities[best]:
+			best, ties = i, 1
+		case s == priorities[best]:
+			ties++
+			if o.rng.Intn(ties) == 0 {
+				best = i
+			}
 		}
 	}
 	return best

@@ -115,69 +115,80 @@ func TestOfflineSampleTrace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	type outcome struct {
-		Failed         int
-		AllocatedMilli int64
-	}
 	for _, run := range []struct {
 		family, policy, ties string
-		want                 outcome
+		want                 sampleOutcome
 	}{
 		// 480 pods (300 sampled, 180 clones) on 61 nodes of 314,000 GPU-milli.
-		{"multigpu20", "binpack", TiesFirst, outcome{Failed: 105, AllocatedMilli: 300800}},
-		{"multigpu20", "binpack", TiesRandomScore, outcome{Failed: 121, AllocatedMilli: 272450}},
-		{"multigpu20", "spread", TiesFirst, outcome{Failed: 94, AllocatedMilli: 271460}},
-		{"multigpu20", "bestfit", TiesRandom, outcome{Failed: 146, AllocatedMilli: 264780}},
-		{"multigpu20", "fgd", TiesFirst, outcome{Failed: 105, AllocatedMilli: 301530}},
-		{"multigpu20", "fgd", TiesRandom, outcome{Failed: 119, AllocatedMilli: 281870}},
-		{"gpuspec25", "binpack", TiesRandomScore, outcome{Failed: 140, AllocatedMilli: 269700}},
-		{"gpuspec25", "fgd", TiesFirst, outcome{Failed: 113, AllocatedMilli: 300500}},
-		{"gpuspec25", "fgd", TiesRandom, outcome{Failed: 140, AllocatedMilli: 278830}},
+		{"multigpu20", "binpack", TiesFirst, sampleOutcome{Failed: 105, AllocatedMilli: 300800}},
+		{"multigpu20", "binpack", TiesRandomScore, sampleOutcome{Failed: 121, AllocatedMilli: 272450}},
+		{"multigpu20", "spread", TiesFirst, sampleOutcome{Failed: 94, AllocatedMilli: 271460}},
+		{"multigpu20", "bestfit", TiesRandom, sampleOutcome{Failed: 146, AllocatedMilli: 264780}},
+		{"multigpu20", "fgd", TiesFirst, sampleOutcome{Failed: 105, AllocatedMilli: 301530}},
+		{"multigpu20", "fgd", TiesRandom, sampleOutcome{Failed: 119, AllocatedMilli: 281870}},
+		{"gpuspec25", "binpack", TiesRandomScore, sampleOutcome{Failed: 140, AllocatedMilli: 269700}},
+		{"gpuspec25", "fgd", TiesFirst, sampleOutcome{Failed: 113, AllocatedMilli: 300500}},
+		{"gpuspec25", "fgd", TiesRandom, sampleOutcome{Failed: 140, AllocatedMilli: 278830}},
 	} {
 		name := run.family + "/" + run.policy + "/" + run.ties
 		pol, err := policy.New(run.policy)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		pods, _, err := buildWorkload(samplePods(t, run.family), totalGPUMilli(nodes), 42, 1.3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := newRecorder(totalGPUMilli(nodes))
-		cfg := offlineConfig{Policy: pol, Units: units, Ties: run.ties, Seed: 42}
-		if _, err := replayOffline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
-			t.Fatal(err)
-		}
-		byName := map[string]PodSpec{}
-		for _, p := range pods {
-			byName[p.Name] = p
-		}
-		used := map[string][3]int64{}
-		var got outcome
-		for _, s := range rec.Steps() {
-			if s.Node == "" {
-				got.Failed++
-				continue
-			}
-			p := byName[s.Pod]
-			u := used[s.Node]
-			used[s.Node] = [3]int64{u[0] + p.TotalGPUMilli(), u[1] + p.MilliCPU, u[2] + p.MemoryMiB}
-			got.AllocatedMilli += p.TotalGPUMilli()
-		}
-		for _, n := range nodes {
-			u := used[n.Name]
-			if u[0] > n.GPUMilli() || u[1] > n.MilliCPU || u[2] > n.MemoryMiB {
-				t.Errorf("%s: node %s over-committed: gpu %d/%d cpu %d/%d mem %d/%d", name, n.Name,
-					u[0], n.GPUMilli(), u[1], n.MilliCPU, u[2], n.MemoryMiB)
-			}
-		}
-		if last := rec.Steps()[len(rec.Steps())-1]; last.AllocatedMilli != got.AllocatedMilli || last.Failed != got.Failed {
-			t.Errorf("%s: recorder's last step %+v, the steps add up to %+v", name, last, got)
-		}
+		got := replaySample(t, name, run.family, offlineConfig{Policy: pol, Units: units, Ties: run.ties, Seed: 42})
 		if got != run.want {
 			t.Errorf("%s: %+v, want %+v", name, got, run.want)
 		}
 	}
+}
+
+// sampleOutcome is what a replay of the openb sample ends with.
+type sampleOutcome struct {
+	Failed         int
+	AllocatedMilli int64
+}
+
+// replaySample replays family of the openb sample at 130 % load, seed 42, with cfg (its
+// Units those of the sample's nodes), checks that no node got more GPU, CPU or memory than
+// it has and that the recorder's last step agrees with the steps, and returns the outcome.
+func replaySample(t *testing.T, name, family string, cfg offlineConfig) sampleOutcome {
+	t.Helper()
+	nodes := sampleNodes(t)
+	pods, _, err := buildWorkload(samplePods(t, family), totalGPUMilli(nodes), 42, 1.3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder(totalGPUMilli(nodes))
+	if _, err := replayOffline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]PodSpec{}
+	for _, p := range pods {
+		byName[p.Name] = p
+	}
+	used := map[string][3]int64{}
+	var got sampleOutcome
+	for _, s := range rec.Steps() {
+		if s.Node == "" {
+			got.Failed++
+			continue
+		}
+		p := byName[s.Pod]
+		u := used[s.Node]
+		used[s.Node] = [3]int64{u[0] + p.TotalGPUMilli(), u[1] + p.MilliCPU, u[2] + p.MemoryMiB}
+		got.AllocatedMilli += p.TotalGPUMilli()
+	}
+	for _, n := range nodes {
+		u := used[n.Name]
+		if u[0] > n.GPUMilli() || u[1] > n.MilliCPU || u[2] > n.MemoryMiB {
+			t.Errorf("%s: node %s over-committed: gpu %d/%d cpu %d/%d mem %d/%d", name, n.Name,
+				u[0], n.GPUMilli(), u[1], n.MilliCPU, u[2], n.MemoryMiB)
+		}
+	}
+	if last := rec.Steps()[len(rec.Steps())-1]; last.AllocatedMilli != got.AllocatedMilli || last.Failed != got.Failed {
+		t.Errorf("%s: recorder's last step %+v, the steps add up to %+v", name, last, got)
+	}
+	return got
 }
 
 // TestOfflineCPUExtender checks that "extender" is "random" for a policy that scores pods

@@ -46,12 +46,18 @@ func (r *recorder) Record(p PodSpec, node string) Step {
 
 // RecordReason is Record with the reason of a failure.
 func (r *recorder) RecordReason(p PodSpec, node, reason string) Step {
+	return r.RecordAllocated(p, node, reason, p.TotalGPUMilli())
+}
+
+// RecordAllocated is RecordReason with the GPU-milli the pod was given when bound, as read
+// from what the cluster allocated rather than from its request.
+func (r *recorder) RecordAllocated(p PodSpec, node, reason string, allocatedMilli int64) Step {
 	r.arrived += p.TotalGPUMilli()
 	if node == "" {
 		r.failed++
 	} else {
 		r.bound++
-		r.allocated += p.TotalGPUMilli()
+		r.allocated += allocatedMilli
 	}
 	s := Step{
 		Index: len(r.steps) + 1, Pod: p.Name, NumGPU: p.NumGPU, GPUMilli: p.GPUMilli, Node: node,

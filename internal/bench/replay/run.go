@@ -50,6 +50,11 @@ type Options struct {
 	// OfflineTies and OfflineCPUPods: see offlineConfig (offline runs only).
 	OfflineTies    string
 	OfflineCPUPods string
+	// OfflineDRA: "" for the device-plugin path, DRAAlone or DRAGPUShare (offline runs only).
+	OfflineDRA string
+	// DRA (cluster runs): the nodes publish ResourceSlices and the GPU pods ask their cards in
+	// ResourceClaims (Objects.DRA); the allocated GPU is read from the claims.
+	DRA bool
 }
 
 // prepared is the parsed and tuned input of a replay.
@@ -122,7 +127,7 @@ func (o Options) summary(pr prepared, mode string, rec *recorder, wall time.Dura
 
 // objects builds the replay's nodes and pods with these options' namespace and scheduler.
 func (o Options) objects(u Units) Objects {
-	return Objects{Units: u, Resources: gpushare.DefaultResources(), Namespace: o.Namespace, SchedulerName: o.SchedulerName}
+	return Objects{Units: u, Resources: gpushare.DefaultResources(), Namespace: o.Namespace, SchedulerName: o.SchedulerName, DRA: o.DRA}
 }
 
 // RunCluster replays against the cluster behind client and writes the results. The
@@ -194,28 +199,49 @@ func (o Options) scrape(ctx context.Context, c *http.Client, when string) (*metr
 }
 
 // RunOffline replays with the named policy in memory and writes the results.
+// With o.OfflineDRA DRAAlone no policy is used, and policyName may be empty.
 func RunOffline(ctx context.Context, policyName string, o Options) (Summary, error) {
-	pol, err := policy.New(policyName)
-	if err != nil {
-		return Summary{}, err
+	var pol policy.Policy
+	if o.OfflineDRA != DRAAlone {
+		var err error
+		if pol, err = policy.New(policyName); err != nil {
+			return Summary{}, err
+		}
 	}
 	pr, err := prepare(o)
 	if err != nil {
 		return Summary{}, err
 	}
 	rec := newRecorder(totalGPUMilli(pr.Nodes))
-	cfg := offlineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, CPUPods: o.OfflineCPUPods}
+	cfg := offlineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, CPUPods: o.OfflineCPUPods, DRA: o.OfflineDRA}
 	wall, runErr := replayOffline(ctx, cfg, pr.Nodes, pr.Pods, rec, o.Progress)
+	s := o.summary(pr, o.offlineMode(), rec, wall)
+	if err := writeResults(o.OutDir, s, rec, o.StepEvery); err != nil {
+		return s, errors.Join(runErr, err)
+	}
+	return s, runErr
+}
+
+// offlineMode is the mode an offline run records: "offline", "offline-<ties>" with random
+// ties, "-cpu-<CPU-only pods>" unless first fit, and the DRA emulation as "offline-dra-alone"
+// (ties, no CPU-only pod setting: it has none) or "-dra-gpushare" after the rest.
+func (o Options) offlineMode() string {
+	random := o.OfflineTies == TiesRandom || o.OfflineTies == TiesRandomScore
+	if o.OfflineDRA == DRAAlone {
+		if random {
+			return "offline-dra-alone-" + o.OfflineTies
+		}
+		return "offline-dra-alone"
+	}
 	mode := "offline"
-	if o.OfflineTies == TiesRandom || o.OfflineTies == TiesRandomScore {
+	if random {
 		mode = "offline-" + o.OfflineTies
 		if o.OfflineCPUPods != "" && o.OfflineCPUPods != CPUFirstFit {
 			mode += "-cpu-" + o.OfflineCPUPods
 		}
 	}
-	s := o.summary(pr, mode, rec, wall)
-	if err := writeResults(o.OutDir, s, rec, o.StepEvery); err != nil {
-		return s, errors.Join(runErr, err)
+	if o.OfflineDRA != "" {
+		mode += "-dra-" + o.OfflineDRA
 	}
-	return s, runErr
+	return mode
 }

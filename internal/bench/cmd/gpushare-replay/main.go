@@ -89,6 +89,8 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&f.policy, "policy", "", "policy for --offline (binpack, spread, ...)")
 	fs.StringVar(&f.OfflineTies, "offline-ties", replay.TiesFirst, "--offline node choice: first (best score, lowest index), random (the cluster path: normalized scores, random ties) or random-score (each node's standalone 0..10 score, random ties)")
 	fs.StringVar(&f.OfflineCPUPods, "offline-cpu-pods", replay.CPUFirstFit, "--offline-ties random*: CPU-only pods go first-fit (as the replay cluster), random (extender scores them alike), ranked (by the policy) or extender (what the extender does with REPLAY_ALL_PODS=yes: ranked for fgd, random otherwise)")
+	fs.BoolVar(&f.DRA, "dra", false, "cluster run: publish a ResourceSlice per node (driver gpu-mem.gpushare.io) and the DeviceClass, and give each GPU pod a ResourceClaim instead of gpu-mem; the allocated GPU is read from the claims")
+	fs.StringVar(&f.OfflineDRA, "offline-dra", "", "--offline: place GPU pods as kube-scheduler's DRA path does, the allocator taking the first cards with room: alone (kube-scheduler's default scorers rank nodes by cpu and memory; --policy not used) or gpushare (--policy scores the allocator's placement on each node, as the GPUShare plugin does); empty: the device-plugin path")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
 	flagenv.Bind(fs, flagenv.LegacyPrefix("GPUSHARE_REPLAY_"))
@@ -104,6 +106,9 @@ func runE(ctx context.Context, f *flagpole) error {
 	if f.PolicyLabel == "" {
 		f.PolicyLabel = f.policy
 	}
+	if f.PolicyLabel == "" && f.offline && f.OfflineDRA == replay.DRAAlone {
+		f.PolicyLabel = "kube-scheduler"
+	}
 	if f.PolicyLabel == "" {
 		return fmt.Errorf("--policy-label is required (the extender's policy, for the results)")
 	}
@@ -113,7 +118,7 @@ func runE(ctx context.Context, f *flagpole) error {
 	var s replay.Summary
 	var err error
 	if f.offline {
-		if f.policy == "" {
+		if f.policy == "" && f.OfflineDRA != replay.DRAAlone {
 			f.policy = f.PolicyLabel
 		}
 		s, err = replay.RunOffline(ctx, f.policy, f.Options)
