@@ -1,7 +1,8 @@
 // Package objects builds the GPU-sharing nodes and gpu-mem pods the benchmarks create:
 // nodes carry the per-card inventory annotation and the capacity the extender and the
 // device plugin publish on a real node, pods ask for gpu-mem as a user's pod spec does.
-// Neither ever runs a container, so pods are built to need no kubelet.
+// Neither ever runs a container, so pods are built to need no kubelet. dra.go holds the DRA
+// back end's DeviceClass and the memory claims the DRA benchmarks create.
 package objects
 
 const (

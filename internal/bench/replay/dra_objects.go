@@ -6,10 +6,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/pkg/dra"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -70,16 +70,6 @@ func (o Objects) draNode(n NodeSpec) (*corev1.Node, *resourceapi.ResourceSlice, 
 	return node, slice, nil
 }
 
-// draDeviceClass is deploy/dra/deviceclass.yaml: every device of the driver.
-func draDeviceClass() *resourceapi.DeviceClass {
-	return &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: gpushare.DRADriverName},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
-			CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "` + gpushare.DRADriverName + `"`},
-		}}},
-	}
-}
-
 // draPod is Pod for a DRA replay: a GPU pod asks its cards in a ResourceClaim of the same
 // name instead of gpu-mem, which the pod names and its container uses: num_gpu devices of
 // the class, each consuming the pod's units per card (a whole card: all its units), apart
@@ -91,26 +81,9 @@ func (o Objects) draPod(p PodSpec) (*corev1.Pod, *resourceapi.ResourceClaim, err
 	if err != nil || p.NumGPU == 0 {
 		return pod, nil, err
 	}
-	memory := resource.NewQuantity(o.Units.PodUnitsPerCard(p)*o.draUnitBytes(), resource.BinarySI)
 	claim := &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace, Labels: map[string]string{LabelReplay: "true"}},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{{
-				Name: draRequest,
-				Exactly: &resourceapi.ExactDeviceRequest{
-					DeviceClassName: gpushare.DRADriverName,
-					AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
-					Count:           int64(p.NumGPU),
-					Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
-						gpushare.DRACapacityMemory: *memory,
-					}},
-				},
-			}},
-		}},
-	}
-	if p.NumGPU > 1 {
-		uuid := resourceapi.FullyQualifiedName(gpushare.DRADriverName + "/" + gpushare.DRAAttributeUUID)
-		claim.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{Requests: []string{draRequest}, DistinctAttribute: &uuid}}
+		Spec:       objects.MemoryClaimSpec(draRequest, int64(p.NumGPU), o.Units.PodUnitsPerCard(p)*o.draUnitBytes()),
 	}
 	pod.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: draRequest, ResourceClaimName: ptr.To(claim.Name)}}
 	pod.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: draRequest}}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
@@ -93,7 +94,7 @@ func TestDRAAllocatorIsFirstFit(t *testing.T) {
 	}
 	nodes, _ := newOfflineNodes(o.Units, []NodeSpec{spec})
 	ours := nodes[0].policy
-	class := draDeviceClass()
+	class := objects.DeviceClass()
 	// x goes to card 0, the first with room, where best fit would take card 1 (200 left);
 	// d takes the two empty cards; f fits nowhere.
 	for i, p := range []PodSpec{

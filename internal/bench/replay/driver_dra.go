@@ -10,13 +10,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/internal/bench/parallel"
 )
 
 // publishSlices creates the DeviceClass (kept if it exists) and the nodes' ResourceSlices,
 // workers at a time, as the nodes' DRA plugins would publish them.
 func (d *driver) publishSlices(ctx context.Context, slices []*resourceapi.ResourceSlice, workers int) error {
-	class := draDeviceClass()
+	class := objects.DeviceClass()
 	if _, err := d.Client.ResourceV1().DeviceClasses().Create(ctx, class, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating DeviceClass %s: %w", class.Name, err)
 	}

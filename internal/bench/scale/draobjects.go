@@ -5,10 +5,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/pkg/dra"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -19,16 +19,6 @@ const (
 	draRequest  = "gpu"
 	draClaimRef = "gpu"
 )
-
-// DeviceClass is deploy/dra's DeviceClass: every device of the DRA back end's driver.
-func DeviceClass() *resourceapi.DeviceClass {
-	return &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: gpushare.DRADriverName},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{
-			CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf("device.driver == %q", gpushare.DRADriverName)},
-		}}},
-	}
-}
 
 // unitBytes is one gpu-mem unit of the bench's nodes in bytes (1 GiB).
 func unitBytes() int64 { return gpushare.GiB.MiB << 20 }
@@ -62,30 +52,10 @@ func (o Objects) ResourceSlice(node string) (*resourceapi.ResourceSlice, error) 
 // must differ in uuid (distinctAttribute), as the DRA examples' two-card claim does.
 // Named as the pod, labelled LabelSet=set.
 func (o Objects) Claim(set string, i int, s PodShape) *resourceapi.ResourceClaim {
-	perCard := s.Units / max(s.Cards, 1)
-	c := &resourceapi.ResourceClaim{
+	return &resourceapi.ResourceClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: podName(set, i), Namespace: o.Namespace, Labels: map[string]string{LabelSet: set}},
-		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
-			Requests: []resourceapi.DeviceRequest{{
-				Name: draRequest,
-				Exactly: &resourceapi.ExactDeviceRequest{
-					DeviceClassName: gpushare.DRADriverName,
-					AllocationMode:  resourceapi.DeviceAllocationModeExactCount,
-					Count:           max(s.Cards, 1),
-					Capacity: &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{
-						gpushare.DRACapacityMemory: *resource.NewQuantity(perCard*unitBytes(), resource.BinarySI),
-					}},
-				},
-			}},
-		}},
+		Spec:       objects.MemoryClaimSpec(draRequest, s.Cards, s.Units/max(s.Cards, 1)*unitBytes()),
 	}
-	if s.Cards > 1 {
-		c.Spec.Devices.Constraints = []resourceapi.DeviceConstraint{{
-			Requests:          []string{draRequest},
-			DistinctAttribute: ptr.To(resourceapi.FullyQualifiedName(gpushare.DRADriverName + "/" + gpushare.DRAAttributeUUID)),
-		}}
-	}
-	return c
 }
 
 // DRAPod is pod i of set asking for its memory through Claim(set, i, s) instead of gpu-mem:

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
@@ -130,7 +131,7 @@ func TestDeviceClass(t *testing.T) {
 	if err := yaml.UnmarshalStrict(b, &want); err != nil {
 		t.Fatal(err)
 	}
-	got := DeviceClass()
+	got := objects.DeviceClass()
 	if got.Name != want.Name {
 		t.Errorf("name %q, want %q", got.Name, want.Name)
 	}

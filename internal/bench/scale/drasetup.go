@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/internal/bench/objects"
 	"github.com/gpushare/gpushare/internal/bench/parallel"
 )
 
@@ -20,7 +21,7 @@ import (
 // The burst node gets none. Existing objects are left as they are. Errors: API failures.
 func (b *Bench) PublishDRA(ctx context.Context, n int) (SetupResult, error) {
 	start := time.Now()
-	dc := DeviceClass()
+	dc := objects.DeviceClass()
 	if _, err := b.Client.ResourceV1().DeviceClasses().Create(ctx, dc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return SetupResult{}, fmt.Errorf("creating DeviceClass %s: %w", dc.Name, err)
 	}
