@@ -14,7 +14,7 @@ import (
 )
 
 // CaseDRAUsageWatchdog: the usage watchdog on the DRA back end. The real node served by
-// share-plugin --backend=dra (one simulated T4) with a processes file; a pod whose claim
+// share-plugin --backend=dra (one simulated T4) with the local cluster's processes file; a pod whose claim
 // holds 4 GiB runs a process the file lists at 6144 MiB. The watchdog charges it to the
 // pod's container through its cgroup, grants it the claim's 4 GiB, and the plugin's
 // /metrics show used and granted; the pod gets the GPUMemoryOverGrant event.
@@ -22,13 +22,10 @@ func CaseDRAUsageWatchdog(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "share-plugin")
 	ctx := testContext(t, 5*time.Minute)
-	procFile := filepath.Join(e.cfg.state, "gpu-processes-dra.yaml")
-	if err := os.WriteFile(procFile, []byte("[]\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	// The file the local cluster's share-plugin reads (--simulate-processes-file).
+	procFile := filepath.Join(e.cfg.state, "gpu-processes.yaml")
 	t.Cleanup(func() { _ = os.Remove(procFile) })
-	startDRAPlugin(ctx, t, e, filepath.Join(t.TempDir(), "faults"), "GPUSHARE_SIMULATE_PROCESSES_FILE="+procFile,
-		"GPUSHARE_USAGE_INTERVAL=1s", "GPUSHARE_OVER_GRANT_GRACE=0s")
+	startDRAPlugin(ctx, t, e, filepath.Join(t.TempDir(), "faults"), "GPUSHARE_USAGE_INTERVAL=1s", "GPUSHARE_OVER_GRANT_GRACE=0s")
 	ns := newNamespace(t, e)
 	p := startClaimPod(ctx, t, e, ns, "hog", "4Gi", nil)
 	writeProcesses(t, procFile, containerPID(t, string(p.UID), "gpuenv"), 6144)
