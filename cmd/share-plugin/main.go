@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
@@ -210,26 +211,32 @@ func run(ctx context.Context, o options) error {
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
+	overGrant := watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action}
 	if backend == gpushare.BackendDRA {
 		var serve func(context.Context, http.Handler)
 		if o.metricsAddress != "" {
 			serve = func(ctx context.Context, h http.Handler) { serveMetrics(ctx, o.metricsAddress, h) }
 		}
+		usage := dra.UsageConfig{Interval: usageInterval, OverGrant: overGrant, UnclaimedExemptNamespaces: o.unclaimedExempt, ProcRoot: o.procRoot}
+		if usageInterval > 0 {
+			factory, pods := nodePodInformer(client, o.nodeName)
+			usage.Pods = pods
+			informersCtx, stopInformers := context.WithCancel(ctx)
+			factory.Start(informersCtx.Done())
+			defer factory.Shutdown()
+			defer stopInformers()
+		}
 		return dra.Run(ctx, dra.RunConfig{
 			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, Simulated: simulated,
 			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
 			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), Serve: serve,
-			Recorder: recorder, NodeResync: o.nodeResync,
+			Recorder: recorder, NodeResync: o.nodeResync, Usage: usage,
 		})
 	}
 	if err := checkNodeBackend(ctx, client, o.nodeName); err != nil {
 		return err
 	}
-	// Only this node's pods: the informer never holds the whole cluster.
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", o.nodeName).String()
-	}))
-	pods := factory.Core().V1().Pods().Informer()
+	factory, pods := nodePodInformer(client, o.nodeName)
 	var simulatedCardDir string // the per-allocation specs mount simulated cards' files
 	if simulated && deviceList == deviceplugin.DeviceListCDIAllocation {
 		simulatedCardDir = deviceplugin.SimulatedCardDir(o.cdiSpecDir)
@@ -246,7 +253,7 @@ func run(ctx context.Context, o options) error {
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
 		MPSRoot: o.mpsRoot, LimitHookPath: o.limitHookPath, LimitUnsupported: limitUnsupported, UsageInterval: usageInterval,
 		ProcRoot: o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
-		OverGrant:                 watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
+		OverGrant:                 overGrant,
 		UnclaimedExemptNamespaces: o.unclaimedExempt,
 	})
 	if err != nil {
@@ -272,6 +279,15 @@ func run(ctx context.Context, o options) error {
 		go serveMetrics(ctx, o.metricsAddress, plugin.Handler())
 	}
 	return plugin.Run(ctx)
+}
+
+// nodePodInformer is an informer of the node's pods only: it never holds the whole cluster.
+// The caller starts the factory.
+func nodePodInformer(client kubernetes.Interface, nodeName string) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
+		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+	}))
+	return factory, factory.Core().V1().Pods().Informer()
 }
 
 // limitSupport says why the node's driver or cgroups cannot enforce per-cgroup memory limits

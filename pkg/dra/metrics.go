@@ -56,6 +56,8 @@ type metrics struct {
 	prepareFailed   *prometheus.CounterVec
 	unprepared      prometheus.Counter
 	unprepareFailed *prometheus.CounterVec
+	// usage is the usage watchdog's collector; nil: no watchdog runs.
+	usage prometheus.Collector
 }
 
 func newMetrics() *metrics {
@@ -80,7 +82,11 @@ func newMetrics() *metrics {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.prepared, m.prepareFailed, m.unprepared, m.unprepareFailed}
+	cs := []prometheus.Collector{m.prepared, m.prepareFailed, m.unprepared, m.unprepareFailed}
+	if m.usage != nil {
+		cs = append(cs, m.usage)
+	}
+	return cs
 }
 
 // cardCollector computes the per-card gauges at scrape time from the driver's prepared

@@ -61,6 +61,8 @@ type RunConfig struct {
 	// Serve serves the plugin's /metrics, /healthz and /readyz until its context is done;
 	// nil: they are not served.
 	Serve func(context.Context, http.Handler)
+	// Usage is the usage watchdog; its metrics are served on Serve's /metrics.
+	Usage UsageConfig
 }
 
 // Run serves the node's cards through DRA until ctx is done: it checks that the node is
@@ -142,6 +144,10 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return err
 	}
+	usage, err := newUsageWatchdog(rc, cards, clk, driver)
+	if err != nil {
+		return fmt.Errorf("the usage watchdog: %w", err)
+	}
 	opts := []kubeletplugin.Option{
 		kubeletplugin.DriverName(gpushare.DRADriverName), kubeletplugin.KubeClient(rc.Client),
 		kubeletplugin.NodeName(rc.NodeName), kubeletplugin.NodeUID(node.UID),
@@ -153,6 +159,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	m := newMetrics()
+	if usage != nil {
+		m.usage = usage.Collector()
+	}
 	helper, err := kubeletplugin.Start(ctx, observed{Driver: driver, m: m}, opts...)
 	if err != nil {
 		return fmt.Errorf("starting the kubelet DRA plugin: %w", err)
@@ -167,6 +176,10 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if rc.Serve != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); rc.Serve(ctx, driver.handler(probe, m)) }()
+	}
+	if usage != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); runUsage(ctx, usage, rc.Usage.Pods) }()
 	}
 
 	faults := newFaultLog(uuids)

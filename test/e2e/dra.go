@@ -234,9 +234,10 @@ func requireDRAKubernetes(t *testing.T, e *Env) {
 }
 
 // startDRAPlugin labels the real node for the DRA back end, installs the DeviceClass and
-// runs share-plugin --backend=dra with one simulated T4 and faultsFile, and returns the
-// plugin's environment for restarts. At the end the node goes back to the device plugin.
-func startDRAPlugin(ctx context.Context, t *testing.T, e *Env, faultsFile string) []string {
+// runs share-plugin --backend=dra with one simulated T4, faultsFile and the variables in
+// extraEnv, and returns the plugin's environment for restarts. At the end the node goes back
+// to the device plugin.
+func startDRAPlugin(ctx context.Context, t *testing.T, e *Env, faultsFile string, extraEnv ...string) []string {
 	t.Helper()
 	for _, o := range decodeObjects(t, filepath.Join(e.Repo(), "deploy", "dra", "deviceclass.yaml")) {
 		if err := serverSideApply(ctx, e, o, false); err != nil {
@@ -245,6 +246,7 @@ func startDRAPlugin(ctx context.Context, t *testing.T, e *Env, faultsFile string
 	}
 	env := []string{"GPUSHARE_SIMULATE=t4:1", "GPUSHARE_BACKEND=dra",
 		"GPUSHARE_SIMULATE_FAULTS_FILE=" + faultsFile, "GPUSHARE_HEALTH_RECOVERY=3s"}
+	env = append(env, extraEnv...)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 		defer cancel()

@@ -53,38 +53,10 @@ func CaseDRALimit(t *testing.T, e *Env) {
 	// kube-system: deploy/admission's policy exempts it, so the pod's own variables reach
 	// the runtime.
 	ns, name := metav1.NamespaceSystem, "e2e-dra-limit-"+rand.String(5)
-	claim := &resourcev1.ResourceClaim{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
-			Name: "gpu",
-			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: gpushare.DRADriverName, Capacity: &resourcev1.CapacityRequirements{
-				Requests: map[resourcev1.QualifiedName]resource.Quantity{gpushare.DRACapacityMemory: resource.MustParse("4Gi")},
-			}},
-		}}}},
-	}
-	if _, err := e.Client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-		t.Fatalf("creating claim %s/%s: %v", ns, name, err)
-	}
-	// Before the plugin stops: kubelet unprepares the claim only through a running plugin.
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		defer cancel()
-		deletePodAndWait(e, ns, name)
-		_ = e.Client.ResourceV1().ResourceClaims(ns).Delete(ctx, name, metav1.DeleteOptions{})
-		waitFor(ctx, t, time.Minute, "every claim unprepared", func() bool { return len(readDRACheckpoint(t)) == 0 })
+	p := startClaimPod(ctx, t, e, ns, name, "4Gi", []corev1.EnvVar{
+		{Name: gpushare.EnvMPSPinnedMemLimit, Value: "0=99999M"},
+		{Name: gpushare.EnvContainerUnits, Value: "14"},
 	})
-	p := gpuPod(ns, name, e.RealNode)
-	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
-	p.Spec.Containers = []corev1.Container{{
-		Name: "c0", Image: testImage, ImagePullPolicy: corev1.PullNever,
-		Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}},
-		Env: []corev1.EnvVar{
-			{Name: gpushare.EnvMPSPinnedMemLimit, Value: "0=99999M"},
-			{Name: gpushare.EnvContainerUnits, Value: "14"},
-		},
-	}}
-	createPod(t, e, p)
-	p = waitPod(t, e, ns, name, 2*time.Minute, "Running", isRunning)
 	if len(p.Status.ContainerStatuses) != 1 {
 		t.Fatalf("container statuses %+v", p.Status.ContainerStatuses)
 	}
@@ -104,6 +76,43 @@ func CaseDRALimit(t *testing.T, e *Env) {
 			t.Errorf("the DRA plugin's /metrics lacks %q", line)
 		}
 	}
+}
+
+// startClaimPod creates the claim name in ns asking memory of one card of the driver and
+// the pod name on the real node whose one container c0 (with env) names it, and waits until
+// the pod runs. Cleanups delete both and wait until the plugin has unprepared every claim:
+// they run before the plugin stops, which kubelet needs to unprepare.
+func startClaimPod(ctx context.Context, t *testing.T, e *Env, ns, name, memory string, env []corev1.EnvVar) *corev1.Pod {
+	t.Helper()
+	claim := &resourcev1.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{{
+			Name: "gpu",
+			Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: gpushare.DRADriverName, Capacity: &resourcev1.CapacityRequirements{
+				Requests: map[resourcev1.QualifiedName]resource.Quantity{gpushare.DRACapacityMemory: resource.MustParse(memory)},
+			}},
+		}}}},
+	}
+	if _, err := e.Client.ResourceV1().ResourceClaims(ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating claim %s/%s: %v", ns, name, err)
+	}
+	// Before the plugin stops: kubelet unprepares the claim only through a running plugin.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		deletePodAndWait(e, ns, name)
+		_ = e.Client.ResourceV1().ResourceClaims(ns).Delete(ctx, name, metav1.DeleteOptions{})
+		waitFor(ctx, t, time.Minute, "every claim unprepared", func() bool { return len(readDRACheckpoint(t)) == 0 })
+	})
+	p := gpuPod(ns, name, e.RealNode)
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+	p.Spec.Containers = []corev1.Container{{
+		Name: "c0", Image: testImage, ImagePullPolicy: corev1.PullNever,
+		Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpu"}}},
+		Env:       env,
+	}}
+	createPod(t, e, p)
+	return waitPod(t, e, ns, name, 2*time.Minute, "Running", isRunning)
 }
 
 // sharePluginMetricsURL is the local share-plugin's --metrics-address (hack/lib/ports.sh).

@@ -55,6 +55,7 @@ func TestFailoverLateBinding(t *testing.T)       { CaseFailoverLateBinding(t, en
 func TestSharePluginUnitChange(t *testing.T)     { CaseSharePluginRefusesUnitChange(t, env) }
 func TestDRABackend(t *testing.T)                { CaseDRABackend(t, env) }
 func TestDRALimit(t *testing.T)                  { CaseDRALimit(t, env) }
+func TestDRAUsageWatchdog(t *testing.T)          { CaseDRAUsageWatchdog(t, env) }
 
 // The Helm chart last: its installs stand in for the local share-plugin (and
 // gpushare-scheduler, and kube-scheduler's configuration) and put them back afterwards.

@@ -101,6 +101,11 @@ func TestChartDRAMatchesDeploy(t *testing.T) {
 		if !slices.Contains(c.Args, "--metrics-address=:9401") || len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 9401 {
 			t.Errorf("%s: args %v ports %+v, want --metrics-address=:9401 on the port named metrics", name, c.Args, c.Ports)
 		}
+		// Without hostPID, pods RBAC and the node's usage annotation the watchdog would
+		// only log failures.
+		if !slices.Contains(c.Args, "--usage-interval=0") {
+			t.Errorf("%s: args %v, want the usage watchdog off (--usage-interval=0)", name, c.Args)
+		}
 		if p := c.LivenessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/healthz" || p.HTTPGet.Port.String() != "metrics" {
 			t.Errorf("%s: liveness probe %+v, want GET /healthz on the metrics port", name, p)
 		}
