@@ -15,10 +15,9 @@ import (
 // preparedReport is GET /prepared: the claims the checkpoint holds, sorted by namespace,
 // name and UID, each with its units per card.
 func (d *Driver) preparedReport() gpushare.DRAPreparedReport {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	out := gpushare.DRAPreparedReport{Node: d.cfg.NodeName, Claims: make([]gpushare.DRAPreparedClaim, 0, len(d.prepared))}
-	for uid, p := range d.prepared {
+	prepared := d.preparedClaims()
+	out := gpushare.DRAPreparedReport{Node: d.cfg.NodeName, Claims: make([]gpushare.DRAPreparedClaim, 0, len(prepared))}
+	for uid, p := range prepared {
 		c := gpushare.DRAPreparedClaim{UID: uid, Namespace: p.Namespace, Name: p.Name, Cards: gpushare.CardUnits{}}
 		for _, dev := range p.Devices {
 			c.Cards[dev.CardIndex] += dev.Units
