@@ -12,6 +12,7 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -247,6 +248,14 @@ func tenantClient(ctx context.Context, t *testing.T, e *Env, ns string) kubernet
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The API server's authorizer learns the binding from its own watch: until then the
+	// tenant is refused by RBAC, not by the admission policy a case means to test.
+	canCreate := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "pods"}}}
+	waitFor(ctx, t, 30*time.Second, "RBAC to let "+tenantUser+" create pods in "+ns, func() bool {
+		r, err := c.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, canCreate, metav1.CreateOptions{})
+		return err == nil && r.Status.Allowed
+	})
 	return c
 }
 

@@ -312,6 +312,19 @@ func TestChartValues(t *testing.T) {
 			t.Error("setSchedulerName.enabled=false still renders the MutatingAdmissionPolicy")
 		}
 	})
+	t.Run("scheduler on an older control plane", func(t *testing.T) {
+		for _, tt := range []struct {
+			kube string
+			want bool
+		}{{"1.37.2", false}, {"1.36.3", true}, {"1.35.4", true}} {
+			var d appsv1.Deployment
+			render(t, "kube-system", []string{"topology=scheduler"}, "--kube-version", tt.kube).decode(t, "Deployment/gpushare-scheduler", &d)
+			got := slices.Contains(d.Spec.Template.Spec.Containers[0].Command, "--feature-gates=DRADeviceTaintRules=false")
+			if got != tt.want {
+				t.Errorf("Kubernetes %s: gpushare-scheduler turns DRADeviceTaintRules off: %v, want %v", tt.kube, got, tt.want)
+			}
+		}
+	})
 	t.Run("mutating policy", func(t *testing.T) {
 		c := render(t, "kube-system", []string{"topology=scheduler", "scheduler.schedulerName=gpu-sched"})
 		raw := string(c["MutatingAdmissionPolicy/gpushare-scheduler-name"].raw)
