@@ -29,6 +29,16 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 	if err != nil || len(req) == 0 {
 		return nil, err
 	}
+	view, err := p.readDRAView(nodes)
+	if err != nil {
+		return nil, err
+	}
+	return &draScoring{req: req, view: view}, nil
+}
+
+// readDRAView reads the DRA back end's nodes among nodes from the scheduler's DRA manager
+// (newDRAView). Errors: the manager's listers failing.
+func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
 	sl, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
@@ -43,7 +53,33 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 			want[obj.Name] = true
 		}
 	}
-	return &draScoring{req: req, view: newDRAView(sl, claims, want, &p.slices)}, nil
+	return newDRAView(sl, claims, want, &p.slices), nil
+}
+
+// readDRACards is, for a pod that asks no GPU memory at all scored by a workload-aware
+// policy, the DRA back end's nodes among nodes: fgd weighs what the pod's CPU and memory
+// leave the cards of each node, and the ledger does not see a DRA node's cards. nil when the
+// scheduler runs without DRA or no node of nodes has a gpushare ResourceSlice.
+func (p *Plugin) readDRACards(nodes []fwk.NodeInfo) (*draView, error) {
+	if p.dra == nil || !p.workloadAware {
+		return nil, nil
+	}
+	view, err := p.readDRAView(nodes)
+	if err != nil || len(view.nodes) == 0 {
+		return nil, err
+	}
+	return view, nil
+}
+
+// withCards is score with the DRA cards of view given to each node whose ledger entry has
+// none.
+func (v *draView) withCards(score func(policy.Node) (float64, bool)) func(policy.Node) (float64, bool) {
+	return func(node policy.Node) (float64, bool) {
+		if n := v.nodes[node.Name]; n != nil && len(node.Cards) == 0 {
+			node.Cards = n.cards
+		}
+		return score(node)
+	}
 }
 
 // shape is the pod's claims in units on the first of nodes the DRA back end serves, for the

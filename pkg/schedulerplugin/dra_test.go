@@ -481,3 +481,34 @@ func TestDRAClaimShapesTeachFGD(t *testing.T) {
 		t.Errorf("scores %v: want clean (first fit fragments nothing for 4 GiB pods) above frag", got)
 	}
 }
+
+// TestDRACardsForPodsWithoutGPU: under fgd a pod that asks no GPU memory is rated by what
+// its CPU leaves the GPU pods on each node, and on a DRA node those cards are in its
+// ResourceSlice, not in the ledger: the pod goes where taking CPU strands no free card.
+func TestDRACardsForPodsWithoutGPU(t *testing.T) {
+	d := &fakeDRA{
+		slices: []*resourceapi.ResourceSlice{draSlice(t, "gpufree", gpushare.GiB, []int64{16, 16}), draSlice(t, "gpufull", gpushare.GiB, []int64{16, 16})},
+		claims: []*resourceapi.ResourceClaim{allocated("full", held{"gpufull", "gpu-0", "16Gi"}, held{"gpufull", "gpu-1", "16Gi"})},
+	}
+	withHost := func(n *v1.Node) *v1.Node {
+		n.Status.Allocatable = v1.ResourceList{v1.ResourceCPU: resource.MustParse("8"), v1.ResourceMemory: resource.MustParse("64Gi"), v1.ResourcePods: resource.MustParse("110")}
+		return n
+	}
+	withCPU := func(p *v1.Pod, cpu string) *v1.Pod {
+		p.Spec.Containers[0].Resources.Requests = v1.ResourceList{v1.ResourceCPU: resource.MustParse(cpu)}
+		return p
+	}
+	// The workload the ledger learns: GPU pods of 4 units and 4 cores each.
+	objs := []runtime.Object{withHost(ct.BareNode("gpufree")), withHost(ct.BareNode("gpufull")), withHost(ct.Node("dp", 16, 16, 16, 16))}
+	for i := range 4 {
+		objs = append(objs, withCPU(ct.Placed(ct.Pod(fmt.Sprintf("w%d", i), 4), "dp", gpushare.CardUnits{i: 4}), "4"))
+	}
+	f := startWithDRA(t, &GPUShareArgs{Policy: "fgd"}, d, objs...)
+	got, status := draScores(t, f, withCPU(ct.Pod("cpu", 0), "4"), "gpufree", "gpufull")
+	if status != nil {
+		t.Fatal(status)
+	}
+	if got["gpufull"] <= got["gpufree"] {
+		t.Errorf("scores %v: want gpufull (no free card to strand) above gpufree", got)
+	}
+}

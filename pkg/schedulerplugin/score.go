@@ -65,6 +65,11 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		if s.dra != nil && p.workloadAware && p.cache.ObserveClaimShape(pod.UID, s.dra.shape(nodes), cache.HostRequest(pod)) {
 			s.pol = p.cache.ForPod(policy.ForChoice(p.pol, s.req.Choice))
 		}
+		if s.dra == nil {
+			if s.draCards, err = p.readDRACards(nodes); err != nil {
+				return fwk.AsStatus(fmt.Errorf("%s: reading the DRA back end's cards: %w", Name, err))
+			}
+		}
 	}
 	r, _ := p.rates.Get().(*nodeRates)
 	if r == nil {
@@ -160,6 +165,9 @@ func (p *Plugin) rateNames(s *cycleState, pod *v1.Pod, scores fwk.NodeScoreList)
 func (s *cycleState) scorer(host policy.Host) func(policy.Node) (float64, bool) {
 	if s.dra != nil {
 		return s.dra.rater(s.pol, host).score
+	}
+	if s.draCards != nil {
+		return s.draCards.withCards(policy.NewScorer(s.pol, s.req, host).Score)
 	}
 	return policy.NewScorer(s.pol, s.req, host).Score
 }

@@ -28,6 +28,10 @@ type cycleState struct {
 	// dra is the pod's gpushare claims and the DRA back end's nodes, read by PreScore for a
 	// pod without gpu-mem whose claims ask memory; nil otherwise.
 	dra *draScoring
+	// draCards is the DRA back end's nodes, read by PreScore for a pod that asks no GPU
+	// memory at all under a workload-aware policy, whose rates weigh every node's cards; nil
+	// otherwise.
+	draCards *draView
 	// scores are the policy's rates of the pod on the nodes PreScore was given, in that
 	// order (the order NormalizeScore lists them in); nil before PreScore.
 	scores *nodeRates
