@@ -39,9 +39,18 @@ func assertLedgerSound(t *testing.T, e *Env) {
 		assertContainersMatchRecords(ctx, t, e)
 	}
 	var out string
-	var code int
-	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		out, code = runCheck(ctx, e)
+	code := -1
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		// Each run is bounded on its own, so that a slow one on a loaded machine leaves the
+		// output of the last complete run to report rather than a run killed mid-way.
+		cctx, cancel := context.WithTimeout(ctx, 45*time.Second)
+		defer cancel()
+		o, c := runCheck(cctx, e)
+		if cctx.Err() != nil {
+			t.Logf("kubectl inspect gpushare --check did not finish in 45s")
+			return false, nil
+		}
+		out, code = o, c
 		return code == 0, nil
 	})
 	if err != nil {
