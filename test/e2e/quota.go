@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -24,17 +25,25 @@ import (
 func CaseResourceQuotaGPUMem(t *testing.T, e *Env) {
 	ns := newNamespace(t, e)
 	ctx := testContext(t, 2*time.Minute)
-	objs := decodeObjects(t, filepath.Join(e.cfg.repo, "deploy", "examples", "quota-gpu-mem.yaml"))
-	if len(objs) != 1 || objs[0].GetKind() != "ResourceQuota" {
-		t.Fatalf("deploy/examples/quota-gpu-mem.yaml: want one ResourceQuota, got %d objects", len(objs))
+	// The file creates its namespace (team-a) before the quota; here the quota goes into the
+	// test's own namespace instead.
+	var quotas []*unstructured.Unstructured
+	for _, obj := range decodeObjects(t, filepath.Join(e.cfg.repo, "deploy", "examples", "quota-gpu-mem.yaml")) {
+		if obj.GetKind() == "ResourceQuota" {
+			quotas = append(quotas, obj)
+		}
 	}
-	objs[0].SetNamespace(ns)
-	if err := serverSideApply(ctx, e, objs[0], false); err != nil {
+	if len(quotas) != 1 {
+		t.Fatalf("deploy/examples/quota-gpu-mem.yaml: want one ResourceQuota, got %d", len(quotas))
+	}
+	quota := quotas[0]
+	quota.SetNamespace(ns)
+	if err := serverSideApply(ctx, e, quota, false); err != nil {
 		t.Fatalf("applying the quota: %v", err)
 	}
 	// The quota controller publishes status.hard before the quota admission counts against it.
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		q, err := e.Client.CoreV1().ResourceQuotas(ns).Get(ctx, objs[0].GetName(), metav1.GetOptions{})
+		q, err := e.Client.CoreV1().ResourceQuotas(ns).Get(ctx, quota.GetName(), metav1.GetOptions{})
 		return err == nil && len(q.Status.Hard) > 0, nil
 	})
 	if err != nil {
