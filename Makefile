@@ -29,7 +29,7 @@ SCHED_LDFLAGS := $(LDFLAGS) -X k8s.io/component-base/version.gitVersion=$(SCHED_
 CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 export CGO_CFLAGS
 
-.PHONY: all build test unit race e2e lint verify fmt demo demo-down k8s-bins images image dist clean chart-docs doctor
+.PHONY: all build test unit race e2e lint verify fmt demo demo-down demo-test k8s-bins images image dist clean chart-docs doctor
 
 all: build
 
@@ -43,7 +43,7 @@ build: ## Build every command into ./bin
 	@echo "go build cmd/gpushare-scheduler (CGO_ENABLED=0)"
 	@cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(SCHED_LDFLAGS)" -o $(BIN)/gpushare-scheduler .
 
-test: doctor lint unit race e2e ## What .ci/run runs: the host check, lint, unit tests, race tests, e2e on the local cluster
+test: doctor lint unit race demo-test e2e ## What .ci/run runs: the host check, lint, unit tests, race tests, the demo as a user runs it, e2e on the local cluster
 
 doctor: ## Say which host tools are missing and how to install them (as root: install them with apt-get)
 	hack/doctor.sh
@@ -96,11 +96,20 @@ dist: ## Release artefacts in dist/ with goreleaser: binaries per platform, the 
 # (kube-scheduler + the gpushare extender) or plugin (gpushare-scheduler).
 MODE ?= extender
 
-demo: doctor k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4); MODE=extender|plugin
-	GPUSHARE_MODE=$(MODE) hack/demo.sh
+# Which back end serves the local cluster's real node in the demo: device-plugin
+# (aliyun.com/gpu-mem) or dra (ResourceClaims).
+BACKEND ?= device-plugin
+
+demo: doctor k8s-bins build images ## Start the local cluster and run the reference scenario (three notebooks on one T4); MODE=extender|plugin BACKEND=device-plugin|dra
+	GPUSHARE_MODE=$(MODE) GPUSHARE_BACKEND=$(BACKEND) hack/demo.sh
 
 demo-down: ## Stop the demo cluster: every process by PID, mounts, cni0, cgroups
 	hack/cluster-down.sh
+
+DEMO_TIMEOUT ?= 45m
+
+demo-test: ## make demo as a new user runs it (host tools only on PATH), again, MODE=plugin, BACKEND=dra; then kubectl from the printed exports; takes the demo cluster down
+	$(GO) test -tags demo -count=1 -v -timeout $(DEMO_TIMEOUT) ./test/demo/...
 
 e2e: ## End-to-end suite on its own local cluster (builds what it needs; takes down a running demo)
 	$(WITH_HELM) $(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) ./test/e2e/... $(E2E_FLAGS)

@@ -37,7 +37,7 @@ if [ -f "$CONTAINERD_DIR/config.toml" ] || is_running containerd; then
 fi
 rm -rf "$STATE/etcd"
 # The next hack/cluster-up.sh starts in the mode it is given (default extender), not this one.
-rm -f "$STATE/scheduler-mode"
+rm -f "$STATE/scheduler-mode" "$STATE/backend"
 left=()
 for f in "$PIDS"/*; do
   [ -e "$f" ] && [[ $f != *.* ]] && left+=("${f##*/}")

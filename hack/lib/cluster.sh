@@ -40,6 +40,23 @@ SIMULATE=${GPUSHARE_SIMULATE:-t4}
 # whose variables a pod's own env cannot override).
 DEVICE_LIST_STRATEGY=${GPUSHARE_DEVICE_LIST_STRATEGY:-envvar}
 
+# Which back end share-plugin serves the real node's card with: device-plugin (the
+# aliyun.com/gpu-mem extended resource) or dra (ResourceSlices; pods ask through
+# ResourceClaims, docs/dra.md). Not inherited from the running cluster: unset means
+# device-plugin, and switching a running node's back end deletes its pods first
+# (start_gpu_source). Recorded in $STATE/backend.
+BACKEND=${GPUSHARE_BACKEND:-device-plugin}
+case $BACKEND in
+device-plugin | dra) ;;
+*)
+  printf 'GPUSHARE_BACKEND=%s: want device-plugin or dra\n' "$BACKEND" >&2
+  exit 2
+  ;;
+esac
+# The node label that names a node's back end, and the DRA driver's name (pkg/gpushare).
+BACKEND_LABEL=gpushare.io/backend
+DRA_DRIVER=gpu-mem.gpushare.io
+
 # The real node exists once per machine: kubelet's ports and its device-plugin folder
 # (/var/lib/kubelet/device-plugins is compiled into kubelet) cannot be moved, so whichever
 # state dir holds this lock owns the real node.

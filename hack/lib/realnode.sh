@@ -182,43 +182,80 @@ node_gpu_mem() {
   kubectl_ get node "$1" -o 'jsonpath={.status.allocatable.aliyun\.com/gpu-mem}' 2>/dev/null
 }
 
-# start_gpu_source makes the real node advertise its simulated card: share-plugin when it is
-# built, else (until it exists) a node-status patch with the same numbers (one T4: 14 GiB).
+# start_gpu_source makes the real node advertise its simulated card through the back end
+# $BACKEND names: share-plugin as a device plugin (aliyun.com/gpu-mem) or as a kubelet DRA
+# plugin (the node's ResourceSlice, on a node labelled gpushare.io/backend=dra, with
+# deploy/dra's DeviceClass). When share-plugin already runs the other back end it is
+# restarted, but only once no pod on the node holds memory through the old one: a back end
+# never takes over cards the other granted, and a DRA claim is unprepared only by the DRA
+# plugin. Without a built share-plugin (until it exists) a node-status patch stands in with
+# the same numbers (one T4: 14 GiB).
 start_gpu_source() {
-  local node
+  local node running
   node=$(node_name)
-  if [ -x "$GPUSHARE_BIN/share-plugin" ]; then
-    start_proc share-plugin "$GPUSHARE_BIN/share-plugin" \
-      --kubeconfig "$KUBECONFIG_FILE" \
-      --node-name "$node" \
-      --simulate "$SIMULATE" \
-      --device-list-strategy "$DEVICE_LIST_STRATEGY" \
-      --cdi-spec-dir "$CDI_DIR" \
-      --limit-hook-path "$GPUSHARE_BIN/gpushare-limit-hook" \
-      --simulate-processes-file "$STATE/gpu-processes.yaml" \
-      --device-plugin-dir "$KUBELET_DIR/device-plugins" \
-      --pod-resources-socket "$KUBELET_DIR/pod-resources/kubelet.sock" \
-      --metrics-address "127.0.0.1:$SHARE_PLUGIN_METRICS_PORT"
-    # GPUSHARE_BACKEND=dra (read by share-plugin from its environment): the cards are
-    # published as the node's ResourceSlice instead of the extended resource.
-    if [ "${GPUSHARE_BACKEND:-}" = dra ]; then
-      wait_for "node $node's ResourceSlice (share-plugin --backend=dra)" 60 node_has_slice "$node" ||
-        die "share-plugin --backend=dra published no ResourceSlice for node $node; see $LOGS/share-plugin.log"
-      return 0
-    fi
-    wait_for "node $node to advertise aliyun.com/gpu-mem (share-plugin)" 60 node_has_gpu_mem "$node" ||
-      die "share-plugin did not make node $node advertise aliyun.com/gpu-mem; see $LOGS/share-plugin.log"
-  else
+  if [ ! -x "$GPUSHARE_BIN/share-plugin" ]; then
     log "WARNING: $GPUSHARE_BIN/share-plugin not built; patching node $node status with gpu-mem 14 / gpu-count 1 instead"
     kubectl_ patch node "$node" --subresource=status --type=merge -p \
       '{"status":{"capacity":{"aliyun.com/gpu-mem":"14","aliyun.com/gpu-count":"1"},"allocatable":{"aliyun.com/gpu-mem":"14","aliyun.com/gpu-count":"1"}}}' >/dev/null
+    return 0
   fi
+  running=$(cat "$STATE/backend" 2>/dev/null || echo device-plugin)
+  if is_running share-plugin && [ "$running" != "$BACKEND" ]; then
+    local holders
+    holders=$(pods_using_backend "$node" "$running" | tr '\n' ' ')
+    [ -z "$holders" ] || die "share-plugin serves node $node with the $running back end and these pods hold memory through it: ${holders% }
+  delete them first (make demo deletes its own notebooks), then start the $BACKEND back end again"
+    log "share-plugin back end $running -> $BACKEND"
+    stop_proc share-plugin
+  fi
+  if [ "$BACKEND" = dra ]; then
+    kubectl_ apply -f "$REPO/deploy/dra/deviceclass.yaml" >/dev/null
+    kubectl_ label node "$node" --overwrite "$BACKEND_LABEL=dra" >/dev/null
+  else
+    kubectl_ label node "$node" "$BACKEND_LABEL-" >/dev/null 2>&1 || true
+    kubectl_ delete resourceslices --field-selector "spec.nodeName=$node,spec.driver=$DRA_DRIVER" \
+      --ignore-not-found >/dev/null 2>&1 || true
+  fi
+  echo "$BACKEND" >"$STATE/backend"
+  # GPUSHARE_BACKEND is read by share-plugin from its environment.
+  GPUSHARE_BACKEND=$BACKEND start_proc share-plugin "$GPUSHARE_BIN/share-plugin" \
+    --kubeconfig "$KUBECONFIG_FILE" \
+    --node-name "$node" \
+    --simulate "$SIMULATE" \
+    --device-list-strategy "$DEVICE_LIST_STRATEGY" \
+    --cdi-spec-dir "$CDI_DIR" \
+    --limit-hook-path "$GPUSHARE_BIN/gpushare-limit-hook" \
+    --simulate-processes-file "$STATE/gpu-processes.yaml" \
+    --device-plugin-dir "$KUBELET_DIR/device-plugins" \
+    --pod-resources-socket "$KUBELET_DIR/pod-resources/kubelet.sock" \
+    --metrics-address "127.0.0.1:$SHARE_PLUGIN_METRICS_PORT"
+  if [ "$BACKEND" = dra ]; then
+    wait_for "node $node's ResourceSlice (share-plugin --backend=dra)" 60 node_has_slice "$node" ||
+      die "share-plugin --backend=dra published no ResourceSlice for node $node; see $LOGS/share-plugin.log"
+    return 0
+  fi
+  wait_for "node $node to advertise aliyun.com/gpu-mem (share-plugin)" 60 node_has_gpu_mem "$node" ||
+    die "share-plugin did not make node $node advertise aliyun.com/gpu-mem; see $LOGS/share-plugin.log"
+}
+
+# pods_using_backend NODE BACKEND prints namespace/name of each pod on NODE, not finished,
+# that holds memory through BACKEND: a ResourceClaim (dra) or aliyun.com/gpu-mem
+# (device-plugin).
+pods_using_backend() {
+  local jp
+  if [ "$2" = dra ]; then
+    jp='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.spec.resourceClaims[*].name}{"\n"}{end}'
+  else
+    jp='{range .items[*]}{.metadata.namespace}/{.metadata.name} {.spec.containers[*].resources.limits.aliyun\.com/gpu-mem}{.spec.initContainers[*].resources.limits.aliyun\.com/gpu-mem}{"\n"}{end}'
+  fi
+  kubectl_ get pods --all-namespaces -o "jsonpath=$jp" \
+    --field-selector "spec.nodeName=$1,status.phase!=Succeeded,status.phase!=Failed" | awk 'NF > 1 {print $1}'
 }
 
 node_has_gpu_mem() { [ -n "$(node_gpu_mem "$1")" ] && [ "$(node_gpu_mem "$1")" != 0 ]; }
 
 node_has_slice() {
-  [ -n "$(kubectl_ get resourceslices --field-selector "spec.nodeName=$1,spec.driver=gpu-mem.gpushare.io" -o name 2>/dev/null)" ]
+  [ -n "$(kubectl_ get resourceslices --field-selector "spec.nodeName=$1,spec.driver=$DRA_DRIVER" -o name 2>/dev/null)" ]
 }
 
 # drain_real_node deletes every pod bound to the real node and waits until kubelet has torn
