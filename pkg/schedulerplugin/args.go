@@ -32,7 +32,8 @@ var ArgsGroupVersion = schema.GroupVersion{Group: "kubescheduler.config.k8s.io",
 // Validate checks them.
 type GPUShareArgs struct {
 	metav1.TypeMeta `json:",inline"`
-	// Policy places pods on cards: binpack, bestfit, spread or fgd (default binpack).
+	// Policy places pods on cards: binpack, bestfit, spread or fgd (default fgd, as the
+	// extender's --policy).
 	Policy string `json:"policy,omitempty"`
 	// NodeSelector is the label selector of GPU-sharing nodes (default cgpu=true); the
 	// plugin accounts the cards of these nodes only and filters every other node out of
