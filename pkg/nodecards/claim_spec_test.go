@@ -1,4 +1,4 @@
-package deviceplugin
+package nodecards
 
 import (
 	"os"
@@ -48,7 +48,7 @@ func TestWriteClaimSpec(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			id, err := WriteClaimSpec(tt.specs(dir), tt.uid, cards, map[string]string{"B": "2", "A": "1"}, nil)
+			id, err := tt.specs(dir).WriteClaimSpec(tt.uid, cards, map[string]string{"B": "2", "A": "1"}, nil)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("WriteClaimSpec() error = %v, want error %v", err, tt.wantErr)
 			}
