@@ -58,8 +58,10 @@ unit:
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
-lint: ## go vet + gofmt check + shellcheck of hack/ and deploy/ + no committed binaries
+lint: ## go vet + gofmt check + import rules (test/imports) + shellcheck of hack/ and deploy/ + no committed binaries
 	$(GO) vet ./...
+	@# The back ends never import each other, the node layer neither, only pkg/nvml imports go-nvml.
+	$(GO) test -count=1 ./test/imports/
 	@# CGO_ENABLED=0 as make build builds it: vet then reuses the same compiled dependencies.
 	cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
