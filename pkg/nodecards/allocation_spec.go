@@ -21,18 +21,18 @@ import (
 
 // The per-allocation CDI specs of the device plugin's cdi-allocation strategy.
 const (
-	// AllocationCDIVendor and AllocationCDIClass make the kind of the per-allocation devices,
-	// gpushare.io/allocation: one device per served container, named by allocationDeviceName.
-	AllocationCDIVendor = "gpushare.io"
-	AllocationCDIClass  = "allocation"
+	// allocationCDIVendor and allocationCDIClass make the kind of the per-allocation devices:
+	// one device per served container, named by allocationDeviceName.
+	allocationCDIVendor = "gpushare.io"
+	allocationCDIClass  = "allocation"
 )
 
-// AllocationCDIKind is the CDI kind of the per-allocation devices.
-const AllocationCDIKind = AllocationCDIVendor + "/" + AllocationCDIClass
+// AllocationCDIKind is the CDI kind of the per-allocation devices, gpushare.io/allocation.
+const AllocationCDIKind = allocationCDIVendor + "/" + allocationCDIClass
 
 // allocationSpecPrefix starts every per-allocation spec file name (CDI's transient spec
 // naming, GenerateTransientSpecName): <prefix><pod UID>_<container>.json.
-var allocationSpecPrefix = cdiapi.GenerateTransientSpecName(AllocationCDIVendor, AllocationCDIClass, "")
+var allocationSpecPrefix = cdiapi.GenerateTransientSpecName(allocationCDIVendor, allocationCDIClass, "")
 
 // allocationDeviceName is the CDI device name of one container's allocation:
 // <pod UID>_<container name>. Errors: a UID that is not letters, digits and '-' (an API
@@ -94,7 +94,7 @@ func (s CardSpecs) WriteAllocationSpec(uid types.UID, cont string, cards []gpush
 	if err := writeSpecFile(AllocationSpecPath(s.Dir, name), name, spec); err != nil {
 		return "", err
 	}
-	return parser.QualifiedName(AllocationCDIVendor, AllocationCDIClass, name), nil
+	return parser.QualifiedName(allocationCDIVendor, allocationCDIClass, name), nil
 }
 
 // allocationSpecs lists the per-allocation spec files in dir by the UID of their pod.

@@ -15,17 +15,17 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// ClaimCDIClass makes, with AllocationCDIVendor, the kind of the DRA back end's per-claim
+// claimCDIClass makes, with allocationCDIVendor, the kind of the DRA back end's per-claim
 // devices, gpushare.io/claim: one device per prepared ResourceClaim, named by the claim's
 // UID. A kind of its own keeps their files apart from the per-allocation specs, which the
 // device plugin removes when no pod with their UID holds memory.
-const ClaimCDIClass = "claim"
+const claimCDIClass = "claim"
 
-// ClaimCDIKind is the CDI kind of the per-claim devices.
-const ClaimCDIKind = AllocationCDIVendor + "/" + ClaimCDIClass
+// ClaimCDIKind is the CDI kind of the per-claim devices, gpushare.io/claim.
+const ClaimCDIKind = allocationCDIVendor + "/" + claimCDIClass
 
 // claimSpecPrefix starts every per-claim spec file name: <prefix><claim UID>.json.
-var claimSpecPrefix = cdiapi.GenerateTransientSpecName(AllocationCDIVendor, ClaimCDIClass, "")
+var claimSpecPrefix = cdiapi.GenerateTransientSpecName(allocationCDIVendor, claimCDIClass, "")
 
 // WriteClaimSpec writes into s.Dir the CDI spec of the claim with uid: one device holding
 // cards, as the per-allocation spec gives them, env and hooks (LimitHook on a limit node),
@@ -50,7 +50,7 @@ func (s CardSpecs) WriteClaimSpec(uid types.UID, cards []gpushare.Device, env ma
 	if err := writeSpecFile(ClaimSpecPath(s.Dir, uid), name, spec); err != nil {
 		return "", err
 	}
-	return parser.QualifiedName(AllocationCDIVendor, ClaimCDIClass, name), nil
+	return parser.QualifiedName(allocationCDIVendor, claimCDIClass, name), nil
 }
 
 // RemoveClaimSpec removes the CDI spec of the claim with uid from dir; one already gone is
