@@ -9,7 +9,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 IMAGE_TAG ?= $(shell cat $(CURDIR)/VERSION)
 LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION)
 # Packages with concurrency run under the race detector.
-RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/... ./pkg/watchdog/... ./pkg/inspect/... ./pkg/serving/... ./pkg/leader/... ./internal/bench/parallel/... ./pkg/schedulerplugin/...
+RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/deviceplugin/... ./pkg/nodecards/... ./pkg/watchdog/... ./pkg/inspect/... ./pkg/serving/... ./pkg/leader/... ./internal/bench/parallel/... ./pkg/schedulerplugin/...
 COMMANDS  := extender share-plugin gpushare-limit-hook kubectl-inspect-gpushare
 # Benchmark tools (internal/bench/cmd/*), built into ./bin beside the product commands.
 BENCH_COMMANDS := $(wildcard internal/bench/cmd/*)
@@ -58,8 +58,10 @@ unit:
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
-lint: ## go vet + gofmt check + shellcheck of hack/ and deploy/ + no committed binaries
+lint: ## go vet + gofmt check + import rules (test/imports) + shellcheck of hack/ and deploy/ + no committed binaries
 	$(GO) vet ./...
+	@# The back ends never import each other, the node layer neither, only pkg/nvml imports go-nvml.
+	$(GO) test -count=1 ./test/imports/
 	@# CGO_ENABLED=0 as make build builds it: vet then reuses the same compiled dependencies.
 	cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -33,6 +33,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/dra"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/limithook"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 	"github.com/gpushare/gpushare/pkg/preflight"
 	"github.com/gpushare/gpushare/pkg/version"
@@ -96,9 +97,9 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.deviceList, "device-list-strategy", string(deviceplugin.DeviceListEnvVar),
 		"how Allocate hands the cards to the runtime: envvar (NVIDIA_VISIBLE_DEVICES=<UUIDs>; the runtime must trust that variable from unprivileged pods, so any pod can widen its cards: cooperative tenants only), "+
 			"cdi-cri (CDI device names <cdi-kind>=<UUID> through the CRI, kubelet >= 1.28, a CDI-enabled runtime and the node's CDI spec) "+
-			"or cdi-allocation (one CDI device "+deviceplugin.AllocationCDIKind+"=<pod UID>_<container> per container, from a spec share-plugin writes into --cdi-spec-dir with the cards' device nodes and the variables, which a pod's env cannot override; kubelet >= 1.28, a CDI-enabled runtime)")
-	fs.StringVar(&o.cdiKind, "cdi-kind", deviceplugin.DefaultCDIKind, "with --device-list-strategy=cdi-cri or cdi-allocation, or --backend=dra: the CDI vendor/class of the card devices (<kind>=<UUID>; with cdi-allocation and --backend=dra, named where the runtime's CDI registry has them)")
-	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", deviceplugin.DefaultCDISpecDir, "the runtime's CDI spec folder, seen by share-plugin at the same path: with --device-list-strategy=cdi-allocation, where it writes the per-allocation specs; with cdi-cri or cdi-allocation and simulated GPUs, where it writes the simulated cards' spec and files (real GPUs with cdi-cri: generate the spec with nvidia-ctk cdi generate)")
+			"or cdi-allocation (one CDI device "+nodecards.AllocationCDIKind+"=<pod UID>_<container> per container, from a spec share-plugin writes into --cdi-spec-dir with the cards' device nodes and the variables, which a pod's env cannot override; kubelet >= 1.28, a CDI-enabled runtime)")
+	fs.StringVar(&o.cdiKind, "cdi-kind", nodecards.DefaultCDIKind, "with --device-list-strategy=cdi-cri or cdi-allocation, or --backend=dra: the CDI vendor/class of the card devices (<kind>=<UUID>; with cdi-allocation and --backend=dra, named where the runtime's CDI registry has them)")
+	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", nodecards.DefaultCDISpecDir, "the runtime's CDI spec folder, seen by share-plugin at the same path: with --device-list-strategy=cdi-allocation, where it writes the per-allocation specs; with cdi-cri or cdi-allocation and simulated GPUs, where it writes the simulated cards' spec and files (real GPUs with cdi-cri: generate the spec with nvidia-ctk cdi generate)")
 	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
 		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
 	fs.StringVar(&o.nvidiaConfig, "nvidia-runtime-config", preflight.DefaultNVIDIAConfigPath,
@@ -239,7 +240,7 @@ func run(ctx context.Context, o options) error {
 	factory, pods := nodePodInformer(client, o.nodeName)
 	var simulatedCardDir string // the per-allocation specs mount simulated cards' files
 	if simulated && deviceList == deviceplugin.DeviceListCDIAllocation {
-		simulatedCardDir = deviceplugin.SimulatedCardDir(o.cdiSpecDir)
+		simulatedCardDir = nodecards.SimulatedCardDir(o.cdiSpecDir)
 	}
 
 	limitUnsupported := limitSupport(nv, simulated, o.nvmlLibrary)
@@ -263,7 +264,7 @@ func run(ctx context.Context, o options) error {
 		klog.InfoS("GPU", "index", c.Index, "uuid", c.UUID, "model", c.Model, "memoryMiB", c.MemoryMiB, "units", c.Units, "unit", unit)
 	}
 	if simulated && deviceList != deviceplugin.DeviceListEnvVar {
-		path, err := deviceplugin.WriteSimulatedCDISpec(o.cdiSpecDir, o.cdiKind, plugin.Cards())
+		path, err := nodecards.WriteSimulatedCDISpec(o.cdiSpecDir, o.cdiKind, plugin.Cards())
 		if err != nil {
 			return fmt.Errorf("writing the simulated GPUs' CDI spec: %w", err)
 		}

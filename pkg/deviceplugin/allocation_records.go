@@ -77,7 +77,7 @@ func (p *Plugin) drifted(pod *corev1.Pod, grants snapshot) (gpushare.PodAllocati
 		}
 	}
 	truth := grants.claim(pod.UID)
-	if req.ValidateAllocationOn(truth, p.cards.has) != nil {
+	if req.ValidateAllocationOn(truth, p.cards.Has) != nil {
 		return gpushare.PodAllocation{}, false
 	}
 	got, ok, err := p.cfg.Resources.ReadAllocation(pod)

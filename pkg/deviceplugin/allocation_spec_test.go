@@ -15,11 +15,11 @@ import (
 	oci "github.com/opencontainers/runtime-spec/specs-go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/limithook"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // withAllocationSpecs switches the env's plugin to the cdi-allocation strategy over a fresh
@@ -32,10 +32,10 @@ func (e *testEnv) withAllocationSpecs(t *testing.T, simulated bool) string {
 	e.plugin.cfg.CDISpecDir = dir
 	e.plugin.cfg.CDIRegistryDirs = []string{dir} // not the test machine's /etc/cdi
 	if simulated {
-		if _, err := WriteSimulatedCDISpec(dir, DefaultCDIKind, e.plugin.Cards()); err != nil {
+		if _, err := nodecards.WriteSimulatedCDISpec(dir, nodecards.DefaultCDIKind, e.plugin.Cards()); err != nil {
 			t.Fatal(err)
 		}
-		e.plugin.cfg.SimulatedCardDir = SimulatedCardDir(dir)
+		e.plugin.cfg.SimulatedCardDir = nodecards.SimulatedCardDir(dir)
 	}
 	return dir
 }
@@ -49,7 +49,7 @@ var tenantEnv = []string{
 	gpushare.EnvMPSPipeDirectory + "=/tmp/mine",
 }
 
-// writeNVIDIASpec writes into dir a CDI spec of kind DefaultCDIKind as
+// writeNVIDIASpec writes into dir a CDI spec of kind nodecards.DefaultCDIKind as
 // `nvidia-ctk cdi generate --device-name-strategy=uuid` shapes it for the env's first n
 // cards: a device per card UUID with its device node, and spec-wide edits with the control
 // node, a driver library's mount and NVIDIA_VISIBLE_DEVICES=void. Device nodes carry their
@@ -58,7 +58,7 @@ func writeNVIDIASpec(t *testing.T, dir string, n int) {
 	t.Helper()
 	spec := map[string]any{
 		"cdiVersion": "0.5.0",
-		"kind":       DefaultCDIKind,
+		"kind":       nodecards.DefaultCDIKind,
 		"containerEdits": map[string]any{
 			"env":         []string{gpushare.EnvVisibleDevices + "=void"},
 			"deviceNodes": []map[string]any{{"path": "/dev/nvidiactl", "type": "c", "major": 195, "minor": 255}},
@@ -135,7 +135,7 @@ func TestAllocateCDIAllocation(t *testing.T) {
 				// Not an MPS node: the tenant's MPS variables stay, and no daemon reads them.
 				gpushare.EnvMPSPinnedMemLimit: "0=99999M", gpushare.EnvMPSPipeDirectory: "/tmp/mine",
 			},
-			wantCDI:   []string{DefaultCDIKind + "=" + uuid(1)},
+			wantCDI:   []string{nodecards.DefaultCDIKind + "=" + uuid(1)},
 			wantFiles: []string{gpushare.SimulatedGPUDir + "/" + uuid(1)},
 		},
 		{
@@ -145,7 +145,7 @@ func TestAllocateCDIAllocation(t *testing.T) {
 				gpushare.EnvContainerUnits: "8", gpushare.EnvPodUnits: "8", gpushare.EnvDevUnits: "14",
 				gpushare.EnvMPSPinnedMemLimit: "0=99999M", gpushare.EnvMPSPipeDirectory: "/tmp/mine",
 			},
-			wantCDI:   []string{DefaultCDIKind + "=" + uuid(0), DefaultCDIKind + "=" + uuid(1)},
+			wantCDI:   []string{nodecards.DefaultCDIKind + "=" + uuid(0), nodecards.DefaultCDIKind + "=" + uuid(1)},
 			wantFiles: []string{gpushare.SimulatedGPUDir + "/" + uuid(0), gpushare.SimulatedGPUDir + "/" + uuid(1)},
 		},
 		{
@@ -155,17 +155,17 @@ func TestAllocateCDIAllocation(t *testing.T) {
 				gpushare.EnvContainerUnits: "4", gpushare.EnvPodUnits: "4", gpushare.EnvDevUnits: "14",
 				gpushare.EnvMPSPinnedMemLimit: "0=4096M",
 			},
-			wantCDI:   []string{DefaultCDIKind + "=" + uuid(0)},
+			wantCDI:   []string{nodecards.DefaultCDIKind + "=" + uuid(0)},
 			wantFiles: []string{gpushare.SimulatedGPUDir + "/" + uuid(0)},
 		},
 		{
 			name: "real cards, no NVIDIA spec: device nodes", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
-			wantNodes: append([]string{"/dev/nvidia0", "/dev/nvidia1"}, existing(nvidiaControlNodes)...),
+			wantNodes: append([]string{"/dev/nvidia0", "/dev/nvidia1"}, nodecards.ControlNodes()...),
 		},
 		{
 			name: "real cards, NVIDIA spec by UUID: its devices first, the allocation's env last", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
 			nvidia:  2,
-			wantCDI: []string{DefaultCDIKind + "=" + uuid(0), DefaultCDIKind + "=" + uuid(1)},
+			wantCDI: []string{nodecards.DefaultCDIKind + "=" + uuid(0), nodecards.DefaultCDIKind + "=" + uuid(1)},
 			wantEnv: map[string]string{
 				gpushare.EnvVisibleDevices: uuid(0) + "," + uuid(1), envCUDAVisibleDevices: uuid(0) + "," + uuid(1), gpushare.EnvIndex: "0,1",
 				gpushare.EnvContainerUnits: "8", gpushare.EnvPodUnits: "8", gpushare.EnvDevUnits: "14",
@@ -176,8 +176,8 @@ func TestAllocateCDIAllocation(t *testing.T) {
 		{
 			name: "real cards, NVIDIA spec without the second card: its node in the allocation's spec", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
 			nvidia:    1,
-			wantCDI:   []string{DefaultCDIKind + "=" + uuid(0)},
-			wantNodes: append([]string{"/dev/nvidia1"}, existing(nvidiaControlNodes)...),
+			wantCDI:   []string{nodecards.DefaultCDIKind + "=" + uuid(0)},
+			wantNodes: append([]string{"/dev/nvidia1"}, nodecards.ControlNodes()...),
 		},
 	}
 	for _, tc := range tests {
@@ -197,7 +197,7 @@ func TestAllocateCDIAllocation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			device := AllocationCDIKind + "=" + string(pod.UID) + "_main"
+			device := nodecards.AllocationCDIKind + "=" + string(pod.UID) + "_main"
 			var got []string
 			for _, d := range resp.CdiDevices {
 				got = append(got, d.Name)
@@ -211,13 +211,13 @@ func TestAllocateCDIAllocation(t *testing.T) {
 			if tc.mps && (len(resp.Mounts) == 0 || !strings.HasPrefix(resp.Mounts[0].HostPath, mpsRoot)) {
 				t.Errorf("MPS node: mounts %v, want the daemon's folders", resp.Mounts)
 			}
-			path := allocationSpecPath(dir, string(pod.UID)+"_main")
+			path := nodecards.AllocationSpecPath(dir, string(pod.UID)+"_main")
 			spec, err := cdiapi.ReadSpec(path, 0)
 			if err != nil {
 				t.Fatalf("the CDI library refuses the written spec: %v", err)
 			}
-			if spec.Kind != AllocationCDIKind || len(spec.Devices) != 1 {
-				t.Fatalf("spec kind %q with %d devices, want %s with one", spec.Kind, len(spec.Devices), AllocationCDIKind)
+			if spec.Kind != nodecards.AllocationCDIKind || len(spec.Devices) != 1 {
+				t.Fatalf("spec kind %q with %d devices, want %s with one", spec.Kind, len(spec.Devices), nodecards.AllocationCDIKind)
 			}
 			if m, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(m) > 0 {
 				t.Errorf("temporary files left: %v", m)
@@ -278,7 +278,7 @@ func TestAllocationSpecRemovedWithThePod(t *testing.T) {
 			if _, err := e.allocateResp(t, 4); err != nil {
 				t.Fatal(err)
 			}
-			path := allocationSpecPath(dir, "uid-p_main")
+			path := nodecards.AllocationSpecPath(dir, "uid-p_main")
 			ctx := context.Background()
 			pod, err := e.client.CoreV1().Pods("default").Get(ctx, "p", metav1.GetOptions{})
 			if err != nil {
@@ -332,13 +332,13 @@ func TestRemoveStaleAllocationSpecs(t *testing.T) {
 	failed := makePod("failed", 3, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
 	failed.Status.Phase = corev1.PodFailed
 	files := map[string]bool{ // file → kept
-		allocationSpecPath(dir, "uid-running_main"):     true,
-		allocationSpecPath(dir, "uid-running_sidecar"):  true,
-		allocationSpecPath(dir, "uid-terminating_main"): true,
-		allocationSpecPath(dir, "uid-failed_main"):      false,
-		allocationSpecPath(dir, "uid-gone_main"):        false,
-		filepath.Join(dir, "nvidia.com-gpu.json"):       true,
-		filepath.Join(dir, "gpushare-simulated.json"):   true,
+		nodecards.AllocationSpecPath(dir, "uid-running_main"):     true,
+		nodecards.AllocationSpecPath(dir, "uid-running_sidecar"):  true,
+		nodecards.AllocationSpecPath(dir, "uid-terminating_main"): true,
+		nodecards.AllocationSpecPath(dir, "uid-failed_main"):      false,
+		nodecards.AllocationSpecPath(dir, "uid-gone_main"):        false,
+		filepath.Join(dir, "nvidia.com-gpu.json"):                 true,
+		filepath.Join(dir, "gpushare-simulated.json"):             true,
 	}
 	for f := range files {
 		if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
@@ -365,43 +365,6 @@ func TestRemoveStaleAllocationSpecs(t *testing.T) {
 		if got := left["/kubepods/burstable/pod"+uid+"/ctr"]; got != kept {
 			t.Errorf("limit record of %s: kept %v, want %v", uid, got, kept)
 		}
-	}
-}
-
-func TestAllocationDeviceName(t *testing.T) {
-	tests := []struct {
-		uid       types.UID
-		container string
-		want      string // "" = refused
-	}{
-		{"6d1c3f0e-8a5b-4c39-9f0e-3a2b1c0d9e8f", "main", "6d1c3f0e-8a5b-4c39-9f0e-3a2b1c0d9e8f_main"},
-		{"uid-p", "sidecar-1", "uid-p_sidecar-1"},
-		{"", "main", ""},
-		{"../etc", "main", ""},
-		{"a_b", "main", ""}, // '_' would make the file name ambiguous
-		{"uid-p", "bad/name", ""},
-		{"uid-p", "main-", ""},
-	}
-	for _, tc := range tests {
-		got, err := allocationDeviceName(tc.uid, tc.container)
-		if got != tc.want || (err != nil) != (tc.want == "") {
-			t.Errorf("allocationDeviceName(%q, %q) = %q, %v; want %q", tc.uid, tc.container, got, err, tc.want)
-		}
-	}
-}
-
-// TestCardEditsNeedsMinor: a real card whose minor number NVML did not tell cannot be
-// named as a device node; the allocation fails instead of handing over a wrong node.
-func TestCardEditsNeedsMinor(t *testing.T) {
-	cards := []gpushare.Device{{Index: 0, UUID: "GPU-a"}}
-	for _, minors := range []map[string]int{{}, {"GPU-a": -1}} {
-		if _, err := cardEdits(cards, minors, "", nil); err == nil {
-			t.Errorf("minors %v: accepted", minors)
-		}
-	}
-	e, err := cardEdits(cards, map[string]int{"GPU-a": 3}, "", []string{"/dev/nvidiactl"})
-	if err != nil || len(e.DeviceNodes) != 2 || e.DeviceNodes[0].Path != "/dev/nvidia3" || e.DeviceNodes[1].Path != "/dev/nvidiactl" {
-		t.Errorf("cardEdits = %+v, %v; want /dev/nvidia3 and /dev/nvidiactl", e, err)
 	}
 }
 

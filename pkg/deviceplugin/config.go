@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 	"github.com/gpushare/gpushare/pkg/watchdog"
 )
@@ -44,20 +45,20 @@ type Config struct {
 	Recorder record.EventRecorder
 	// DeviceListStrategy is how Allocate hands cards to the runtime (default
 	// DeviceListEnvVar); CDIKind prefixes the CDI device names of DeviceListCDICRI
-	// (default DefaultCDIKind).
+	// (default nodecards.DefaultCDIKind).
 	DeviceListStrategy DeviceListStrategy
 	CDIKind            string
 	// CDISpecDir is the runtime's CDI spec folder, where DeviceListCDIAllocation writes the
-	// per-allocation specs (default DefaultCDISpecDir; share-plugin must see it at the same
-	// path as the runtime).
+	// per-allocation specs (default nodecards.DefaultCDISpecDir; share-plugin must see it at
+	// the same path as the runtime).
 	CDISpecDir string
 	// CDIRegistryDirs are the CDI spec folders in which DeviceListCDIAllocation looks for the
 	// runtime's own device of each card, <CDIKind>=<UUID> (nil: CDISpecDir, /etc/cdi and
 	// /var/run/cdi, those share-plugin sees).
 	CDIRegistryDirs []string
 	// SimulatedCardDir, for simulated cards, is the folder of their files
-	// (SimulatedCardDir(CDISpecDir), written by WriteSimulatedCDISpec), which the
-	// per-allocation specs mount instead of device nodes; empty: real cards.
+	// (nodecards.SimulatedCardDir(CDISpecDir), written by nodecards.WriteSimulatedCDISpec),
+	// which the per-allocation specs mount instead of device nodes; empty: real cards.
 	SimulatedCardDir string
 	// MPSRoot is the host folder of the cards' MPS daemon folders, <MPSRoot>/<UUID>/..., used
 	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
@@ -91,14 +92,14 @@ type Config struct {
 // a CDI vendor/class: the runtime would reject every device name built from it.
 func checkCDIConfig(c *Config) error {
 	if c.CDIKind == "" {
-		c.CDIKind = DefaultCDIKind
+		c.CDIKind = nodecards.DefaultCDIKind
 	}
 	if c.CDISpecDir == "" {
-		c.CDISpecDir = DefaultCDISpecDir
+		c.CDISpecDir = nodecards.DefaultCDISpecDir
 	}
 	switch c.DeviceListStrategy {
 	case DeviceListCDICRI:
-		return checkCDIKind(c.CDIKind)
+		return nodecards.CheckCDIKind(c.CDIKind)
 	case DeviceListCDIAllocation:
 		for _, d := range []string{c.CDISpecDir, c.SimulatedCardDir} {
 			if d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
@@ -194,13 +195,6 @@ const (
 	// finished.
 	DeviceListCDIAllocation DeviceListStrategy = "cdi-allocation"
 )
-
-// DefaultCDISpecDir is the CDI spec folder containerd and CRI-O read by default.
-const DefaultCDISpecDir = "/var/run/cdi"
-
-// DefaultCDIKind is the CDI vendor/class of NVIDIA's CDI spec, whose devices are named by
-// card UUID among others.
-const DefaultCDIKind = "nvidia.com/gpu"
 
 // ParseDeviceListStrategy reads a --device-list-strategy value. Errors: anything but
 // envvar, cdi-cri or cdi-allocation.

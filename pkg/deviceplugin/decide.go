@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
@@ -130,7 +131,7 @@ func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare
 	if err := gpushare.CheckRecordUnit(pod, p.cfg.Unit); err != nil {
 		return req, gpushare.PodAllocation{}, err
 	}
-	if err := req.ValidateAllocationOn(a, p.cards.has); err != nil {
+	if err := req.ValidateAllocationOn(a, p.cards.Has); err != nil {
 		return req, gpushare.PodAllocation{}, err
 	}
 	return req, a, nil
@@ -178,8 +179,8 @@ func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits 
 // place chooses cards for every gpu-mem container of c's pod on the room held leaves, among
 // the cards the pod's card choice allows, in the order of its card-policy if it names one.
 func (p *Plugin) place(c candidate, held gpushare.CardUnits) (gpushare.PodAllocation, error) {
-	node := policy.Node{Name: p.cfg.NodeName, Cards: make([]policy.Card, 0, len(p.cards.list))}
-	for _, card := range p.cards.list {
+	node := policy.Node{Name: p.cfg.NodeName, Cards: make([]policy.Card, 0, len(p.cards.List()))}
+	for _, card := range p.cards.List() {
 		if !c.req.Choice.Allows(card.Model, card.UUID) {
 			continue
 		}
@@ -197,8 +198,8 @@ func (p *Plugin) place(c candidate, held gpushare.CardUnits) (gpushare.PodAlloca
 
 // heldString writes what the other pods hold on each card.
 func (p *Plugin) heldString(held gpushare.CardUnits) string {
-	parts := make([]string, 0, len(p.cards.list))
-	for _, c := range p.cards.list {
+	parts := make([]string, 0, len(p.cards.List()))
+	for _, c := range p.cards.List() {
 		parts = append(parts, fmt.Sprintf("card %d (%s, %d units) has %d units held by other pods", c.Index, c.UUID, c.Units, held[c.Index]))
 	}
 	return strings.Join(parts, ", ")
@@ -207,7 +208,7 @@ func (p *Plugin) heldString(held gpushare.CardUnits) string {
 // cardsOf resolves a container's cards from a claim: the cards in index order with the
 // units the container holds on each. Errors: no card for the container, a card this node
 // does not have, units that do not add up to the container's request.
-func cardsOf(c candidate, claim gpushare.PodAllocation, cards cardSet) ([]gpushare.Device, []int64, error) {
+func cardsOf(c candidate, claim gpushare.PodAllocation, cards nodecards.Set) ([]gpushare.Device, []int64, error) {
 	cu := claim.For(c.cont.Ref)
 	if len(cu) == 0 {
 		return nil, nil, fmt.Errorf("pod %s: container %q (%s) has no card in its allocation", klog.KObj(c.pod), c.cont.Name, c.cont.Ref)
@@ -216,9 +217,9 @@ func cardsOf(c candidate, claim gpushare.PodAllocation, cards cardSet) ([]gpusha
 	out := make([]gpushare.Device, 0, len(cu))
 	units := make([]int64, 0, len(cu))
 	for _, i := range slices.Sorted(maps.Keys(cu)) {
-		card, ok := cards.byIndex[i]
+		card, ok := cards.ByIndex(i)
 		if !ok {
-			return nil, nil, fmt.Errorf("pod %s: container %q is allocated card %d but this node has no such card (cards: %s)", klog.KObj(c.pod), c.cont.Name, i, indexList(cards.list))
+			return nil, nil, fmt.Errorf("pod %s: container %q is allocated card %d but this node has no such card (cards: %s)", klog.KObj(c.pod), c.cont.Name, i, indexList(cards.List()))
 		}
 		sum += cu[i]
 		out = append(out, card)

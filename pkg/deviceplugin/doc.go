@@ -14,7 +14,7 @@
 //   - decide.go: the node's isolation rule, then which cards, checked against the ledger;
 //   - respond.go: refuse, or write the progress on the pod, grant it in the ledger, and
 //     hand over the cards (and, on an MPS node, the daemon's folders); with the
-//     cdi-allocation strategy through the allocation's CDI spec (allocation_spec.go), which
+//     cdi-allocation strategy through the allocation's CDI spec (nodecards.CardSpecs), which
 //     on a limit node also names the limit hook (limit.go);
 //   - ledger.go: the grants this process made, by pod, and the states of a grant; a pod
 //     whose grant goes takes its allocation specs with it.
@@ -24,11 +24,15 @@
 // device-plugin calls), allocation_records.go (adopting served pods after a restart and
 // keeping their allocation records true), node.go (inventory, gpu-count and, from
 // limit.go, the enforced isolation on the node),
-// served_report.go and metrics.go (GET /served, /metrics, /healthz), cdispec.go
-// (simulated cards' CDI spec), allocation_spec.go (per-allocation CDI specs: written before
-// the answer, removed when the ledger releases the pod and, for pods gone meanwhile, at
-// start). A pod's allocation record is its annotations (the gpushare
-// protocol's word); a grant is what the ledger remembers handing out.
+// served_report.go and metrics.go (GET /served, /metrics, /healthz), allocation_spec.go
+// (when the per-allocation CDI specs go: with the ledger's release of the pod and, for pods
+// gone meanwhile, at start), runtime_devices.go (which CDI registry share-plugin reads, and
+// the log of what it found there), signal.go (the wake-up after each registration). A
+// pod's allocation record is its annotations (the gpushare protocol's word); a grant is
+// what the ledger remembers handing out.
 //
-// It depends on pkg/nvml's narrow Interface, never on NVML itself.
+// The node's cards, their health, every CDI spec it writes (the simulated cards' and the
+// per-allocation ones), the limit hook's entry and the isolation-enforced label come from
+// pkg/nodecards, which the DRA back end (pkg/dra) shares; this package never imports
+// pkg/dra. It depends on pkg/nvml's narrow Interface, never on NVML itself.
 package deviceplugin

@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/limithook"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 const testHookPath = "/opt/gpushare/bin/gpushare-limit-hook"
@@ -71,7 +72,7 @@ func TestAllocateLimitNode(t *testing.T) {
 				t.Fatal(err)
 			}
 			name := string(pod.UID) + "_main"
-			spec, err := cdiapi.ReadSpec(allocationSpecPath(dir, name), 0)
+			spec, err := cdiapi.ReadSpec(nodecards.AllocationSpecPath(dir, name), 0)
 			if err != nil {
 				t.Fatalf("the CDI library refuses the written spec: %v", err)
 			}
@@ -83,7 +84,7 @@ func TestAllocateLimitNode(t *testing.T) {
 				return
 			}
 			for i, a := range tc.wantArgs {
-				tc.wantArgs[i] = strings.ReplaceAll(a, "<cards>", SimulatedCardDir(dir))
+				tc.wantArgs[i] = strings.ReplaceAll(a, "<cards>", nodecards.SimulatedCardDir(dir))
 			}
 			if len(hooks) != 1 || hooks[0].HookName != cdiapi.CreateRuntimeHook || hooks[0].Path != testHookPath {
 				t.Fatalf("hooks %+v, want one %s hook at %s", hooks, cdiapi.CreateRuntimeHook, testHookPath)
@@ -94,7 +95,7 @@ func TestAllocateLimitNode(t *testing.T) {
 			if !tc.simulated {
 				return
 			}
-			_, oci := containerEnvAfterCDI(t, dir, AllocationCDIKind+"="+name)
+			_, oci := containerEnvAfterCDI(t, dir, nodecards.AllocationCDIKind+"="+name)
 			if oci.Hooks == nil || len(oci.Hooks.CreateRuntime) != 1 {
 				t.Fatalf("OCI hooks after injection: %+v, want one createRuntime hook", oci.Hooks)
 			}
@@ -230,8 +231,8 @@ func TestPublishEnforcedIsolation(t *testing.T) {
 			if n := len(events); n != map[bool]int{false: 0, true: 1}[tc.wantEvent] {
 				t.Errorf("events %q, want %d", events, map[bool]int{false: 0, true: 1}[tc.wantEvent])
 			}
-			if tc.wantEvent && !strings.HasPrefix(events[0], fmt.Sprintf("Warning %s ", eventIsolationUnavailable)) {
-				t.Errorf("event %q, want a Warning %s", events[0], eventIsolationUnavailable)
+			if tc.wantEvent && !strings.HasPrefix(events[0], fmt.Sprintf("Warning %s ", nodecards.EventIsolationUnavailable)) {
+				t.Errorf("event %q, want a Warning %s", events[0], nodecards.EventIsolationUnavailable)
 			}
 		})
 	}

@@ -24,8 +24,8 @@ func (p *Plugin) ListAndWatch(_ *pluginapi.Empty, stream grpc.ServerStreamingSer
 		}
 	}()
 	for {
-		changed := p.health.changed.Wait()
-		resp := &pluginapi.ListAndWatchResponse{Devices: deviceList(p.cards.list, p.health.Healthy)}
+		changed := p.health.Changed()
+		resp := &pluginapi.ListAndWatchResponse{Devices: deviceList(p.cards.List(), p.health.Healthy)}
 		if err := stream.Send(resp); err != nil {
 			return fmt.Errorf("sending devices to kubelet: %w", err)
 		}

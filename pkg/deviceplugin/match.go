@@ -12,10 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // Why Allocate could not confirm the pod with kubelet's PodResources API (metric label).
@@ -165,19 +165,7 @@ func (p *Plugin) kubeletPods(ctx context.Context) kubeletPods {
 
 // podsOnNode returns the informer's pods (the informer only holds this node's pods).
 func (p *Plugin) podsOnNode() []*corev1.Pod {
-	return PodsIn(p.cfg.Pods.GetStore())
-}
-
-// PodsIn returns the pods a pod informer's store holds.
-func PodsIn(store cache.Store) []*corev1.Pod {
-	objs := store.List()
-	out := make([]*corev1.Pod, 0, len(objs))
-	for _, o := range objs {
-		if pod, ok := o.(*corev1.Pod); ok {
-			out = append(out, pod)
-		}
-	}
-	return out
+	return nodecards.PodsIn(p.cfg.Pods.GetStore())
 }
 
 // informerHas reports whether the pod informer holds this pod (same UID).

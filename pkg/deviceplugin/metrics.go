@@ -52,7 +52,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	p := c.p
 	node := p.cfg.NodeName
 	used := p.allocatedUnits()
-	for _, card := range p.cards.list {
+	for _, card := range p.cards.List() {
 		l := []string{node, strconv.Itoa(card.Index), card.UUID, card.Model}
 		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(card.Units), l...)
 		ch <- prometheus.MustNewConstMetric(c.allocated, prometheus.GaugeValue, float64(used[card.Index]), l...)

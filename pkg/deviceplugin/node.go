@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // publishRetry is the wait before publishing node facts again after a failure.
@@ -36,7 +37,7 @@ func (p *Plugin) publishNode(ctx context.Context) error {
 // publishInventory patches the node's inventory annotation and its gpu-count where they
 // differ from the plugin's.
 func (p *Plugin) publishInventory(ctx context.Context, node *corev1.Node) error {
-	inv, err := inventory(p.cards.list, p.cfg.Unit, p.health.Healthy).Marshal()
+	inv, err := nodecards.Inventory(p.cards.List(), p.cfg.Unit, p.health.Healthy).Marshal()
 	if err != nil {
 		return err
 	}
@@ -55,13 +56,13 @@ func (p *Plugin) publishInventory(ctx context.Context, node *corev1.Node) error 
 	if err := p.publishEnforcedIsolation(ctx, node); err != nil {
 		return err
 	}
-	count := *resource.NewQuantity(int64(len(p.cards.list)), resource.DecimalSI)
+	count := *resource.NewQuantity(int64(len(p.cards.List())), resource.DecimalSI)
 	capQ, okC := node.Status.Capacity[p.cfg.Resources.Count]
 	allocQ, okA := node.Status.Allocatable[p.cfg.Resources.Count]
 	if okC && okA && capQ.Cmp(count) == 0 && allocQ.Cmp(count) == 0 {
 		return nil
 	}
-	n := strconv.Itoa(len(p.cards.list))
+	n := strconv.Itoa(len(p.cards.List()))
 	name := string(p.cfg.Resources.Count)
 	body, err := json.Marshal(map[string]any{"status": map[string]any{
 		"capacity":    map[string]string{name: n},
@@ -83,7 +84,7 @@ func (p *Plugin) keepNodeCurrent(ctx context.Context) {
 	tick := p.cfg.Clock.NewTicker(p.cfg.NodeResync)
 	defer tick.Stop()
 	for {
-		healthChanged, registered := p.health.changed.Wait(), p.registrations.Wait()
+		healthChanged, registered := p.health.Changed(), p.registrations.Wait()
 		var again <-chan time.Time
 		if err := p.publishNode(ctx); err != nil {
 			klog.ErrorS(err, "Publishing node GPU facts failed; will retry")

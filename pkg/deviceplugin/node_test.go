@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
@@ -99,7 +100,7 @@ func TestCheckMessageSize(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cards, err := buildCards(tc.devs, unit)
+			cards, err := nodecards.BuildCards(tc.devs, unit)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,19 +156,5 @@ func TestNewRefusesOversizedUnit(t *testing.T) {
 	cfg.Unit = gpushare.Unit{MiB: 10}
 	if _, err := New(cfg); err != nil {
 		t.Errorf("New with the suggested 10MiB unit: %v", err)
-	}
-}
-
-func TestBuildCards(t *testing.T) {
-	_, err := buildCards([]gpunvml.Device{{Index: 0, UUID: "GPU-a", MemoryMiB: 500}}, gpushare.GiB)
-	if err == nil {
-		t.Error("a 500 MiB card in GiB units: want an error")
-	}
-	_, err = buildCards([]gpunvml.Device{{Index: 0, UUID: "GPU-a", MemoryMiB: 2048}, {Index: 1, UUID: "GPU-a", MemoryMiB: 2048}}, gpushare.GiB)
-	if err == nil {
-		t.Error("duplicate UUIDs: want an error")
-	}
-	if _, err := buildCards(nil, gpushare.GiB); err == nil {
-		t.Error("no cards: want an error")
 	}
 }

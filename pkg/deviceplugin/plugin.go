@@ -10,6 +10,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/watchdog"
 )
@@ -21,11 +22,11 @@ type Plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 
 	cfg   Config
-	cards cardSet
+	cards nodecards.Set
 	// minors is each card's device-node minor number by UUID (-1: unknown), for the
 	// per-allocation CDI specs.
 	minors map[string]int
-	health *health
+	health *nodecards.Health
 	// registrations is notified after each successful registration with kubelet.
 	registrations *broadcast
 
@@ -69,7 +70,7 @@ func New(cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing GPUs: %w", err)
 	}
-	cards, err := buildCards(devs, cfg.Unit)
+	cards, err := nodecards.BuildCards(devs, cfg.Unit)
 	if err != nil {
 		return nil, err
 	}
@@ -86,9 +87,9 @@ func New(cfg Config) (*Plugin, error) {
 	}
 	p := &Plugin{
 		cfg:           cfg,
-		cards:         newCardSet(cards),
+		cards:         nodecards.NewSet(cards),
 		minors:        minors,
-		health:        newHealth(cfg.Clock, cfg.HealthRecovery, cards),
+		health:        nodecards.NewHealth(cfg.Clock, cfg.HealthRecovery, cards),
 		registrations: newBroadcast(),
 		policy:        pol,
 		ambiguous: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -119,5 +120,5 @@ func New(cfg Config) (*Plugin, error) {
 
 // Cards returns the cards the plugin advertises, in index order, with their health now.
 func (p *Plugin) Cards() []gpushare.Device {
-	return inventory(p.cards.list, p.cfg.Unit, p.health.Healthy).Devices
+	return nodecards.Inventory(p.cards.List(), p.cfg.Unit, p.health.Healthy).Devices
 }

@@ -25,6 +25,7 @@ import (
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // mpsDirs are the host folders of one card's MPS control daemon.
@@ -128,7 +129,7 @@ func (p *Plugin) writeProgress(ctx context.Context, c candidate, d cardDecision,
 // cardUnits is every card's size in units, by index.
 func (p *Plugin) cardUnits() gpushare.CardUnits {
 	out := gpushare.CardUnits{}
-	for _, c := range p.cards.list {
+	for _, c := range p.cards.List() {
 		out[c.Index] = c.Units
 	}
 	return out
@@ -193,9 +194,9 @@ func (p *Plugin) handOver(c candidate, env map[string]string, cards []gpushare.D
 	case DeviceListCDIAllocation:
 		env[envCUDAVisibleDevices] = env[gpushare.EnvVisibleDevices]
 		dirs := p.registryDirs()
-		runtimeDevices, own := runtimeCardDevices(dirs, p.cfg.CDIKind, cards)
+		runtimeDevices, own := nodecards.RuntimeCardDevices(dirs, p.cfg.CDIKind, cards)
 		p.logRuntimeDevices(dirs, own)
-		name, err := p.writeAllocationSpec(c.pod, c.cont.Name, own, env, hooks)
+		name, err := p.cardSpecs().WriteAllocationSpec(c.pod.UID, c.cont.Name, own, env, hooks)
 		if err != nil {
 			return nil, err
 		}

@@ -41,7 +41,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 	}()
 	go func() {
 		defer wg.Done()
-		p.health.run(ctx, faults)
+		p.health.Run(ctx, faults)
 	}()
 	go func() {
 		defer wg.Done()

@@ -2,9 +2,9 @@ package deviceplugin
 
 import (
 	"k8s.io/klog/v2"
-	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // What the last cdi-allocation answer found in the runtime's CDI registry
@@ -16,34 +16,12 @@ const (
 )
 
 // registryDirs are the CDI spec folders the runtime reads that share-plugin may see:
-// CDISpecDir, then the CDI library's defaults (/etc/cdi, /var/run/cdi), the folders
-// containerd and CRI-O read unless configured otherwise. A folder share-plugin does not
-// see (not mounted) is simply empty to the registry.
+// CDIRegistryDirs when set, else nodecards.RegistryDirs of CDISpecDir.
 func (p *Plugin) registryDirs() []string {
 	if p.cfg.CDIRegistryDirs != nil {
 		return p.cfg.CDIRegistryDirs
 	}
-	return RegistryDirs(p.cfg.CDISpecDir)
-}
-
-// runtimeCardDevices splits cards by whether the runtime's CDI registry (dirs, read with the
-// CDI library's own cache, as runtimes read it) holds the device <kind>=<UUID> of the card:
-// NVIDIA's spec generated with `nvidia-ctk cdi generate --device-name-strategy=uuid`, whose
-// devices and spec-wide edits bring the driver's libraries, hooks and device nodes, or the
-// simulated cards' spec (WriteSimulatedCDISpec). Returns the qualified names of the devices
-// found, in the cards' order, and the cards without one. Specs that do not parse are
-// skipped, as the runtime skips them.
-func runtimeCardDevices(dirs []string, kind string, cards []gpushare.Device) (found []string, missing []gpushare.Device) {
-	cache, _ := cdiapi.NewCache(cdiapi.WithSpecDirs(dirs...), cdiapi.WithAutoRefresh(false))
-	for _, c := range cards {
-		name := kind + "=" + c.UUID
-		if cache.GetDevice(name) != nil {
-			found = append(found, name)
-			continue
-		}
-		missing = append(missing, c)
-	}
-	return found, missing
+	return nodecards.RegistryDirs(p.cfg.CDISpecDir)
 }
 
 // logRuntimeDevices says, once per change, whether the cards came with the runtime's own CDI

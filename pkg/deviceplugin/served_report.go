@@ -34,7 +34,7 @@ func (p *Plugin) servedReport() gpushare.ServedReport {
 			perCard[c] += u
 		}
 	}
-	for _, c := range p.cards.list {
+	for _, c := range p.cards.List() {
 		out.Cards = append(out.Cards, gpushare.ServedCard{Index: c.Index, UUID: c.UUID, TotalUnits: c.Units, ServedUnits: perCard[c.Index]})
 	}
 	sort.Slice(out.Containers, func(i, j int) bool {

@@ -11,8 +11,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // Config is what the DRA plugin needs from the node.
@@ -22,13 +22,13 @@ type Config struct {
 	// Inventory is the node's cards, each with its units of Inventory.Unit.
 	Inventory gpushare.Inventory
 	// Specs is where and how the claims' CDI specs show the cards.
-	Specs deviceplugin.CardSpecs
+	Specs nodecards.CardSpecs
 	// CDIKind is the kind of the runtime's own card devices (<kind>=<UUID>, NVIDIA's spec
 	// with UUID names): a card the runtime's CDI registry holds one for is handed over
 	// through that device, before the claim's own. Empty: the claim's spec gives every card.
 	CDIKind string
 	// CDIRegistryDirs are the folders of the runtime's CDI registry; nil:
-	// deviceplugin.RegistryDirs(Specs.Dir).
+	// nodecards.RegistryDirs(Specs.Dir).
 	CDIRegistryDirs []string
 	// DataDir is the plugin's data folder, which holds the checkpoint.
 	DataDir string

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 const testNode = "node-a"
@@ -33,7 +33,7 @@ func testConfig(dir string, unhealthy ...string) Config {
 	return Config{
 		NodeName:  testNode,
 		Inventory: testInventory(),
-		Specs:     deviceplugin.CardSpecs{Dir: cdiDir, SimulatedCardDir: deviceplugin.SimulatedCardDir(cdiDir)},
+		Specs:     nodecards.CardSpecs{Dir: cdiDir, SimulatedCardDir: nodecards.SimulatedCardDir(cdiDir)},
 		DataDir:   filepath.Join(dir, "data"),
 		Healthy:   func(uuid string) bool { return !bad[uuid] },
 	}

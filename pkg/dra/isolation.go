@@ -12,8 +12,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // errNoMPS is why a node labelled gpushare.IsolationMPS enforces nothing on this back end.
@@ -35,7 +35,7 @@ func enforcedIsolation(limitUnsupported error) func(gpushare.Isolation) (gpushar
 }
 
 // isolationLabel publishes the node's gpushare.LabelIsolationEnforced, as the device
-// plugin does (deviceplugin.PublishEnforcedIsolation).
+// plugin does (nodecards.PublishEnforcedIsolation).
 type isolationLabel struct {
 	client   kubernetes.Interface
 	recorder record.EventRecorder // nil: no events
@@ -45,7 +45,7 @@ type isolationLabel struct {
 
 // publish labels node; a failure is logged and retried at the next read of the node.
 func (l isolationLabel) publish(ctx context.Context, node *corev1.Node) {
-	if err := deviceplugin.PublishEnforcedIsolation(ctx, l.client, l.recorder, node, l.enforced); err != nil {
+	if err := nodecards.PublishEnforcedIsolation(ctx, l.client, l.recorder, node, l.enforced); err != nil {
 		klog.ErrorS(err, "Publishing the enforced isolation failed", "node", l.node)
 	}
 }

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // TestPrepareIsolation: on a node labelled for hard limits the claim's spec runs
@@ -82,7 +82,7 @@ func TestPrepareIsolation(t *testing.T) {
 // without a hook.
 func limitArgs(t *testing.T, cfg Config, uid string) []string {
 	t.Helper()
-	spec, err := cdiapi.ReadSpec(deviceplugin.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
+	spec, err := cdiapi.ReadSpec(nodecards.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
 	if err != nil {
 		t.Fatalf("the CDI library does not read the claim's spec: %v", err)
 	}

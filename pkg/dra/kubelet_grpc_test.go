@@ -15,8 +15,8 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	drapb "k8s.io/kubelet/pkg/apis/dra/v1"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // TestKubeletGRPC drives the driver as kubelet does: through the kubelet plugin helper's
@@ -58,7 +58,7 @@ func TestKubeletGRPC(t *testing.T) {
 		t.Fatalf("NodePrepareResources: %v", err)
 	}
 	got := resp.Claims[string(fits.UID)]
-	wantID := deviceplugin.ClaimCDIKind + "=" + string(fits.UID)
+	wantID := nodecards.ClaimCDIKind + "=" + string(fits.UID)
 	if got == nil || got.Error != "" || len(got.Devices) != 1 || got.Devices[0].DeviceName != "gpu-1" ||
 		got.Devices[0].PoolName != testNode || strings.Join(got.Devices[0].CdiDeviceIds, ",") != wantID {
 		t.Errorf("prepared %v, want gpu-1 of %s with %s", got, testNode, wantID)
@@ -66,7 +66,7 @@ func TestKubeletGRPC(t *testing.T) {
 	if r := resp.Claims[string(big.UID)]; r == nil || !strings.Contains(r.Error, "asks 16 GiB units of card 0, which has 14") {
 		t.Errorf("oversized claim answered %v, want its reason", r)
 	}
-	path := deviceplugin.ClaimSpecPath(cfg.Specs.Dir, fits.UID)
+	path := nodecards.ClaimSpecPath(cfg.Specs.Dir, fits.UID)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("no CDI spec after prepare: %v", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/klog/v2"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // envCUDAVisibleDevices is set to the claim's card UUIDs, as the device plugin's
@@ -77,7 +77,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	if err := saveCheckpoint(d.checkpoint, next); err != nil {
 		err = failed(reasonCheckpoint, err)
 		// Unrecorded, the spec would outlive an unprepare after a restart.
-		if rmErr := deviceplugin.RemoveClaimSpec(d.cfg.Specs.Dir, claim.UID); rmErr != nil {
+		if rmErr := nodecards.RemoveClaimSpec(d.cfg.Specs.Dir, claim.UID); rmErr != nil {
 			return PreparedClaim{}, fmt.Errorf("%w (and %w)", err, rmErr)
 		}
 		return PreparedClaim{}, err
@@ -194,9 +194,9 @@ func (d *Driver) runtimeDevices(devices []PreparedDevice) []string {
 	cards, _, _ := claimEnv(d.cards, devices)
 	dirs := d.cfg.CDIRegistryDirs
 	if dirs == nil {
-		dirs = deviceplugin.RegistryDirs(d.cfg.Specs.Dir)
+		dirs = nodecards.RegistryDirs(d.cfg.Specs.Dir)
 	}
-	found, _ := deviceplugin.RuntimeCardDevices(dirs, d.cfg.CDIKind, cards)
+	found, _ := nodecards.RuntimeCardDevices(dirs, d.cfg.CDIKind, cards)
 	return found
 }
 
@@ -207,12 +207,12 @@ func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool, 
 	cards, units, env := claimEnv(d.cards, devices)
 	var hooks []*cdispec.Hook
 	if limit {
-		hooks = []*cdispec.Hook{deviceplugin.LimitHook(d.cfg.LimitHookPath, d.cfg.Specs.SimulatedCardDir, d.cfg.Inventory.Unit, cards, units)}
+		hooks = []*cdispec.Hook{nodecards.LimitHook(d.cfg.LimitHookPath, d.cfg.Specs.SimulatedCardDir, d.cfg.Inventory.Unit, cards, units)}
 	}
 	own := slices.DeleteFunc(slices.Clone(cards), func(c gpushare.Device) bool {
 		return slices.ContainsFunc(runtimeDevices, func(id string) bool { return strings.HasSuffix(id, "="+c.UUID) })
 	})
-	id, err := deviceplugin.WriteClaimSpec(d.cfg.Specs, uid, own, env, hooks)
+	id, err := d.cfg.Specs.WriteClaimSpec(uid, own, env, hooks)
 	if err != nil {
 		return "", failed(reasonCDISpec, fmt.Errorf("writing its CDI spec: %w", err))
 	}

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 func TestPrepareResourceClaims(t *testing.T) {
@@ -88,7 +88,7 @@ func TestPrepareResourceClaims(t *testing.T) {
 				if len(d.prepared) != 0 {
 					t.Errorf("a failed claim was recorded: %v", d.prepared)
 				}
-				if _, err := cdiapi.ReadSpec(deviceplugin.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0); err == nil {
+				if _, err := cdiapi.ReadSpec(nodecards.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0); err == nil {
 					t.Errorf("a failed claim left a CDI spec")
 				}
 				return
@@ -96,7 +96,7 @@ func TestPrepareResourceClaims(t *testing.T) {
 			if got.Err != nil {
 				t.Fatalf("claim error %v", got.Err)
 			}
-			wantID := deviceplugin.ClaimCDIKind + "=" + uid
+			wantID := nodecards.ClaimCDIKind + "=" + uid
 			if len(got.Devices) == 0 || len(got.Devices[0].CDIDeviceIDs) != 1 || got.Devices[0].CDIDeviceIDs[0] != wantID {
 				t.Fatalf("devices %+v: want the first to carry %s", got.Devices, wantID)
 			}
@@ -105,7 +105,7 @@ func TestPrepareResourceClaims(t *testing.T) {
 					t.Errorf("device %d carries CDI IDs %v too", i+1, dev.CDIDeviceIDs)
 				}
 			}
-			spec, err := cdiapi.ReadSpec(deviceplugin.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
+			spec, err := cdiapi.ReadSpec(nodecards.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
 			if err != nil {
 				t.Fatalf("the CDI library does not read the claim's spec: %v", err)
 			}

@@ -18,8 +18,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
@@ -37,7 +37,7 @@ type RunConfig struct {
 	// holds a <kind>=<UUID> device for is handed over through it (Config.CDIKind).
 	CDIKind string
 	// Simulated: the cards are simulated, shown to containers as files that
-	// deviceplugin.WriteSimulatedCDISpec writes into CDISpecDir.
+	// nodecards.WriteSimulatedCDISpec writes into CDISpecDir.
 	Simulated bool
 	// PluginDataDir holds the plugin's socket and checkpoint; empty: kubelet's default,
 	// /var/lib/kubelet/plugins/<driver>.
@@ -86,7 +86,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if err != nil {
 		return fmt.Errorf("listing GPUs: %w", err)
 	}
-	cards, err := deviceplugin.BuildCards(devs, rc.Unit)
+	cards, err := nodecards.BuildCards(devs, rc.Unit)
 	if err != nil {
 		return err
 	}
@@ -99,19 +99,19 @@ func Run(ctx context.Context, rc RunConfig) error {
 	}
 	cdiKind := rc.CDIKind
 	if cdiKind == "" {
-		cdiKind = deviceplugin.DefaultCDIKind
+		cdiKind = nodecards.DefaultCDIKind
 	}
-	specs := deviceplugin.CardSpecs{Dir: rc.CDISpecDir, Minors: map[string]int{}}
+	specs := nodecards.CardSpecs{Dir: rc.CDISpecDir, Minors: map[string]int{}}
 	uuids := make([]string, 0, len(devs))
 	for _, d := range devs {
 		specs.Minors[d.UUID] = d.Minor
 		uuids = append(uuids, d.UUID)
 	}
 	if rc.Simulated {
-		if _, err := deviceplugin.WriteSimulatedCDISpec(rc.CDISpecDir, cdiKind, cards); err != nil {
+		if _, err := nodecards.WriteSimulatedCDISpec(rc.CDISpecDir, cdiKind, cards); err != nil {
 			return fmt.Errorf("writing the simulated GPUs' files: %w", err)
 		}
-		specs.SimulatedCardDir = deviceplugin.SimulatedCardDir(rc.CDISpecDir)
+		specs.SimulatedCardDir = nodecards.SimulatedCardDir(rc.CDISpecDir)
 	}
 	dataDir := rc.PluginDataDir
 	if dataDir == "" {
@@ -124,7 +124,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	health := deviceplugin.NewCardHealth(clk, rc.HealthRecovery, cards)
+	health := nodecards.NewHealth(clk, rc.HealthRecovery, cards)
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -182,7 +182,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		go func() { defer wg.Done(); runUsage(ctx, usage, rc.Usage.Pods) }()
 	}
 
-	faults := newFaultLog(uuids)
+	faults := nodecards.NewFaultLog(uuids)
 	raw, relayed := make(chan gpunvml.Fault, 16), make(chan gpunvml.Fault)
 	wg.Add(4)
 	go func() { defer wg.Done(); label.resync(ctx, clk, rc.NodeResync) }()
@@ -192,17 +192,17 @@ func Run(ctx context.Context, rc RunConfig) error {
 			klog.ErrorS(err, "GPU health is not watched")
 		}
 	}()
-	go func() { defer wg.Done(); faults.relay(ctx, raw, relayed) }()
+	go func() { defer wg.Done(); faults.Relay(ctx, raw, relayed) }()
 	go func() { defer wg.Done(); health.Run(ctx, relayed) }()
 	return publish(ctx, helper, rc.NodeName, rc.Unit, cards, health, faults, probe)
 }
 
 // publish publishes the node's devices, again on every health change, until ctx is done.
 // Returns nil when ctx ends on its own and the cause when Config.Fatal ended it.
-func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, unit gpushare.Unit, cards []gpushare.Device, health *deviceplugin.CardHealth, faults *faultLog, probe *probes) error {
+func publish(ctx context.Context, helper *kubeletplugin.Helper, node string, unit gpushare.Unit, cards []gpushare.Device, health *nodecards.Health, faults *nodecards.FaultLog, probe *probes) error {
 	for {
 		changed := health.Changed() // before reading, so no change is missed
-		res, err := DriverResources(node, currentInventory(unit, cards, health.Healthy), faults.snapshot())
+		res, err := DriverResources(node, nodecards.Inventory(cards, unit, health.Healthy), faults.Snapshot())
 		if err != nil {
 			return err
 		}
@@ -233,14 +233,4 @@ func nodeIsolation(client kubernetes.Interface, name string, seen func(context.C
 		seen(ctx, node)
 		return gpushare.NodeIsolation(node.Labels)
 	}
-}
-
-// currentInventory is cards in unit, each with its health now.
-func currentInventory(unit gpushare.Unit, cards []gpushare.Device, healthy func(uuid string) bool) gpushare.Inventory {
-	inv := gpushare.Inventory{Unit: unit, Devices: make([]gpushare.Device, len(cards))}
-	for i, c := range cards {
-		c.Healthy = healthy(c.UUID)
-		inv.Devices[i] = c
-	}
-	return inv
 }

@@ -21,20 +21,6 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-func TestCurrentInventory(t *testing.T) {
-	cards := testInventory().Devices
-	inv := currentInventory(gpushare.GiB, cards, func(uuid string) bool { return uuid != "GPU-bbbb" })
-	if inv.Unit != gpushare.GiB || len(inv.Devices) != 2 {
-		t.Fatalf("inventory %+v", inv)
-	}
-	if !inv.Devices[0].Healthy || inv.Devices[1].Healthy {
-		t.Errorf("health %v, %v; want true, false", inv.Devices[0].Healthy, inv.Devices[1].Healthy)
-	}
-	if !cards[1].Healthy {
-		t.Errorf("currentInventory changed its input")
-	}
-}
-
 // startRun runs Run on a simulated node of two T4s, labelled with labels, with each of
 // opts applied to its configuration, and returns the fake API, the simulator and Run's
 // result.

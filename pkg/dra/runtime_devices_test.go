@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // TestPrepareRuntimeCardDevices: a card whose <kind>=<UUID> device the runtime's CDI registry
@@ -20,7 +20,7 @@ import (
 // the same even when the registry changed since.
 func TestPrepareRuntimeCardDevices(t *testing.T) {
 	const uid = "11111111-2222-4333-8444-555555555555"
-	kind := deviceplugin.DefaultCDIKind
+	kind := nodecards.DefaultCDIKind
 	tests := []struct {
 		name       string
 		kind       string
@@ -29,13 +29,13 @@ func TestPrepareRuntimeCardDevices(t *testing.T) {
 		wantMounts []string // UUIDs whose files the claim's spec mounts
 	}{
 		{name: "registry holds both cards", kind: kind, registered: []int{0, 1},
-			wantIDs: []string{kind + "=GPU-aaaa", kind + "=GPU-bbbb", deviceplugin.ClaimCDIKind + "=" + uid}},
+			wantIDs: []string{kind + "=GPU-aaaa", kind + "=GPU-bbbb", nodecards.ClaimCDIKind + "=" + uid}},
 		{name: "registry holds card 1 only", kind: kind, registered: []int{1},
-			wantIDs: []string{kind + "=GPU-bbbb", deviceplugin.ClaimCDIKind + "=" + uid}, wantMounts: []string{"GPU-aaaa"}},
+			wantIDs: []string{kind + "=GPU-bbbb", nodecards.ClaimCDIKind + "=" + uid}, wantMounts: []string{"GPU-aaaa"}},
 		{name: "empty registry", kind: kind,
-			wantIDs: []string{deviceplugin.ClaimCDIKind + "=" + uid}, wantMounts: []string{"GPU-aaaa", "GPU-bbbb"}},
+			wantIDs: []string{nodecards.ClaimCDIKind + "=" + uid}, wantMounts: []string{"GPU-aaaa", "GPU-bbbb"}},
 		{name: "no kind configured", registered: []int{0, 1},
-			wantIDs: []string{deviceplugin.ClaimCDIKind + "=" + uid}, wantMounts: []string{"GPU-aaaa", "GPU-bbbb"}},
+			wantIDs: []string{nodecards.ClaimCDIKind + "=" + uid}, wantMounts: []string{"GPU-aaaa", "GPU-bbbb"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -49,7 +49,7 @@ func TestPrepareRuntimeCardDevices(t *testing.T) {
 				reg = append(reg, cards[i])
 			}
 			if len(reg) > 0 {
-				if _, err := deviceplugin.WriteSimulatedCDISpec(registry, kind, reg); err != nil {
+				if _, err := nodecards.WriteSimulatedCDISpec(registry, kind, reg); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -66,7 +66,7 @@ func TestPrepareRuntimeCardDevices(t *testing.T) {
 			if diff := cmp.Diff(tt.wantIDs, prepare()); diff != "" {
 				t.Errorf("CDI devices (-want,+got):\n%s", diff)
 			}
-			spec, err := cdiapi.ReadSpec(deviceplugin.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
+			spec, err := cdiapi.ReadSpec(nodecards.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
 			if err != nil {
 				t.Fatalf("reading the claim's spec: %v", err)
 			}
@@ -86,7 +86,7 @@ func TestPrepareRuntimeCardDevices(t *testing.T) {
 				t.Errorf("checkpointed runtime devices %v", got)
 			}
 			// The registry changes; a repeated prepare (kubelet restarted) answers as before.
-			if _, err := deviceplugin.WriteSimulatedCDISpec(registry, kind, cards); err != nil {
+			if _, err := nodecards.WriteSimulatedCDISpec(registry, kind, cards); err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.wantIDs, prepare()); diff != "" {

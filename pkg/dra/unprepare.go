@@ -9,7 +9,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // UnprepareResourceClaims removes each claim's CDI spec and forgets it, so its memory is
@@ -22,7 +22,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	out := make(map[types.UID]error, len(claims))
 	next := maps.Clone(d.prepared)
 	for _, c := range claims {
-		if err := deviceplugin.RemoveClaimSpec(d.cfg.Specs.Dir, c.UID); err != nil {
+		if err := nodecards.RemoveClaimSpec(d.cfg.Specs.Dir, c.UID); err != nil {
 			klog.FromContext(ctx).Error(err, "Unpreparing a claim failed", "claim", c.String())
 			out[c.UID] = err
 			continue

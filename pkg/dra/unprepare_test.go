@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 func TestUnprepareResourceClaims(t *testing.T) {
@@ -21,7 +21,7 @@ func TestUnprepareResourceClaims(t *testing.T) {
 	if err := res[big.UID].Err; err != nil {
 		t.Fatal(err)
 	}
-	path := deviceplugin.ClaimSpecPath(cfg.Specs.Dir, big.UID)
+	path := nodecards.ClaimSpecPath(cfg.Specs.Dir, big.UID)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("no spec after prepare: %v", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 	"github.com/gpushare/gpushare/pkg/watchdog"
 )
 
@@ -55,7 +55,7 @@ func newUsageWatchdog(rc RunConfig, cards []gpushare.Device, clk clock.Clock, d 
 	if recorder == nil {
 		recorder = &record.FakeRecorder{} // no Events channel: drops every event
 	}
-	ledger := usageLedger{pods: func() []*corev1.Pod { return deviceplugin.PodsIn(u.Pods.GetStore()) }, prepared: d.preparedClaims}
+	ledger := usageLedger{pods: func() []*corev1.Pod { return nodecards.PodsIn(u.Pods.GetStore()) }, prepared: d.preparedClaims}
 	return watchdog.New(watchdog.Config{
 		NodeName: rc.NodeName, Cards: cards, Unit: rc.Unit, Processes: rc.NVML.Processes,
 		Client: rc.Client, Recorder: recorder, Clock: ticker,

@@ -4,55 +4,88 @@ package limithook
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/google/go-cmp/cmp"
+
+	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-// setCall is one SetMemoryLimits_v1 call the mock saw.
+// setCall is one SetMemoryLimits call the fake saw.
 type setCall struct {
 	UUID, Namespace string
 	Soft, Hard      uint64
 }
 
-// mockLib is an NVML library with cards uuids, each answering SetMemoryLimits_v1 and
-// GetMemoryLimits_v1 with ret, recording the set calls in calls.
-func mockLib(ret nvml.Return, calls *[]setCall, uuids ...string) *mock.Interface {
-	devs := map[string]*mock.Device{}
-	for _, u := range uuids {
-		devs[u] = &mock.Device{
-			SetMemoryLimits_v1Func: func(ns string, soft, hard uint64) nvml.Return {
-				*calls = append(*calls, setCall{UUID: u, Namespace: ns, Soft: soft, Hard: hard})
-				return ret
-			},
-			GetMemoryLimits_v1Func: func(string) (nvml.MemoryLimits_v1, nvml.Return) {
-				if ret == nvml.SUCCESS {
-					return nvml.MemoryLimits_v1{}, nvml.ERROR_NOT_FOUND
-				}
-				return nvml.MemoryLimits_v1{}, ret
-			},
+// The driver's answers the fake gives; pkg/nvml's own tests map NVML's return codes to them.
+const (
+	answerSuccess      = "success"
+	answerUnsupported  = "not supported"
+	answerCgroupClosed = "cgroup not opened"
+	answerNoCall       = "library without the call"
+)
+
+// fakeLimiter is NVML's memory limits on cards uuids, answering every set and probe with
+// answer as gpunvml.MemoryLimiter words it, recording the set calls in calls.
+type fakeLimiter struct {
+	uuids  []string
+	answer string
+	calls  *[]setCall
+}
+
+var _ gpunvml.MemoryLimiter = fakeLimiter{}
+
+func mockLib(answer string, calls *[]setCall, uuids ...string) fakeLimiter {
+	return fakeLimiter{uuids: uuids, answer: answer, calls: calls}
+}
+
+func (f fakeLimiter) HasLimitCall() error {
+	if f.answer == answerNoCall {
+		return fmt.Errorf("the NVML library has no %s (undefined symbol)", gpunvml.LimitCall)
+	}
+	return nil
+}
+
+func (f fakeLimiter) SetMemoryLimits(uuid, cgroup string, soft, hard uint64) error {
+	if err := f.find(uuid); err != nil {
+		return err
+	}
+	*f.calls = append(*f.calls, setCall{UUID: uuid, Namespace: cgroup, Soft: soft, Hard: hard})
+	switch f.answer {
+	case answerUnsupported, answerNoCall:
+		return fmt.Errorf("card %s: %w here (Not Supported)", uuid, gpunvml.ErrLimitsUnsupported)
+	case answerCgroupClosed:
+		return fmt.Errorf("card %s: %w %s (Operating System error)", uuid, gpunvml.ErrCgroupNotOpened, cgroup)
+	}
+	return nil
+}
+
+func (f fakeLimiter) ProbeMemoryLimits(uuid, _ string) error {
+	if err := f.find(uuid); err != nil {
+		return err
+	}
+	if f.answer == answerUnsupported || f.answer == answerNoCall {
+		return fmt.Errorf("card %s: %w (Not Supported)", uuid, gpunvml.ErrLimitsUnsupported)
+	}
+	return nil
+}
+
+func (fakeLimiter) Close() {}
+
+func (f fakeLimiter) find(uuid string) error {
+	for _, u := range f.uuids {
+		if u == uuid {
+			return nil
 		}
 	}
-	return &mock.Interface{
-		DeviceGetHandleByUUIDFunc: func(u string) (nvml.Device, nvml.Return) {
-			if d, ok := devs[u]; ok {
-				return d, nvml.SUCCESS
-			}
-			return nil, nvml.ERROR_NOT_FOUND
-		},
-		ExtensionsFunc: func() nvml.ExtendedInterface {
-			return &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return nil }}
-		},
-	}
+	return fmt.Errorf("card %s: finding it in NVML: Not Found", uuid)
 }
 
 func TestRunNVMLSetsEachCardsLimitOnTheContainersCgroup(t *testing.T) {
 	var calls []setCall
-	lib := mockLib(nvml.SUCCESS, &calls, "GPU-a", "GPU-b")
+	lib := mockLib(answerSuccess, &calls, "GPU-a", "GPU-b")
 	a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 31337, cgroupV2), CgroupRoot: "/sys/fs/cgroup",
 		Limits: []Limit{{UUID: "GPU-a", MiB: 4096}, {UUID: "GPU-b", MiB: 1024}}}
 	if err := Run(context.Background(), a, stateJSON(containerID, 31337), NVMLSetter{Lib: lib, CgroupRoot: a.CgroupRoot}); err != nil {
@@ -72,7 +105,7 @@ func TestRunNVMLSetsEachCardsLimitOnTheContainersCgroup(t *testing.T) {
 func TestRunNVMLReadsNoEnvironment(t *testing.T) {
 	run := func() []setCall {
 		var calls []setCall
-		lib := mockLib(nvml.SUCCESS, &calls, "GPU-a")
+		lib := mockLib(answerSuccess, &calls, "GPU-a")
 		a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 5, cgroupV2), CgroupRoot: "/sys/fs/cgroup", Limits: []Limit{{UUID: "GPU-a", MiB: 2048}}}
 		if err := Run(context.Background(), a, stateJSON(containerID, 5), NVMLSetter{Lib: lib, CgroupRoot: a.CgroupRoot}); err != nil {
 			t.Fatalf("Run = %v", err)
@@ -97,21 +130,21 @@ func TestRunNVMLReadsNoEnvironment(t *testing.T) {
 func TestRunNVMLErrors(t *testing.T) {
 	tests := []struct {
 		name     string
-		ret      nvml.Return
+		answer   string
 		cgroup   string
 		uuid     string
 		wantText []string
 	}{
-		{name: "not supported", ret: nvml.ERROR_NOT_SUPPORTED, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"GPU-a", "R615", "cgroup v2"}},
-		{name: "old library", ret: nvml.ERROR_FUNCTION_NOT_FOUND, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"R615"}},
-		{name: "cgroup not opened", ret: nvml.ERROR_OPERATING_SYSTEM, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"cannot open cgroup /sys/fs/cgroup" + podCgroup}},
-		{name: "unknown card", ret: nvml.SUCCESS, cgroup: cgroupV2, uuid: "GPU-z", wantText: []string{"GPU-z"}},
-		{name: "cgroup v1 host", ret: nvml.SUCCESS, cgroup: cgroupV1, uuid: "GPU-a", wantText: []string{"cgroup v2"}},
+		{name: "not supported", answer: answerUnsupported, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"GPU-a", "R615", "cgroup v2"}},
+		{name: "old library", answer: answerNoCall, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"R615"}},
+		{name: "cgroup not opened", answer: answerCgroupClosed, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"cannot open cgroup /sys/fs/cgroup" + podCgroup}},
+		{name: "unknown card", answer: answerSuccess, cgroup: cgroupV2, uuid: "GPU-z", wantText: []string{"GPU-z"}},
+		{name: "cgroup v1 host", answer: answerSuccess, cgroup: cgroupV1, uuid: "GPU-a", wantText: []string{"cgroup v2"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls []setCall
-			lib := mockLib(tc.ret, &calls, "GPU-a")
+			lib := mockLib(tc.answer, &calls, "GPU-a")
 			a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 8, tc.cgroup), CgroupRoot: "/sys/fs/cgroup", Limits: []Limit{{UUID: tc.uuid, MiB: 1024}}}
 			err := Run(context.Background(), a, stateJSON(containerID, 8), NVMLSetter{Lib: lib, CgroupRoot: a.CgroupRoot})
 			if err == nil {
@@ -132,21 +165,16 @@ func TestNVMLSupport(t *testing.T) {
 	var calls []setCall
 	tests := []struct {
 		name    string
-		lib     *mock.Interface
+		lib     fakeLimiter
 		root    string
 		wantErr string
 	}{
-		{name: "supported", lib: mockLib(nvml.SUCCESS, &calls, "GPU-a"), root: v2},
-		{name: "root cgroup not opened: the call exists", lib: mockLib(nvml.ERROR_OPERATING_SYSTEM, &calls, "GPU-a"), root: v2},
-		{name: "driver says not supported", lib: mockLib(nvml.ERROR_NOT_SUPPORTED, &calls, "GPU-a"), root: v2, wantErr: "R615"},
-		{name: "no cgroup v2", lib: mockLib(nvml.SUCCESS, &calls, "GPU-a"), root: t.TempDir(), wantErr: "cgroup v2"},
-		{name: "library without the call", lib: func() *mock.Interface {
-			l := mockLib(nvml.SUCCESS, &calls, "GPU-a")
-			l.ExtensionsFunc = func() nvml.ExtendedInterface {
-				return &mock.ExtendedInterface{LookupSymbolFunc: func(string) error { return errors.New("undefined symbol") }}
-			}
-			return l
-		}(), root: v2, wantErr: "nvmlDeviceSetMemoryLimits_v1"},
+		{name: "supported", lib: mockLib(answerSuccess, &calls, "GPU-a"), root: v2},
+		{name: "root cgroup not opened: the call exists", lib: mockLib(answerCgroupClosed, &calls, "GPU-a"), root: v2},
+		{name: "driver says not supported", lib: mockLib(answerUnsupported, &calls, "GPU-a"), root: v2, wantErr: "R615"},
+		{name: "an unknown card", lib: mockLib(answerSuccess, &calls, "GPU-z"), root: v2, wantErr: "GPU-a"},
+		{name: "no cgroup v2", lib: mockLib(answerSuccess, &calls, "GPU-a"), root: t.TempDir(), wantErr: "cgroup v2"},
+		{name: "library without the call", lib: mockLib(answerNoCall, &calls, "GPU-a"), root: v2, wantErr: "nvmlDeviceSetMemoryLimits_v1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

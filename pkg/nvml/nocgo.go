@@ -112,3 +112,6 @@ func (c simClient) WatchFaults(ctx context.Context, out chan<- Fault) error {
 }
 
 func (simClient) Shutdown() error { return nil }
+
+// OpenMemoryLimiter fails: the driver's memory limits need the real library (ErrNoCgo).
+func OpenMemoryLimiter(Library) (MemoryLimiter, error) { return nil, ErrNoCgo }

@@ -55,3 +55,34 @@ type Interface interface {
 // ErrNoCgo is what New returns for the real library in a binary built without cgo (go-nvml
 // needs cgo; simulated nodes still work).
 var ErrNoCgo = errors.New("this share-plugin was built with CGO_ENABLED=0: only simulated GPUs work; real NVML needs a cgo build (CGO_ENABLED=1)")
+
+// LimitCall is the NVML call per-cgroup GPU memory limits need; drivers before R615 lack it.
+const LimitCall = "nvmlDeviceSetMemoryLimits_v1"
+
+// The answers of MemoryLimiter that mean the node cannot limit memory per cgroup; each is
+// returned wrapped, with the card's UUID and NVML's own text of the answer.
+var (
+	// ErrLimitsUnsupported: the driver, the library or the card has no per-cgroup limits
+	// (NVML's NOT_SUPPORTED or FUNCTION_NOT_FOUND).
+	ErrLimitsUnsupported = errors.New("NVML does not support memory limits")
+	// ErrCgroupNotOpened: the driver cannot open the cgroup (NVML's OPERATING_SYSTEM), e.g. a
+	// cgroup v1 path or one the driver does not see.
+	ErrCgroupNotOpened = errors.New("the driver cannot open cgroup")
+)
+
+// MemoryLimiter is the driver's per-cgroup GPU memory limits (LimitCall, NVIDIA driver R615
+// and later, cgroup v2), which gpushare-limit-hook sets on a container's cgroup.
+type MemoryLimiter interface {
+	// HasLimitCall is nil when the library has LimitCall, else an error saying it lacks it.
+	HasLimitCall() error
+	// SetMemoryLimits sets the soft and hard limit, in bytes, of the card with uuid for the
+	// cgroup v2 at host path cgroup. Errors name the card: it is not found, ErrLimitsUnsupported,
+	// ErrCgroupNotOpened, or another NVML answer.
+	SetMemoryLimits(uuid, cgroup string, soft, hard uint64) error
+	// ProbeMemoryLimits asks the driver for the limits of the cgroup at host path cgroup on
+	// the card with uuid, which tells whether the call exists for the card: nil for any
+	// answer but ErrLimitsUnsupported's, which is then the error, as is a card not found.
+	ProbeMemoryLimits(uuid, cgroup string) error
+	// Close releases the library.
+	Close()
+}

@@ -18,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // CaseDRALimit: the real node served by the DRA back end (one simulated T4) and labelled
@@ -61,7 +61,7 @@ func CaseDRALimit(t *testing.T, e *Env) {
 		t.Fatalf("container statuses %+v", p.Status.ContainerStatuses)
 	}
 	_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
-	cardDir := deviceplugin.SimulatedCardDir(filepath.Join(e.cfg.state, "cdi"))
+	cardDir := nodecards.SimulatedCardDir(filepath.Join(e.cfg.state, "cdi"))
 	const want = uint64(4) << 30
 	if r, ok := hookRecord(t, cardDir, draCardUUID(ctx, t, e), id); ok && (r.HardLimitBytes != want || !strings.Contains(r.Cgroup, id)) {
 		t.Errorf("recorded limit %d bytes for cgroup %s, want the claim's %d bytes (4 GiB) for the container's cgroup", r.HardLimitBytes, r.Cgroup, want)

@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/gpushare/gpushare/pkg/deviceplugin"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/limithook"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // CaseLimitHookRecordsGrant: the real node labelled gpushare.io/isolation=limit, with two
@@ -58,7 +58,7 @@ func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 		t.Fatalf("container statuses %+v", p.Status.ContainerStatuses)
 	}
 	_, id, _ := strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
-	cardDir := deviceplugin.SimulatedCardDir(filepath.Join(e.cfg.state, "cdi"))
+	cardDir := nodecards.SimulatedCardDir(filepath.Join(e.cfg.state, "cdi"))
 	want := uint64(2*inv.Unit.MiB) << 20
 	if r, ok := hookRecord(t, cardDir, dev.UUID, id); ok && (r.HardLimitBytes != want || !strings.Contains(r.Cgroup, id)) {
 		t.Errorf("recorded limit %d bytes for cgroup %s, want the grant %d bytes (2 × %d MiB) for the container's cgroup", r.HardLimitBytes, r.Cgroup, want, inv.Unit.MiB)

@@ -1,4 +1,4 @@
-package deviceplugin
+package nodecards
 
 import (
 	"fmt"
@@ -8,11 +8,11 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-// buildCards converts NVML devices to cards in index order, each card its own size in
-// units (floor(MemoryMiB / unit MiB)) and healthy: from then on health tracks the cards,
-// and the inventory and ListAndWatch read it there. Errors: no devices, a card too small
-// for one unit, duplicate indexes or UUIDs.
-func buildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]gpushare.Device, error) {
+// BuildCards converts NVML devices to cards in index order, each card its own size in
+// units (floor(MemoryMiB / unit MiB)) and healthy: from then on Health tracks the cards,
+// and each back end reads their health there. Errors: no devices, a card too small for one
+// unit, duplicate indexes or UUIDs.
+func BuildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]gpushare.Device, error) {
 	if len(devs) == 0 {
 		return nil, fmt.Errorf("NVML reports no GPU on this node")
 	}
@@ -36,30 +36,39 @@ func buildCards(devs []gpunvml.Device, unit gpushare.Unit) ([]gpushare.Device, e
 	return cards, nil
 }
 
-// cardSet indexes cards by NVML index and UUID.
-type cardSet struct {
+// Set is the node's cards indexed by NVML index. The zero Set has no card.
+type Set struct {
 	list    []gpushare.Device
 	byIndex map[int]gpushare.Device
-	byUUID  map[string]gpushare.Device
 }
 
-func newCardSet(cards []gpushare.Device) cardSet {
-	s := cardSet{list: cards, byIndex: map[int]gpushare.Device{}, byUUID: map[string]gpushare.Device{}}
+// NewSet indexes cards (BuildCards' result: index order, unique indexes).
+func NewSet(cards []gpushare.Device) Set {
+	s := Set{list: cards, byIndex: map[int]gpushare.Device{}}
 	for _, c := range cards {
 		s.byIndex[c.Index] = c
-		s.byUUID[c.UUID] = c
 	}
 	return s
 }
 
-// has reports whether this node has the card of NVML index i.
-func (s cardSet) has(i int) bool {
+// List is the cards in index order; callers must not change it.
+func (s Set) List() []gpushare.Device { return s.list }
+
+// Has reports whether this node has the card of NVML index i.
+func (s Set) Has(i int) bool {
 	_, ok := s.byIndex[i]
 	return ok
 }
 
-// inventory is the node annotation value for the cards with the given health.
-func inventory(cards []gpushare.Device, unit gpushare.Unit, healthy func(uuid string) bool) gpushare.Inventory {
+// ByIndex is the card of NVML index i, and whether this node has it.
+func (s Set) ByIndex(i int) (gpushare.Device, bool) {
+	c, ok := s.byIndex[i]
+	return c, ok
+}
+
+// Inventory is cards in unit, each with its health now as healthy says; cards itself is
+// left as it was.
+func Inventory(cards []gpushare.Device, unit gpushare.Unit, healthy func(uuid string) bool) gpushare.Inventory {
 	inv := gpushare.Inventory{Unit: unit, Devices: make([]gpushare.Device, 0, len(cards))}
 	for _, c := range cards {
 		c.Healthy = healthy(c.UUID)

@@ -1,4 +1,4 @@
-package deviceplugin
+package nodecards
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
-// health tracks which cards are healthy. A fault makes a card unhealthy; it becomes healthy
-// again once no fault was seen for the quiet period (the old plugin never recovered).
-type health struct {
+// Health tracks which cards are healthy, for both back ends. A critical fault makes a card
+// unhealthy; it becomes healthy again once no fault was seen for the quiet period.
+type Health struct {
 	clock   clock.Clock
 	quiet   time.Duration
 	uuids   []string
@@ -24,8 +24,9 @@ type health struct {
 	lastFault map[string]time.Time // UUID → time of the latest fault; absent: healthy
 }
 
-func newHealth(clk clock.Clock, quiet time.Duration, cards []gpushare.Device) *health {
-	h := &health{clock: clk, quiet: quiet, changed: newBroadcast(), lastFault: map[string]time.Time{}}
+// NewHealth tracks cards, all healthy at first; clk times the quiet period.
+func NewHealth(clk clock.Clock, quiet time.Duration, cards []gpushare.Device) *Health {
+	h := &Health{clock: clk, quiet: quiet, changed: newBroadcast(), lastFault: map[string]time.Time{}}
 	for _, c := range cards {
 		h.uuids = append(h.uuids, c.UUID)
 	}
@@ -33,7 +34,7 @@ func newHealth(clk clock.Clock, quiet time.Duration, cards []gpushare.Device) *h
 }
 
 // Healthy reports whether the card with uuid takes new work.
-func (h *health) Healthy(uuid string) bool {
+func (h *Health) Healthy(uuid string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	_, bad := h.lastFault[uuid]
@@ -42,7 +43,7 @@ func (h *health) Healthy(uuid string) bool {
 
 // fault marks the card (all cards when f.UUID is empty) unhealthy from now on and reports
 // whether any card changed state.
-func (h *health) fault(f gpunvml.Fault) bool {
+func (h *Health) fault(f gpunvml.Fault) bool {
 	now := h.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -62,7 +63,7 @@ func (h *health) fault(f gpunvml.Fault) bool {
 
 // recover returns cards whose last fault is at least quiet ago to health. It reports
 // whether any changed and how long until the next one may recover (0: none pending).
-func (h *health) recover() (changed bool, next time.Duration) {
+func (h *Health) recover() (changed bool, next time.Duration) {
 	now := h.clock.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -81,8 +82,12 @@ func (h *health) recover() (changed bool, next time.Duration) {
 	return changed, next
 }
 
-// run applies faults and recoveries until ctx is done, notifying h.changed on every change.
-func (h *health) run(ctx context.Context, faults <-chan gpunvml.Fault) {
+// Changed returns a channel closed at the next change of any card's health.
+func (h *Health) Changed() <-chan struct{} { return h.changed.Wait() }
+
+// Run applies faults (all cards for a fault without a UUID) and recoveries until ctx is
+// done, closing the channel of Changed on every change.
+func (h *Health) Run(ctx context.Context, faults <-chan gpunvml.Fault) {
 	for {
 		changed, next := h.recover()
 		if changed {

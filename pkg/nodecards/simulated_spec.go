@@ -1,4 +1,4 @@
-package deviceplugin
+package nodecards
 
 import (
 	"encoding/json"
@@ -12,6 +12,13 @@ import (
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
+
+// DefaultCDISpecDir is the CDI spec folder containerd and CRI-O read by default.
+const DefaultCDISpecDir = "/var/run/cdi"
+
+// DefaultCDIKind is the CDI vendor/class of NVIDIA's CDI spec, whose devices are named by
+// card UUID among others.
+const DefaultCDIKind = "nvidia.com/gpu"
 
 // Where the simulated cards' CDI spec puts things.
 const (
@@ -37,7 +44,7 @@ type simulatedCard struct {
 // nodes and driver libraries instead; a mount is what a simulated card can show a container.
 // Errors: a kind or UUID that is not a valid CDI name.
 func simulatedCDISpec(kind, cardDir string, cards []gpushare.Device) (*cdi.Spec, error) {
-	if err := checkCDIKind(kind); err != nil {
+	if err := CheckCDIKind(kind); err != nil {
 		return nil, err
 	}
 	spec := &cdi.Spec{Kind: kind, Devices: make([]cdi.Device, 0, len(cards))}
@@ -116,8 +123,9 @@ func writeAtomic(path string, b []byte) error {
 	return nil
 }
 
-// checkCDIKind accepts a CDI kind, vendor/class, by the CDI specification's naming rules.
-func checkCDIKind(kind string) error {
+// CheckCDIKind accepts a CDI kind, vendor/class, by the CDI specification's naming rules.
+// Errors: no '/', or a vendor or class the rules refuse.
+func CheckCDIKind(kind string) error {
 	vendor, class, ok := strings.Cut(kind, "/")
 	if !ok {
 		return fmt.Errorf("CDI kind %q: want vendor/class, e.g. %s", kind, DefaultCDIKind)

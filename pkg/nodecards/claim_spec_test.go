@@ -1,4 +1,4 @@
-package deviceplugin
+package nodecards
 
 import (
 	"os"
@@ -48,7 +48,7 @@ func TestWriteClaimSpec(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			id, err := WriteClaimSpec(tt.specs(dir), tt.uid, cards, map[string]string{"B": "2", "A": "1"}, nil)
+			id, err := tt.specs(dir).WriteClaimSpec(tt.uid, cards, map[string]string{"B": "2", "A": "1"}, nil)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("WriteClaimSpec() error = %v, want error %v", err, tt.wantErr)
 			}
@@ -65,7 +65,7 @@ func TestWriteClaimSpec(t *testing.T) {
 			if err != nil {
 				t.Fatalf("the CDI library does not read the spec: %v", err)
 			}
-			if spec.GetVendor() != AllocationCDIVendor || spec.GetClass() != ClaimCDIClass || spec.GetDevice(string(tt.uid)) == nil {
+			if spec.GetVendor() != allocationCDIVendor || spec.GetClass() != claimCDIClass || spec.GetDevice(string(tt.uid)) == nil {
 				t.Errorf("spec kind %s/%s without device %s", spec.GetVendor(), spec.GetClass(), tt.uid)
 			}
 			if env := spec.GetDevice(string(tt.uid)).ContainerEdits.Env; len(env) != 2 || env[0] != "A=1" || env[1] != "B=2" {

@@ -1,4 +1,4 @@
-package dra
+package nodecards
 
 import (
 	"context"
@@ -25,10 +25,10 @@ func TestFaultLog(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			l := newFaultLog([]string{"GPU-a", "GPU-b"})
+			l := NewFaultLog([]string{"GPU-a", "GPU-b"})
 			in, out := make(chan gpunvml.Fault), make(chan gpunvml.Fault)
 			done := make(chan struct{})
-			go func() { defer close(done); l.relay(ctx, in, out) }()
+			go func() { defer close(done); l.Relay(ctx, in, out) }()
 			for _, f := range tt.faults {
 				in <- f
 				if got := <-out; got != f {
@@ -37,7 +37,7 @@ func TestFaultLog(t *testing.T) {
 			}
 			cancel()
 			<-done
-			if diff := cmp.Diff(tt.want, l.snapshot()); diff != "" {
+			if diff := cmp.Diff(tt.want, l.Snapshot()); diff != "" {
 				t.Errorf("latest XIDs (-want +got):\n%s", diff)
 			}
 		})
