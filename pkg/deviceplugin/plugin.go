@@ -9,6 +9,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
+	"github.com/gpushare/gpushare/internal/broadcast"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/nodecards"
 	"github.com/gpushare/gpushare/pkg/policy"
@@ -28,7 +29,7 @@ type Plugin struct {
 	minors map[string]int
 	health *nodecards.Health
 	// registrations is notified after each successful registration with kubelet.
-	registrations *broadcast
+	registrations *broadcast.Signal
 
 	policy policy.Policy // places pods without a valid allocation
 	// ambiguous counts Allocates that kubelet's PodResources did not settle, by reason.
@@ -90,7 +91,7 @@ func New(cfg Config) (*Plugin, error) {
 		cards:         nodecards.NewSet(cards),
 		minors:        minors,
 		health:        nodecards.NewHealth(cfg.Clock, cfg.HealthRecovery, cards),
-		registrations: newBroadcast(),
+		registrations: broadcast.New(),
 		policy:        pol,
 		ambiguous: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "gpushare_plugin_allocate_ambiguous_total",

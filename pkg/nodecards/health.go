@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/gpushare/gpushare/internal/broadcast"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
@@ -18,7 +19,7 @@ type Health struct {
 	clock   clock.Clock
 	quiet   time.Duration
 	uuids   []string
-	changed *broadcast
+	changed *broadcast.Signal
 
 	mu        sync.Mutex
 	lastFault map[string]time.Time // UUID → time of the latest fault; absent: healthy
@@ -26,7 +27,7 @@ type Health struct {
 
 // NewHealth tracks cards, all healthy at first; clk times the quiet period.
 func NewHealth(clk clock.Clock, quiet time.Duration, cards []gpushare.Device) *Health {
-	h := &Health{clock: clk, quiet: quiet, changed: newBroadcast(), lastFault: map[string]time.Time{}}
+	h := &Health{clock: clk, quiet: quiet, changed: broadcast.New(), lastFault: map[string]time.Time{}}
 	for _, c := range cards {
 		h.uuids = append(h.uuids, c.UUID)
 	}
