@@ -8,7 +8,7 @@
 //   - cards.go: the node's cards from NVML (BuildCards: index order, each card's size in
 //     whole units of the node's gpu-mem unit, floor(MiB / unit MiB)), indexed by NVML index
 //     (Set), and the inventory with each card's health now (Inventory);
-//   - health.go, signal.go: card health (Health): a critical XID makes a card unhealthy until
+//   - health.go: card health (Health): a critical XID makes a card unhealthy until
 //     no fault was seen for the quiet period;
 //   - faults.go: the XID fault relay between NVML's fault watch and Health (FaultLog), which
 //     remembers each card's latest critical XID;
