@@ -27,7 +27,8 @@
 // served_report.go and metrics.go (GET /served, /metrics, /healthz), allocation_spec.go
 // (when the per-allocation CDI specs go: with the ledger's release of the pod and, for pods
 // gone meanwhile, at start), runtime_devices.go (which CDI registry share-plugin reads, and
-// the log of what it found there), signal.go (the wake-up after each registration). A
+// the log of what it found there); registrations wake the node publisher through
+// internal/broadcast. A
 // pod's allocation record is its annotations (the gpushare protocol's word); a grant is
 // what the ledger remembers handing out.
 //
