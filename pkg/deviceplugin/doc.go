@@ -28,9 +28,8 @@
 // (when the per-allocation CDI specs go: with the ledger's release of the pod and, for pods
 // gone meanwhile, at start), runtime_devices.go (which CDI registry share-plugin reads, and
 // the log of what it found there); registrations wake the node publisher through
-// internal/broadcast. A
-// pod's allocation record is its annotations (the gpushare protocol's word); a grant is
-// what the ledger remembers handing out.
+// internal/broadcast. A pod's allocation record is its annotations (the gpushare
+// protocol's word); a grant is what the ledger remembers handing out.
 //
 // The node's cards, their health, every CDI spec it writes (the simulated cards' and the
 // per-allocation ones), the limit hook's entry and the isolation-enforced label come from
