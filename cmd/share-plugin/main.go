@@ -212,6 +212,9 @@ func run(ctx context.Context, o options) error {
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
 	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
+	// Limits and MPS hold only where the runtime gives a container no card it was not
+	// handed; read at each use, so fixing the runtime's configuration needs no restart.
+	isolationBlocker := func() error { return preflight.IsolationBlocker(o.nvidiaConfig) }
 	overGrant := watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action}
 	if backend == gpushare.BackendDRA {
 		var serve func(context.Context, http.Handler)
@@ -231,7 +234,8 @@ func run(ctx context.Context, o options) error {
 			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, Simulated: simulated,
 			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
 			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), Serve: serve,
-			Recorder: recorder, NodeResync: o.nodeResync, Usage: usage,
+			IsolationBlocker: isolationBlocker,
+			Recorder:         recorder, NodeResync: o.nodeResync, Usage: usage,
 		})
 	}
 	if err := checkNodeBackend(ctx, client, o.nodeName); err != nil {
@@ -253,7 +257,8 @@ func run(ctx context.Context, o options) error {
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
 		MPSRoot: o.mpsRoot, LimitHookPath: o.limitHookPath, LimitUnsupported: limitUnsupported, UsageInterval: usageInterval,
-		ProcRoot: o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
+		IsolationBlocker: isolationBlocker,
+		ProcRoot:         o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
 		OverGrant:                 overGrant,
 		UnclaimedExemptNamespaces: o.unclaimedExempt,
 	})

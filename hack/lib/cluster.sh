@@ -68,6 +68,9 @@ CONTAINERD_DIR=$STATE/containerd
 CONTAINERD_SOCK=$CONTAINERD_DIR/containerd.sock
 # CDI specs of the real node: share-plugin writes the simulated cards' spec here.
 CDI_DIR=$STATE/cdi
+# The NVIDIA container runtime configuration the real node's share-plugin reads
+# (write_runtime_config).
+RUNTIME_CONFIG=$STATE/nvidia-container-runtime/config.toml
 CNI_NETWORK=gpushare
 CNI_BRIDGE=cni0
 CNI_SUBNET=10.88.0.0/16

@@ -217,8 +217,11 @@ start_gpu_source() {
       --ignore-not-found >/dev/null 2>&1 || true
   fi
   echo "$BACKEND" >"$STATE/backend"
-  # GPUSHARE_BACKEND is read by share-plugin from its environment.
-  GPUSHARE_BACKEND=$BACKEND start_proc share-plugin "$GPUSHARE_BIN/share-plugin" \
+  write_runtime_config
+  # GPUSHARE_BACKEND and GPUSHARE_NVIDIA_RUNTIME_CONFIG are read by share-plugin from its
+  # environment (a test may point the latter elsewhere).
+  GPUSHARE_BACKEND=$BACKEND GPUSHARE_NVIDIA_RUNTIME_CONFIG=${GPUSHARE_NVIDIA_RUNTIME_CONFIG:-$RUNTIME_CONFIG} \
+    start_proc share-plugin "$GPUSHARE_BIN/share-plugin" \
     --kubeconfig "$KUBECONFIG_FILE" \
     --node-name "$node" \
     --simulate "$SIMULATE" \
@@ -236,6 +239,19 @@ start_gpu_source() {
   fi
   wait_for "node $node to advertise aliyun.com/gpu-mem (share-plugin)" 60 node_has_gpu_mem "$node" ||
     die "share-plugin did not make node $node advertise aliyun.com/gpu-mem; see $LOGS/share-plugin.log"
+}
+
+# write_runtime_config writes the NVIDIA container runtime configuration share-plugin reads
+# for its preflight (--nvidia-runtime-config). The local node runs runc without the NVIDIA
+# runtime, so no container's own NVIDIA_VISIBLE_DEVICES reaches a card: the file says so
+# with the runtime's own key, and the node's limit and mps modes can hold.
+write_runtime_config() {
+  mkdir -p "${RUNTIME_CONFIG%/*}"
+  cat >"$RUNTIME_CONFIG" <<'EOF'
+# Written by hack/lib/realnode.sh: the local node's containerd runs runc without the NVIDIA
+# container runtime, which is what this key makes the NVIDIA runtime do.
+accept-nvidia-visible-devices-envvar-when-unprivileged = false
+EOF
 }
 
 # pods_using_backend NODE BACKEND prints namespace/name of each pod on NODE, not finished,

@@ -70,6 +70,12 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 		ref     *refusal
 		refused = p.isolationRefusal(c, iso, isoErr)
 	)
+	if refused == nil {
+		if why := p.isolationUnavailable(iso); why != nil {
+			refused = &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node %s is labelled %s=%s but cannot enforce it: %v",
+				c.cont.Name, klog.KObj(c.pod), p.cfg.NodeName, gpushare.LabelIsolation, iso, why)}
+		}
+	}
 	if refused != nil {
 		err = refused
 	} else {
@@ -80,12 +86,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	}
 	var hooks []*cdi.Hook
 	if err == nil && iso == gpushare.IsolationLimit {
-		if why := p.limitUnavailable(); why != nil {
-			err = &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node %s is labelled %s=%s but cannot enforce it: %v",
-				c.cont.Name, klog.KObj(c.pod), p.cfg.NodeName, gpushare.LabelIsolation, gpushare.IsolationLimit, why)}
-		} else {
-			hooks = []*cdi.Hook{p.limitHook(d.cards, d.units)}
-		}
+		hooks = []*cdi.Hook{p.limitHook(d.cards, d.units)}
 	}
 	switch {
 	case errors.As(err, &ref):

@@ -83,6 +83,13 @@ type Config struct {
 	// memory limits (limithook.NVMLSupport); nil: they can (simulated cards always can: the
 	// hook records the limit).
 	LimitUnsupported error
+	// IsolationBlocker says why the node's container runtime gives a container cards
+	// beyond those it was handed, outside any limit or MPS daemon
+	// (preflight.IsolationBlocker of the NVIDIA runtime configuration): on a node labelled
+	// gpushare.IsolationLimit or gpushare.IsolationMPS Allocate then refuses GPU
+	// containers and the node's enforced isolation is none. Called at each Allocate and node
+	// publication, so a fixed configuration counts without a restart. nil: not checked.
+	IsolationBlocker func() error
 	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
 	// needs the host's PID namespace).
 	ProcRoot string

@@ -26,14 +26,34 @@ func (p *Plugin) limitUnavailable() error {
 	return p.cfg.LimitUnsupported
 }
 
-// enforcedIsolation is what the node really enforces for the mode its label asks: iso, or
-// IsolationNone where iso is IsolationLimit and the node cannot enforce it (Allocate then
-// refuses its GPU containers, so none runs believing it is limited).
-func (p *Plugin) enforcedIsolation(iso gpushare.Isolation) gpushare.Isolation {
-	if iso == gpushare.IsolationLimit && p.limitUnavailable() != nil {
-		return gpushare.IsolationNone
+// isolationUnavailable says why this node cannot enforce iso, the mode its label asks:
+// limits need limitUnavailable's conditions, and both limits and MPS need a runtime that
+// gives a container no card it was not handed (Config.IsolationBlocker). nil: it can, or iso
+// promises nothing.
+func (p *Plugin) isolationUnavailable(iso gpushare.Isolation) error {
+	switch iso {
+	case gpushare.IsolationLimit:
+		if err := p.limitUnavailable(); err != nil {
+			return err
+		}
+	case gpushare.IsolationMPS:
+	default:
+		return nil
 	}
-	return iso
+	if p.cfg.IsolationBlocker != nil {
+		return p.cfg.IsolationBlocker()
+	}
+	return nil
+}
+
+// enforcedIsolation is what the node really enforces for the mode its label asks: iso, or
+// IsolationNone with why where the node cannot enforce it (Allocate then refuses its GPU
+// containers, so none runs believing it is held to its grant).
+func (p *Plugin) enforcedIsolation(iso gpushare.Isolation) (gpushare.Isolation, error) {
+	if why := p.isolationUnavailable(iso); why != nil {
+		return gpushare.IsolationNone, why
+	}
+	return iso, nil
 }
 
 // limitHook is nodecards.LimitHook for a container holding units[i] units on cards[i], with
@@ -45,10 +65,5 @@ func (p *Plugin) limitHook(cards []gpushare.Device, units []int64) *cdi.Hook {
 // publishEnforcedIsolation publishes what this plugin enforces for the node's isolation
 // label (nodecards.PublishEnforcedIsolation with enforcedIsolation).
 func (p *Plugin) publishEnforcedIsolation(ctx context.Context, node *corev1.Node) error {
-	return nodecards.PublishEnforcedIsolation(ctx, p.cfg.Client, p.cfg.Recorder, node, func(iso gpushare.Isolation) (gpushare.Isolation, error) {
-		if e := p.enforcedIsolation(iso); e != iso {
-			return e, p.limitUnavailable()
-		}
-		return iso, nil
-	})
+	return nodecards.PublishEnforcedIsolation(ctx, p.cfg.Client, p.cfg.Recorder, node, p.enforcedIsolation)
 }

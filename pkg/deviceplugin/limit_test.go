@@ -153,17 +153,29 @@ func cardIndex(t *testing.T, e *testEnv, uuid string) int {
 	return -1
 }
 
-// TestAllocateLimitUnavailable: a node labelled limit that cannot enforce it refuses the
-// container, saying why, rather than running it unlimited.
+// runtimeAccepts stands for preflight.IsolationBlocker on a node whose NVIDIA runtime
+// honours an unprivileged pod's own NVIDIA_VISIBLE_DEVICES.
+func runtimeAccepts() error {
+	return errors.New("gpushare.io/env-device-requests=accepted: set accept-nvidia-visible-devices-envvar-when-unprivileged = false")
+}
+
+// TestAllocateLimitUnavailable: a node labelled limit (or mps) that cannot enforce it
+// refuses the container, saying why, rather than running it unlimited.
 func TestAllocateLimitUnavailable(t *testing.T) {
 	tests := []struct {
 		name        string
+		label       gpushare.Isolation
 		strategy    DeviceListStrategy
 		unsupported error
+		blocker     func() error
 		want        string
 	}{
 		{name: "envvar strategy", strategy: DeviceListEnvVar, want: "--device-list-strategy=envvar, not cdi-allocation"},
 		{name: "driver without per-cgroup limits", strategy: DeviceListCDIAllocation, unsupported: errors.New("NVIDIA driver R615 or later"), want: "R615"},
+		{name: "runtime honours a pod's own device requests", strategy: DeviceListCDIAllocation, blocker: runtimeAccepts,
+			want: "accept-nvidia-visible-devices-envvar-when-unprivileged = false"},
+		{name: "mps where the runtime honours a pod's own device requests", label: gpushare.IsolationMPS, strategy: DeviceListEnvVar, blocker: runtimeAccepts,
+			want: "accept-nvidia-visible-devices-envvar-when-unprivileged = false"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -171,13 +183,20 @@ func TestAllocateLimitUnavailable(t *testing.T) {
 			if tc.strategy == DeviceListCDIAllocation {
 				e.withAllocationSpecs(t, true)
 			}
+			if tc.label == "" {
+				tc.label = gpushare.IsolationLimit
+			}
+			if tc.label == gpushare.IsolationMPS {
+				e.withMPSRoot(t, 0, 1)
+			}
 			e.plugin.cfg.LimitUnsupported = tc.unsupported
-			e.setIsolation(t, string(gpushare.IsolationLimit))
+			e.plugin.cfg.IsolationBlocker = tc.blocker
+			e.setIsolation(t, string(tc.label))
 			r, err := e.allocateResp(t, 4)
 			if status.Code(err) != codes.FailedPrecondition || r != nil {
 				t.Fatalf("Allocate = %v, %v; want FailedPrecondition", r, err)
 			}
-			for _, w := range []string{"gpushare.io/isolation=limit but cannot enforce it", tc.want} {
+			for _, w := range []string{"gpushare.io/isolation=" + string(tc.label) + " but cannot enforce it", tc.want} {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("error %q does not say %q", err, w)
 				}
@@ -197,6 +216,7 @@ func TestPublishEnforcedIsolation(t *testing.T) {
 		label       string
 		strategy    DeviceListStrategy
 		unsupported error
+		blocker     func() error
 		want        string // "": no label
 		wantEvent   bool
 	}{
@@ -206,12 +226,16 @@ func TestPublishEnforcedIsolation(t *testing.T) {
 		{name: "limit, enforced", label: "limit", strategy: DeviceListCDIAllocation, want: "limit"},
 		{name: "limit, unsupported driver", label: "limit", strategy: DeviceListCDIAllocation, unsupported: errors.New("no dmem"), want: "none", wantEvent: true},
 		{name: "limit, envvar strategy", label: "limit", strategy: DeviceListEnvVar, want: "none", wantEvent: true},
+		{name: "limit, runtime honours a pod's own device requests", label: "limit", strategy: DeviceListCDIAllocation, blocker: runtimeAccepts, want: "none", wantEvent: true},
+		{name: "mps, runtime honours a pod's own device requests", label: "mps", strategy: DeviceListEnvVar, blocker: runtimeAccepts, want: "none", wantEvent: true},
+		{name: "none, runtime honours a pod's own device requests", label: "none", strategy: DeviceListEnvVar, blocker: runtimeAccepts, want: "none"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newTestEnv(t, "t4")
 			e.plugin.cfg.DeviceListStrategy = tc.strategy
 			e.plugin.cfg.LimitUnsupported = tc.unsupported
+			e.plugin.cfg.IsolationBlocker = tc.blocker
 			e.setIsolation(t, tc.label)
 			ctx := context.Background()
 			for i := 0; i < 2; i++ { // the second publish changes nothing and says nothing
@@ -231,7 +255,7 @@ func TestPublishEnforcedIsolation(t *testing.T) {
 			if n := len(events); n != map[bool]int{false: 0, true: 1}[tc.wantEvent] {
 				t.Errorf("events %q, want %d", events, map[bool]int{false: 0, true: 1}[tc.wantEvent])
 			}
-			if tc.wantEvent && !strings.HasPrefix(events[0], fmt.Sprintf("Warning %s ", nodecards.EventIsolationUnavailable)) {
+			if tc.wantEvent && len(events) > 0 && !strings.HasPrefix(events[0], fmt.Sprintf("Warning %s ", nodecards.EventIsolationUnavailable)) {
 				t.Errorf("event %q, want a Warning %s", events[0], nodecards.EventIsolationUnavailable)
 			}
 		})

@@ -42,6 +42,11 @@ type Config struct {
 	LimitHookPath string
 	// LimitUnsupported says why the node cannot enforce gpushare.IsolationLimit; nil: it can.
 	LimitUnsupported error
+	// IsolationBlocker says why the node's container runtime gives a container cards it was
+	// not handed, outside any limit (preflight.IsolationBlocker): limits are then refused
+	// too. Called at each Prepare on a limit node, so a fixed configuration counts without
+	// a restart. nil: not checked.
+	IsolationBlocker func() error
 	// Fatal is called with a background error the plugin cannot recover from (e.g. the
 	// helper lost its gRPC server); nil: such errors are only logged.
 	Fatal func(error)

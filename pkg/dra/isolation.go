@@ -21,17 +21,33 @@ var errNoMPS = errors.New("the DRA back end does not run MPS: its claims fail")
 
 // enforcedIsolation is what this back end enforces for the mode a node's label asks:
 // limits where the node can enforce them, none for MPS or for limits it cannot enforce
-// (with why), as prepare decides.
-func enforcedIsolation(limitUnsupported error) func(gpushare.Isolation) (gpushare.Isolation, error) {
+// (with why), as prepare decides (limitUnavailable).
+func enforcedIsolation(limitUnsupported error, blocker func() error) func(gpushare.Isolation) (gpushare.Isolation, error) {
 	return func(iso gpushare.Isolation) (gpushare.Isolation, error) {
-		switch {
-		case iso == gpushare.IsolationMPS:
+		switch iso {
+		case gpushare.IsolationMPS:
 			return gpushare.IsolationNone, errNoMPS
-		case iso == gpushare.IsolationLimit && limitUnsupported != nil:
-			return gpushare.IsolationNone, limitUnsupported
+		case gpushare.IsolationLimit:
+			if why := limitUnavailable(limitUnsupported, blocker); why != nil {
+				return gpushare.IsolationNone, why
+			}
 		}
 		return iso, nil
 	}
+}
+
+// limitUnavailable says why the node cannot enforce gpushare.IsolationLimit: the driver or
+// cgroups cannot (limitUnsupported), or the container runtime gives a container cards it was
+// not handed, outside any limit (blocker, preflight.IsolationBlocker; nil: not checked). nil:
+// it can.
+func limitUnavailable(limitUnsupported error, blocker func() error) error {
+	if limitUnsupported != nil {
+		return limitUnsupported
+	}
+	if blocker != nil {
+		return blocker()
+	}
+	return nil
 }
 
 // isolationLabel publishes the node's gpushare.LabelIsolationEnforced, as the device

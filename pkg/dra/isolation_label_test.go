@@ -15,6 +15,10 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
+// runtimeAccepts stands for preflight.IsolationBlocker on a runtime that honours an
+// unprivileged pod's own NVIDIA_VISIBLE_DEVICES.
+var runtimeAccepts = errors.New("gpushare.io/env-device-requests=accepted")
+
 // TestIsolationLabel: the node's gpushare.io/isolation-enforced says what the DRA back end
 // enforces for its isolation label, as prepare decides.
 func TestIsolationLabel(t *testing.T) {
@@ -23,6 +27,7 @@ func TestIsolationLabel(t *testing.T) {
 		name        string
 		labels      map[string]string
 		unsupported error
+		blocked     error // the runtime's verdict on a pod's own device requests
 		want        string // "" : no label
 	}{
 		{name: "no isolation label", labels: nil},
@@ -30,6 +35,8 @@ func TestIsolationLabel(t *testing.T) {
 		{name: "none", labels: map[string]string{gpushare.LabelIsolation: "none"}, want: "none"},
 		{name: "limit", labels: map[string]string{gpushare.LabelIsolation: "limit"}, want: "limit"},
 		{name: "limit the node cannot enforce", labels: map[string]string{gpushare.LabelIsolation: "limit"}, unsupported: tooOld, want: "none"},
+		{name: "limit where the runtime honours a pod's own device requests", labels: map[string]string{gpushare.LabelIsolation: "limit"}, blocked: runtimeAccepts, want: "none"},
+		{name: "none where the runtime honours a pod's own device requests", labels: map[string]string{gpushare.LabelIsolation: "none"}, blocked: runtimeAccepts, want: "none"},
 		{name: "mps is not run", labels: map[string]string{gpushare.LabelIsolation: "mps"}, want: "none"},
 		{name: "a bad label", labels: map[string]string{gpushare.LabelIsolation: "x", gpushare.LabelIsolationEnforced: "none"}},
 	}
@@ -38,7 +45,7 @@ func TestIsolationLabel(t *testing.T) {
 			ctx := context.Background()
 			node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, Labels: tt.labels}}
 			client := fake.NewClientset(node)
-			l := isolationLabel{client: client, node: testNode, enforced: enforcedIsolation(tt.unsupported)}
+			l := isolationLabel{client: client, node: testNode, enforced: enforcedIsolation(tt.unsupported, func() error { return tt.blocked })}
 			l.publish(ctx, node)
 			if got := enforcedLabel(ctx, t, client); got != tt.want {
 				t.Errorf("%s = %q, want %q", gpushare.LabelIsolationEnforced, got, tt.want)
@@ -54,7 +61,7 @@ func TestIsolationLabelResync(t *testing.T) {
 	defer cancel()
 	client := fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}})
 	clk := clocktesting.NewFakeClock(time.Now())
-	l := isolationLabel{client: client, node: testNode, enforced: enforcedIsolation(nil)}
+	l := isolationLabel{client: client, node: testNode, enforced: enforcedIsolation(nil, nil)}
 	done := make(chan struct{})
 	go func() { defer close(done); l.resync(ctx, clk, time.Minute) }()
 

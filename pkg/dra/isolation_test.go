@@ -26,6 +26,7 @@ func TestPrepareIsolation(t *testing.T) {
 		name        string
 		isolation   func(context.Context) (gpushare.Isolation, error)
 		unsupported error
+		blocked     error // the runtime's verdict on a pod's own device requests
 		claim       *resourceapi.ResourceClaim
 		wantHook    []string // the hook's limit arguments; nil: no hook
 		wantErr     string
@@ -39,6 +40,10 @@ func TestPrepareIsolation(t *testing.T) {
 			wantHook: []string{"GPU-bbbb=3072", "GPU-aaaa=3072"},
 		},
 		{name: "limit the node cannot enforce", isolation: iso(gpushare.IsolationLimit, nil), unsupported: errors.New("driver too old"), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantErr: "cannot enforce it: driver too old"},
+		{name: "limit where the runtime honours a pod's own device requests", isolation: iso(gpushare.IsolationLimit, nil), blocked: runtimeAccepts,
+			claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantErr: "cannot enforce it: gpushare.io/env-device-requests=accepted"},
+		{name: "none where the runtime honours a pod's own device requests", isolation: iso(gpushare.IsolationNone, nil), blocked: runtimeAccepts,
+			claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi"))},
 		{name: "mps", isolation: iso(gpushare.IsolationMPS, nil), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantErr: "which the DRA back end does not enforce"},
 		{name: "a bad label", isolation: iso("", errors.New("node label gpushare.io/isolation=\"x\"")), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantErr: "reading node node-a's isolation"},
 	}
@@ -46,6 +51,7 @@ func TestPrepareIsolation(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t.TempDir())
 			cfg.Isolation, cfg.LimitUnsupported, cfg.LimitHookPath = tt.isolation, tt.unsupported, "/hook"
+			cfg.IsolationBlocker = func() error { return tt.blocked }
 			d := newTestDriver(t, cfg)
 			res, _ := d.PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{tt.claim})
 			err := res[tt.claim.UID].Err

@@ -175,8 +175,8 @@ func (d *Driver) limit(ctx context.Context) (bool, error) {
 	case gpushare.IsolationMPS:
 		return false, failed(reasonIsolation, fmt.Errorf("node %s is labelled %s=%s, which the DRA back end does not enforce", d.cfg.NodeName, gpushare.LabelIsolation, iso))
 	case gpushare.IsolationLimit:
-		if d.cfg.LimitUnsupported != nil {
-			return false, failed(reasonIsolation, fmt.Errorf("node %s is labelled %s=%s but cannot enforce it: %w", d.cfg.NodeName, gpushare.LabelIsolation, iso, d.cfg.LimitUnsupported))
+		if why := limitUnavailable(d.cfg.LimitUnsupported, d.cfg.IsolationBlocker); why != nil {
+			return false, failed(reasonIsolation, fmt.Errorf("node %s is labelled %s=%s but cannot enforce it: %w", d.cfg.NodeName, gpushare.LabelIsolation, iso, why))
 		}
 		return true, nil
 	}

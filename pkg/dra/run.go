@@ -48,6 +48,10 @@ type RunConfig struct {
 	// node cannot enforce gpushare.IsolationLimit (nil: it can).
 	LimitHookPath    string
 	LimitUnsupported error
+	// IsolationBlocker says why the container runtime gives a container cards beyond its
+	// claim's, outside any limit (preflight.IsolationBlocker; Config.IsolationBlocker); nil:
+	// not checked.
+	IsolationBlocker func() error
 	// HealthRecovery is how long a card must go without a critical fault to be healthy again.
 	HealthRecovery time.Duration
 	// Clock drives health recovery; nil: the real clock.
@@ -128,7 +132,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	label := isolationLabel{client: rc.Client, recorder: rc.Recorder, node: rc.NodeName, enforced: enforcedIsolation(rc.LimitUnsupported)}
+	label := isolationLabel{client: rc.Client, recorder: rc.Recorder, node: rc.NodeName, enforced: enforcedIsolation(rc.LimitUnsupported, rc.IsolationBlocker)}
 	label.publish(ctx, node)
 	probe := &probes{}
 	fatal := func(err error) {
@@ -139,7 +143,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		NodeName: rc.NodeName, Inventory: gpushare.Inventory{Unit: rc.Unit, Devices: cards},
 		Specs: specs, CDIKind: cdiKind, DataDir: dataDir, Healthy: health.Healthy, Fatal: fatal,
 		Isolation:     nodeIsolation(rc.Client, rc.NodeName, label.publish),
-		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported,
+		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported, IsolationBlocker: rc.IsolationBlocker,
 	})
 	if err != nil {
 		return err

@@ -21,6 +21,10 @@ type Verdict struct {
 	Unsafe bool
 }
 
+// acceptEnvvarKey is the NVIDIA container runtime's setting that decides whether an
+// unprivileged container's own NVIDIA_VISIBLE_DEVICES selects its cards (default true).
+const acceptEnvvarKey = "accept-nvidia-visible-devices-envvar-when-unprivileged"
+
 // Decide turns the result of ReadNVIDIAConfig at path into a Verdict. The runtime's mode
 // does not change it: in cdi mode the toolkit turns the variable into nvidia.com/gpu CDI
 // names under the same key (internal/config/image CUDA.VisibleDevices in
@@ -40,7 +44,7 @@ func Decide(path string, c NVIDIAConfig, err error) Verdict {
 		mode = *c.Runtime.Mode
 	}
 	v := Verdict{Mode: mode}
-	const key = "accept-nvidia-visible-devices-envvar-when-unprivileged"
+	const key = acceptEnvvarKey
 	switch {
 	case c.AcceptEnvvarUnprivileged == nil:
 		v.State, v.Unsafe = gpushare.EnvDeviceRequestsAccepted, true
