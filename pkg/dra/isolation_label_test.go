@@ -27,7 +27,7 @@ func TestIsolationLabel(t *testing.T) {
 		name        string
 		labels      map[string]string
 		unsupported error
-		blocked     error // the runtime's verdict on a pod's own device requests
+		blocked     error  // the runtime's verdict on a pod's own device requests
 		want        string // "" : no label
 	}{
 		{name: "no isolation label", labels: nil},
