@@ -3,6 +3,7 @@ package dra
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -107,4 +108,50 @@ func limitArgs(t *testing.T, cfg Config, uid string) []string {
 		}
 	}
 	return out
+}
+
+// TestPrepareSharedClaim: on a limit node a claim reserved for more than one pod fails with
+// reason shared_claim and leaves no spec behind; elsewhere it prepares, and a claim for one
+// pod prepares on a limit node.
+func TestPrepareSharedClaim(t *testing.T) {
+	const uid = "dddddddd-0000-4000-8000-000000000002"
+	tests := []struct {
+		name      string
+		isolation gpushare.Isolation
+		pods      []string
+		wantErr   string
+	}{
+		{name: "limit, two pods", isolation: gpushare.IsolationLimit, pods: []string{"nb-1", "nb-2"},
+			wantErr: "reserved for 2 consumers (pods/nb-1, pods/nb-2), and on a node labelled gpushare.io/isolation=limit a claim serves one pod"},
+		{name: "limit, one pod", isolation: gpushare.IsolationLimit, pods: []string{"nb-1"}},
+		{name: "none, two pods", isolation: gpushare.IsolationNone, pods: []string{"nb-1", "nb-2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t.TempDir())
+			cfg.LimitHookPath = "/hook"
+			cfg.Isolation = func(context.Context) (gpushare.Isolation, error) { return tt.isolation, nil }
+			c := claim(uid, "shared", result("gpu", "gpu-0", "4Gi"))
+			for _, p := range tt.pods {
+				c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: p, UID: types.UID("uid-" + p)})
+			}
+			res, _ := newTestDriver(t, cfg).PrepareResourceClaims(context.Background(), []*resourceapi.ResourceClaim{c})
+			err := res[c.UID].Err
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("claim error %v, want %q", err, tt.wantErr)
+			}
+			if r := prepareReason(err); r != reasonSharedClaim {
+				t.Errorf("reason %q, want %q", r, reasonSharedClaim)
+			}
+			if _, statErr := os.Stat(nodecards.ClaimSpecPath(cfg.Specs.Dir, c.UID)); !os.IsNotExist(statErr) {
+				t.Errorf("a refused claim left its spec: %v", statErr)
+			}
+		})
+	}
 }

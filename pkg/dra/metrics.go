@@ -17,6 +17,7 @@ const (
 	reasonOverFree        = "over_free"        // more than the claims already prepared leave
 	reasonUnhealthy       = "unhealthy"        // a card that is unhealthy now
 	reasonIsolation       = "isolation"        // an isolation label this node cannot enforce or read
+	reasonSharedClaim     = "shared_claim"     // on a limit node, a claim reserved for more than one pod
 	reasonCDISpec         = "cdi_spec"         // the claim's CDI spec could not be written or removed
 	reasonCheckpoint      = "checkpoint"       // the checkpoint could not be written
 	reasonOther           = "other"
@@ -24,7 +25,7 @@ const (
 
 var (
 	prepareReasons = []string{reasonNotAllocated, reasonUnknownDevice, reasonInvalidCapacity, reasonOverCard,
-		reasonOverFree, reasonUnhealthy, reasonIsolation, reasonCDISpec, reasonCheckpoint, reasonOther}
+		reasonOverFree, reasonUnhealthy, reasonIsolation, reasonSharedClaim, reasonCDISpec, reasonCheckpoint, reasonOther}
 	unprepareReasons = []string{reasonCDISpec, reasonCheckpoint}
 )
 

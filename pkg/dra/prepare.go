@@ -66,6 +66,11 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	if err != nil {
 		return PreparedClaim{}, err
 	}
+	if limit {
+		if err := onePod(claim); err != nil {
+			return PreparedClaim{}, err
+		}
+	}
 	runtimeDevices := d.runtimeDevices(devices)
 	id, err := d.writeSpec(claim.UID, devices, limit, runtimeDevices)
 	if err != nil {
@@ -84,6 +89,22 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	}
 	d.prepared = next
 	return p, nil
+}
+
+// onePod refuses, on a limit node, a claim reserved for more than one pod: the claim's spec
+// gives each consuming container the claim's whole memory as its own hard limit, so pods
+// sharing it could together take a multiple of what the scheduler counted. Consumers that
+// are not pods are counted too: nothing holds them to the claim either.
+func onePod(claim *resourceapi.ResourceClaim) error {
+	if n := len(claim.Status.ReservedFor); n > 1 {
+		names := make([]string, 0, n)
+		for _, r := range claim.Status.ReservedFor {
+			names = append(names, r.Resource+"/"+r.Name)
+		}
+		return failed(reasonSharedClaim, fmt.Errorf("it is reserved for %d consumers (%s), and on a node labelled %s=%s a claim serves one pod: each consumer would get the claim's whole memory as its own limit; give each pod its own claim (a ResourceClaimTemplate)",
+			n, strings.Join(names, ", "), gpushare.LabelIsolation, gpushare.IsolationLimit))
+	}
+	return nil
 }
 
 // claimDevices reads the claim's allocation results of this driver and checks them against
