@@ -210,9 +210,7 @@ func TestDeletedServedPodFreesItsCard(t *testing.T) {
 	if err := e.client.CoreV1().Pods("default").Delete(context.Background(), "a", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 100 && len(e.plugin.podsOnNode()) > 0; i++ {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitInformer(t, e, 0)
 	b := makePod("b", 2, 11, []ctr{{name: "main", units: 14}}, app(gpushare.CardUnits{0: 14}))
 	if _, err := e.client.CoreV1().Pods("default").Create(context.Background(), b, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
