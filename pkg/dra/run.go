@@ -48,6 +48,9 @@ type RunConfig struct {
 	// node cannot enforce gpushare.IsolationLimit (nil: it can).
 	LimitHookPath    string
 	LimitUnsupported error
+	// LimitHookFailureDir is where the hook leaves a record of each failure, counted on
+	// Serve's /metrics as gpushare_limit_hook_failures_total; empty: no records, no counter.
+	LimitHookFailureDir string
 	// HealthRecovery is how long a card must go without a critical fault to be healthy again.
 	HealthRecovery time.Duration
 	// Clock drives health recovery; nil: the real clock.
@@ -139,7 +142,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		NodeName: rc.NodeName, Inventory: gpushare.Inventory{Unit: rc.Unit, Devices: cards},
 		Specs: specs, CDIKind: cdiKind, DataDir: dataDir, Healthy: health.Healthy, Fatal: fatal,
 		Isolation:     nodeIsolation(rc.Client, rc.NodeName, label.publish),
-		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported,
+		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported, LimitHookFailureDir: rc.LimitHookFailureDir,
 	})
 	if err != nil {
 		return err
@@ -161,6 +164,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 	m := newMetrics()
 	if usage != nil {
 		m.usage = usage.Collector()
+	}
+	if rc.LimitHookFailureDir != "" {
+		m.limitHook = nodecards.NewLimitHookFailures(rc.LimitHookFailureDir, rc.NodeName)
 	}
 	helper, err := kubeletplugin.Start(ctx, observed{Driver: driver, m: m}, opts...)
 	if err != nil {
