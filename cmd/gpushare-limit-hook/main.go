@@ -9,13 +9,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/gpushare/gpushare/pkg/limithook"
 )
-
-// timeout bounds the hook: the runtime waits for it before the container may start.
-const timeout = 30 * time.Second
 
 func main() {
 	if err := run(); err != nil {
@@ -36,7 +32,7 @@ func run() error {
 		}
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	return limithook.Exec(ctx, os.Args[1:], os.Stdin)
+	// Exec bounds itself by its --deadline, shorter than the runtime's timeout on the hook
+	// (limithook.DefaultDeadline), and leaves a failure record in --failure-dir.
+	return limithook.Exec(context.Background(), os.Args[1:], os.Stdin)
 }

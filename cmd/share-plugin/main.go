@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -64,6 +65,7 @@ type options struct {
 	mpsRoot        string
 	nvidiaConfig   string
 	limitHookPath  string
+	limitHookFails string
 	// The usage watchdog.
 	usageInterval      time.Duration
 	overGrantThreshold float64
@@ -106,6 +108,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"the node's NVIDIA container runtime configuration (the host's file, mounted at the same path): whether it lets a pod's own NVIDIA_VISIBLE_DEVICES widen its cards goes to the node label "+gpushare.LabelEnvDeviceRequests+" (a missing file: unknown); empty: not read, no label")
 	fs.StringVar(&o.limitHookPath, "limit-hook-path", deviceplugin.DefaultLimitHookPath,
 		"host path of gpushare-limit-hook, which the per-allocation CDI spec names on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationLimit)+" (the DaemonSet installs it there)")
+	fs.StringVar(&o.limitHookFails, "limit-hook-failure-dir", limithook.DefaultFailureDir,
+		"host folder, mounted at the same path, where gpushare-limit-hook leaves a record of each failure (its --failure-dir) and share-plugin counts them on /metrics (gpushare_limit_hook_failures_total) and removes them; empty: no records, no counter")
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")
 	fs.DurationVar(&o.usageInterval, "usage-interval", 15*time.Second,
 		"how often the usage watchdog lists each card's processes and compares each container's GPU memory with its grant; 0 disables the watchdog (needs hostPID)")
@@ -179,6 +183,9 @@ func run(ctx context.Context, o options) error {
 	if err != nil {
 		return fmt.Errorf("--backend: %w", err)
 	}
+	if d := o.limitHookFails; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
+		return fmt.Errorf("--limit-hook-failure-dir %q: want a clean absolute path", d)
+	}
 	action, err := watchdog.ParseOverGrantAction(o.overGrantAction)
 	if err != nil {
 		return fmt.Errorf("--over-grant-action: %w", err)
@@ -233,7 +240,7 @@ func run(ctx context.Context, o options) error {
 		return dra.Run(ctx, dra.RunConfig{
 			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, Simulated: simulated,
 			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
-			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), Serve: serve,
+			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), LimitHookFailureDir: o.limitHookFails, Serve: serve,
 			IsolationBlocker: isolationBlocker,
 			Recorder:         recorder, NodeResync: o.nodeResync, Usage: usage,
 		})
@@ -256,7 +263,7 @@ func run(ctx context.Context, o options) error {
 		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
 		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
 		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
-		MPSRoot: o.mpsRoot, LimitHookPath: o.limitHookPath, LimitUnsupported: limitUnsupported, UsageInterval: usageInterval,
+		MPSRoot: o.mpsRoot, LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, LimitUnsupported: limitUnsupported, UsageInterval: usageInterval,
 		IsolationBlocker: isolationBlocker,
 		ProcRoot:         o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
 		OverGrant:                 overGrant,

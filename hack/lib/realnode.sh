@@ -228,6 +228,7 @@ start_gpu_source() {
     --device-list-strategy "$DEVICE_LIST_STRATEGY" \
     --cdi-spec-dir "$CDI_DIR" \
     --limit-hook-path "$GPUSHARE_BIN/gpushare-limit-hook" \
+    --limit-hook-failure-dir "$STATE/limit-hook-failures" \
     --simulate-processes-file "$STATE/gpu-processes.yaml" \
     --device-plugin-dir "$KUBELET_DIR/device-plugins" \
     --pod-resources-socket "$KUBELET_DIR/pod-resources/kubelet.sock" \

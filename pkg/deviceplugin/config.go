@@ -79,6 +79,10 @@ type Config struct {
 	// LimitHookPath is the host path of gpushare-limit-hook, which the per-allocation CDI
 	// specs name on nodes labelled gpushare.io/isolation=limit (default DefaultLimitHookPath).
 	LimitHookPath string
+	// LimitHookFailureDir is where the hook leaves a record of each failure (its
+	// --failure-dir, host path, share-plugin sees it at the same path), counted on /metrics
+	// as gpushare_limit_hook_failures_total; empty: no records, no counter.
+	LimitHookFailureDir string
 	// LimitUnsupported says why the node's driver or cgroups cannot enforce per-cgroup
 	// memory limits (limithook.NVMLSupport); nil: they can (simulated cards always can: the
 	// hook records the limit).
@@ -157,6 +161,9 @@ func (c *Config) validate() error {
 	}
 	if !filepath.IsAbs(c.LimitHookPath) || filepath.Clean(c.LimitHookPath) != c.LimitHookPath {
 		return fmt.Errorf("limit hook path %q: want a clean absolute path", c.LimitHookPath)
+	}
+	if d := c.LimitHookFailureDir; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
+		return fmt.Errorf("limit hook failure folder %q: want a clean absolute path", d)
 	}
 	if c.MPSRoot == "" {
 		c.MPSRoot = gpushare.DefaultMPSRoot

@@ -57,9 +57,10 @@ func (p *Plugin) enforcedIsolation(iso gpushare.Isolation) (gpushare.Isolation, 
 }
 
 // limitHook is nodecards.LimitHook for a container holding units[i] units on cards[i], with
-// this plugin's hook path, simulated cards and unit.
+// this plugin's hook path, simulated cards, failure folder and unit.
 func (p *Plugin) limitHook(cards []gpushare.Device, units []int64) *cdi.Hook {
-	return nodecards.LimitHook(p.cfg.LimitHookPath, p.cfg.SimulatedCardDir, p.cfg.Unit, cards, units)
+	c := nodecards.LimitHookConfig{Path: p.cfg.LimitHookPath, SimulatedCardDir: p.cfg.SimulatedCardDir, FailureDir: p.cfg.LimitHookFailureDir}
+	return nodecards.LimitHook(c, p.cfg.Unit, cards, units)
 }
 
 // publishEnforcedIsolation publishes what this plugin enforces for the node's isolation

@@ -40,16 +40,16 @@ func TestAllocateLimitNode(t *testing.T) {
 	}{
 		{
 			name: "simulated, one card", label: "limit", ctrs: []ctr{{name: "main", units: 6}}, alloc: app(gpushare.CardUnits{1: 6}), units: 6, unit: gpushare.GiB, simulated: true,
-			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", uuid(1) + "=6144"},
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", uuid(1) + "=6144"},
 		},
 		{
 			name: "simulated, two cards, 256 MiB units", label: "limit", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
 			unit: gpushare.Unit{MiB: 256}, simulated: true,
-			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", uuid(0) + "=1024", uuid(1) + "=1024"},
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", uuid(0) + "=1024", uuid(1) + "=1024"},
 		},
 		{
 			name: "real cards: NVML", label: "limit", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{0: 4}), units: 4, unit: gpushare.GiB,
-			wantArgs: []string{testHookPath, "--mode=nvml", uuid(0) + "=4096"},
+			wantArgs: []string{testHookPath, "--mode=nvml", "--deadline=20s", uuid(0) + "=4096"},
 		},
 		{
 			name: "no label: no hook", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{0: 4}), units: 4, unit: gpushare.GiB, simulated: true,

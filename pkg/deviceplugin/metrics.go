@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // collector computes the per-card gauges at scrape time from the informer and NVML, so
@@ -99,11 +100,15 @@ func boolFloat(b bool) float64 {
 	return 0
 }
 
-// Handler serves /metrics (the plugin's own registry plus Go runtime metrics), /healthz
-// (200 while registered with kubelet, 503 otherwise) and GET /served (gpushare.ServedReport as JSON).
+// Handler serves /metrics (the plugin's own registry, the limit hook's failures when
+// LimitHookFailureDir is set, plus Go runtime metrics), /healthz (200 while registered with
+// kubelet, 503 otherwise) and GET /served (gpushare.ServedReport as JSON).
 func (p *Plugin) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(p), p.usage.Collector(), p.preflight, p.ambiguous, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	if p.cfg.LimitHookFailureDir != "" {
+		reg.MustRegister(nodecards.NewLimitHookFailures(p.cfg.LimitHookFailureDir, p.cfg.NodeName))
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET "+gpushare.ServedPath, p.serveServed)

@@ -12,6 +12,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
 )
 
 func TestMetricsAndHealthz(t *testing.T) {
@@ -87,4 +88,27 @@ func TestListAndWatchStreamsGauge(t *testing.T) {
 	waitFor(t, "the stream to be counted", want("1"))
 	cancel()
 	waitFor(t, "the ended stream to be uncounted", want("0"))
+}
+
+// With a limit hook failure folder, /metrics counts the hook's failure records.
+func TestMetricsCountLimitHookFailures(t *testing.T) {
+	e := newTestEnv(t, "t4:1")
+	dir := t.TempDir()
+	e.plugin.cfg.LimitHookFailureDir = dir
+	if _, err := limithook.WriteFailure(dir, limithook.FailureRecord{Reason: limithook.ReasonDeadline, Card: uuid(0), Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e.plugin.Handler())
+	defer srv.Close()
+	for range 2 { // counted once
+		body := get(t, srv.URL+"/metrics", http.StatusOK)
+		for _, want := range []string{
+			`gpushare_limit_hook_failures_total{node="gpu-node",reason="deadline"} 1` + "\n",
+			`gpushare_limit_hook_failures_total{node="gpu-node",reason="nvml"} 0` + "\n",
+		} {
+			if !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %q", want)
+			}
+		}
+	}
 }

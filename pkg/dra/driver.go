@@ -40,6 +40,9 @@ type Config struct {
 	// LimitHookPath is gpushare-limit-hook's path on the host, which a claim's spec names on
 	// a node labelled gpushare.IsolationLimit.
 	LimitHookPath string
+	// LimitHookFailureDir is where the hook leaves a record of each failure (its
+	// --failure-dir); empty: no records.
+	LimitHookFailureDir string
 	// LimitUnsupported says why the node cannot enforce gpushare.IsolationLimit; nil: it can.
 	LimitUnsupported error
 	// IsolationBlocker says why the node's container runtime gives a container cards it was

@@ -59,6 +59,8 @@ type metrics struct {
 	unprepareFailed *prometheus.CounterVec
 	// usage is the usage watchdog's collector; nil: no watchdog runs.
 	usage prometheus.Collector
+	// limitHook counts the limit hook's failure records; nil: the hook leaves none.
+	limitHook prometheus.Collector
 }
 
 func newMetrics() *metrics {
@@ -86,6 +88,9 @@ func (m *metrics) collectors() []prometheus.Collector {
 	cs := []prometheus.Collector{m.prepared, m.prepareFailed, m.unprepared, m.unprepareFailed}
 	if m.usage != nil {
 		cs = append(cs, m.usage)
+	}
+	if m.limitHook != nil {
+		cs = append(cs, m.limitHook)
 	}
 	return cs
 }

@@ -9,12 +9,15 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
+	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
 // TestPrepareReason: each way a claim fails, run through the driver, counts under its own
@@ -178,7 +181,13 @@ func TestMetricsCards(t *testing.T) {
 	}
 	p := &probes{registration: func() bool { return true }}
 	p.published.Store(true)
-	srv := httptest.NewServer(d.handler(p, newMetrics()))
+	failures := t.TempDir()
+	if _, err := limithook.WriteFailure(failures, limithook.FailureRecord{Reason: limithook.ReasonUnsupported, Time: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	m := newMetrics()
+	m.limitHook = nodecards.NewLimitHookFailures(failures, "node-a") // as Run does with RunConfig.LimitHookFailureDir
+	srv := httptest.NewServer(d.handler(p, m))
 	defer srv.Close()
 	code, body := get(t, srv.URL+"/metrics")
 	if code != http.StatusOK {
@@ -200,6 +209,8 @@ func TestMetricsCards(t *testing.T) {
 		`gpushare_dra_claim_unprepare_failures_total{reason="checkpoint"} 0`,
 		"gpushare_dra_claims_prepared_total 0",
 		"gpushare_dra_claims_unprepared_total 0",
+		`gpushare_limit_hook_failures_total{node="node-a",reason="unsupported"} 1`,
+		`gpushare_limit_hook_failures_total{node="node-a",reason="deadline"} 0`,
 	} {
 		if !strings.Contains(body, want+"\n") {
 			t.Errorf("/metrics lacks %q", want)

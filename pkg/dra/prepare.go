@@ -228,7 +228,9 @@ func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool, 
 	cards, units, env := claimEnv(d.cards, devices)
 	var hooks []*cdispec.Hook
 	if limit {
-		hooks = []*cdispec.Hook{nodecards.LimitHook(d.cfg.LimitHookPath, d.cfg.Specs.SimulatedCardDir, d.cfg.Inventory.Unit, cards, units)}
+		hooks = []*cdispec.Hook{nodecards.LimitHook(nodecards.LimitHookConfig{
+			Path: d.cfg.LimitHookPath, SimulatedCardDir: d.cfg.Specs.SimulatedCardDir, FailureDir: d.cfg.LimitHookFailureDir,
+		}, d.cfg.Inventory.Unit, cards, units)}
 	}
 	own := slices.DeleteFunc(slices.Clone(cards), func(c gpushare.Device) bool {
 		return slices.ContainsFunc(runtimeDevices, func(id string) bool { return strings.HasSuffix(id, "="+c.UUID) })

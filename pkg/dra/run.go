@@ -52,6 +52,9 @@ type RunConfig struct {
 	// claim's, outside any limit (preflight.IsolationBlocker; Config.IsolationBlocker); nil:
 	// not checked.
 	IsolationBlocker func() error
+	// LimitHookFailureDir is where the hook leaves a record of each failure, counted on
+	// Serve's /metrics as gpushare_limit_hook_failures_total; empty: no records, no counter.
+	LimitHookFailureDir string
 	// HealthRecovery is how long a card must go without a critical fault to be healthy again.
 	HealthRecovery time.Duration
 	// Clock drives health recovery; nil: the real clock.
@@ -144,6 +147,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 		Specs: specs, CDIKind: cdiKind, DataDir: dataDir, Healthy: health.Healthy, Fatal: fatal,
 		Isolation:     nodeIsolation(rc.Client, rc.NodeName, label.publish),
 		LimitHookPath: rc.LimitHookPath, LimitUnsupported: rc.LimitUnsupported, IsolationBlocker: rc.IsolationBlocker,
+		LimitHookFailureDir: rc.LimitHookFailureDir,
 	})
 	if err != nil {
 		return err
@@ -165,6 +169,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 	m := newMetrics()
 	if usage != nil {
 		m.usage = usage.Collector()
+	}
+	if rc.LimitHookFailureDir != "" {
+		m.limitHook = nodecards.NewLimitHookFailures(rc.LimitHookFailureDir, rc.NodeName)
 	}
 	helper, err := kubeletplugin.Start(ctx, observed{Driver: driver, m: m}, opts...)
 	if err != nil {

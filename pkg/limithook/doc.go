@@ -15,6 +15,12 @@
 // createRuntime hooks run in the runtime's namespaces with the host PID (OCI runtime spec,
 // config.md "CreateRuntime Hooks"; runc libcontainer/process_linux.go and rootfs_linux.go).
 //
+// The hook is bounded: each NVML call (OpenNVML, each SetLimit) is abandoned at the hook's
+// --deadline (DefaultDeadline), shorter than the hook entry's timeout
+// (RuntimeTimeoutSeconds), so the hook says what hung before the runtime kills it. On any
+// failure it leaves a FailureRecord in --failure-dir (WriteFailure), with a reason of
+// Reasons, which share-plugin counts as gpushare_limit_hook_failures_total.
+//
 // Simulated cards (share-plugin --simulate) have no driver: the hook records each limit in a
 // file beside the card's file (Record, ReadRecords), so the whole path runs without a GPU.
 package limithook

@@ -26,18 +26,25 @@ var _ Setter = NVMLSetter{}
 // AcceptsV1 is false: the driver limits cgroup v2 paths only.
 func (NVMLSetter) AcceptsV1() bool { return false }
 
+// Callee is NVML's limit call.
+func (NVMLSetter) Callee() (who, call string) { return "NVML", gpunvml.LimitCall }
+
 // SetLimit sets the soft and hard limit of card l.UUID for cg to l: the grant is both what
 // the ledger guarantees the container and the most it may allocate. Errors name the card,
-// and where the node cannot limit memory the driver and cgroup requirements.
+// and where the node cannot limit memory the driver and cgroup requirements; they are tagged
+// with their reason (ReasonOf). The call is not bounded here: Run abandons it at the deadline.
 func (s NVMLSetter) SetLimit(_ context.Context, _ string, cg Cgroup, l Limit) error {
 	if cg.Version != 2 {
-		return fmt.Errorf("card %s: cgroup %s is not on cgroup v2: %s", l.UUID, cg.Path, requirements)
+		return failed(ReasonCgroup, l.UUID, fmt.Errorf("card %s: cgroup %s is not on cgroup v2: %s", l.UUID, cg.Path, requirements))
 	}
 	err := s.Lib.SetMemoryLimits(l.UUID, filepath.Join(s.CgroupRoot, cg.Path), l.Bytes(), l.Bytes())
-	if errors.Is(err, gpunvml.ErrLimitsUnsupported) || errors.Is(err, gpunvml.ErrCgroupNotOpened) {
-		return fmt.Errorf("%w: %s", err, requirements)
+	switch {
+	case errors.Is(err, gpunvml.ErrLimitsUnsupported):
+		return failed(ReasonUnsupported, l.UUID, fmt.Errorf("%w: %s", err, requirements))
+	case errors.Is(err, gpunvml.ErrCgroupNotOpened):
+		return failed(ReasonCgroup, l.UUID, fmt.Errorf("%w: %s", err, requirements))
 	}
-	return err
+	return failed(ReasonNVML, l.UUID, err)
 }
 
 // NVMLSupport reports whether NVML can limit memory per cgroup on the cards uuids with the
@@ -67,15 +74,16 @@ func NVMLSupport(lib gpunvml.MemoryLimiter, cgroupRoot string, uuids []string) e
 
 // OpenNVML loads the driver's NVML (libnvidia-ml.so.1, or libraryPath) and returns the
 // setter the hook uses on the hierarchy at cgroupRoot; close releases the library. Errors:
-// NVML does not initialise, or lacks the call (a driver before R615).
+// NVML does not initialise (ReasonNVML), or lacks the call, a driver before R615
+// (ReasonUnsupported). It is not bounded here: the hook abandons it at its deadline.
 func OpenNVML(libraryPath, cgroupRoot string) (s NVMLSetter, close func(), err error) {
 	lib, err := gpunvml.OpenMemoryLimiter(gpunvml.SystemLibrary(libraryPath))
 	if err != nil {
-		return NVMLSetter{}, nil, err
+		return NVMLSetter{}, nil, failed(ReasonNVML, "", err)
 	}
 	if err := lib.HasLimitCall(); err != nil {
 		lib.Close()
-		return NVMLSetter{}, nil, fmt.Errorf("%w: %s", err, requirements)
+		return NVMLSetter{}, nil, failed(ReasonUnsupported, "", fmt.Errorf("%w: %s", err, requirements))
 	}
 	return NVMLSetter{Lib: lib, CgroupRoot: cgroupRoot}, lib.Close, nil
 }

@@ -62,6 +62,11 @@ var _ Setter = SimulatedSetter{}
 // AcceptsV1 is true: a simulated node may run cgroup v1 (the local cluster's machines do).
 func (SimulatedSetter) AcceptsV1() bool { return true }
 
+// Callee is the record's file, for the deadline's message.
+func (SimulatedSetter) Callee() (who, call string) {
+	return "the simulated card's folder", "writing the limit record"
+}
+
 // SetLimit writes l's Record for cg, replacing any earlier one atomically. Errors: no
 // simulated card l.UUID in CardDir, or the record cannot be written.
 func (s SimulatedSetter) SetLimit(_ context.Context, containerID string, cg Cgroup, l Limit) error {

@@ -22,7 +22,10 @@
 //     specs, gpushare.io/claim=<claim UID>) and runtime_devices.go (the runtime's own
 //     <kind>=<UUID> devices in its CDI registry, and the registry's folders);
 //   - limit_hook.go: the createRuntime hook entry of gpushare-limit-hook (LimitHook), with
-//     each card's limit in MiB;
+//     each card's limit in MiB, the hook's deadline and failure folder, and the runtime's
+//     timeout on it;
+//   - limit_hook_failures.go: the hook's failure records, counted once and removed at each
+//     scrape (LimitHookFailures, gpushare_limit_hook_failures_total);
 //   - isolation_label.go: the node's gpushare.io/isolation-enforced label
 //     (PublishEnforcedIsolation);
 //   - pods.go: the pods of a pod informer's store (PodsIn).

@@ -8,23 +8,44 @@ import (
 	"github.com/gpushare/gpushare/pkg/limithook"
 )
 
+// LimitHookConfig is where gpushare-limit-hook and its folders are on the host.
+type LimitHookConfig struct {
+	// Path is the hook's path.
+	Path string
+	// SimulatedCardDir, set for simulated cards, is the folder of their files: the hook then
+	// records each limit beside the card's file instead of asking NVML.
+	SimulatedCardDir string
+	// FailureDir is where the hook leaves a record of each failure, which
+	// LimitHookFailures counts; empty: no records.
+	FailureDir string
+}
+
 // LimitHook is the createRuntime hook that holds a container to units[i] units of unit on
-// cards[i]: gpushare-limit-hook at path with each card's UUID and limit in MiB, in NVML mode,
-// or, when simulatedCardDir is set, recording the limits beside the simulated cards' files.
+// cards[i]: gpushare-limit-hook at c.Path with each card's UUID and limit in MiB, in NVML mode,
+// or, when c.SimulatedCardDir is set, recording the limits beside the simulated cards' files.
 // createRuntime, not createContainer: runc runs the latter inside the container's PID and
 // cgroup namespaces, where the host's cgroup path of the container cannot be found.
-func LimitHook(path, simulatedCardDir string, unit gpushare.Unit, cards []gpushare.Device, units []int64) *cdi.Hook {
+//
+// The hook's own --deadline (limithook.DefaultDeadline) and the entry's timeout in seconds
+// (limithook.RuntimeTimeoutSeconds of it, after which the runtime kills the hook) come from
+// the one deadline here, so the hook always gives up, and says why, before it is killed.
+func LimitHook(c LimitHookConfig, unit gpushare.Unit, cards []gpushare.Device, units []int64) *cdi.Hook {
 	limits := make([]limithook.Limit, len(cards))
-	for i, c := range cards {
-		limits[i] = limithook.Limit{UUID: c.UUID, MiB: units[i] * unit.MiB}
+	for i, card := range cards {
+		limits[i] = limithook.Limit{UUID: card.UUID, MiB: units[i] * unit.MiB}
 	}
 	mode := limithook.ModeNVML
-	if simulatedCardDir != "" {
+	if c.SimulatedCardDir != "" {
 		mode = limithook.ModeSimulated
 	}
+	deadline := limithook.DefaultDeadline
+	timeout := limithook.RuntimeTimeoutSeconds(deadline)
 	return &cdi.Hook{
 		HookName: cdiapi.CreateRuntimeHook,
-		Path:     path,
-		Args:     limithook.FormatArgs(path, mode, simulatedCardDir, limits),
+		Path:     c.Path,
+		Args: limithook.FormatArgs(c.Path, limithook.Args{
+			Mode: mode, SimulatedCardDir: c.SimulatedCardDir, Deadline: deadline, FailureDir: c.FailureDir, Limits: limits,
+		}),
+		Timeout: &timeout,
 	}
 }

@@ -1,0 +1,49 @@
+package nodecards
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/limithook"
+)
+
+// The entry carries the runtime's timeout, longer than the hook's own deadline, and the
+// arguments the hook reads back: the deadline, the failure folder and each card's limit.
+func TestLimitHook(t *testing.T) {
+	cards := []gpushare.Device{{UUID: "GPU-a"}, {UUID: "GPU-b"}}
+	for _, tc := range []struct {
+		name string
+		c    LimitHookConfig
+		mode limithook.Mode
+	}{
+		{name: "nvml", c: LimitHookConfig{Path: "/h", FailureDir: "/var/lib/gpushare/limit-hook-failures"}, mode: limithook.ModeNVML},
+		{name: "simulated", c: LimitHookConfig{Path: "/h", SimulatedCardDir: "/cards", FailureDir: "/state/f"}, mode: limithook.ModeSimulated},
+		{name: "no failure folder", c: LimitHookConfig{Path: "/h"}, mode: limithook.ModeNVML},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := LimitHook(tc.c, gpushare.GiB, cards, []int64{2, 1})
+			if h.HookName != cdiapi.CreateRuntimeHook || h.Path != "/h" || h.Args[0] != "/h" {
+				t.Errorf("hook %+v, want a %s hook at /h", h, cdiapi.CreateRuntimeHook)
+			}
+			if h.Timeout == nil || *h.Timeout != 30 {
+				t.Fatalf("timeout %v, want 30 (seconds)", h.Timeout)
+			}
+			a, err := limithook.ParseArgs(h.Args[1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Deadline != limithook.DefaultDeadline || a.Deadline >= time.Duration(*h.Timeout)*time.Second {
+				t.Errorf("deadline %s, want %s, under the timeout of %ds", a.Deadline, limithook.DefaultDeadline, *h.Timeout)
+			}
+			want := limithook.Args{Mode: tc.mode, SimulatedCardDir: tc.c.SimulatedCardDir, ProcRoot: limithook.DefaultProcRoot, CgroupRoot: limithook.DefaultCgroupRoot,
+				Deadline: limithook.DefaultDeadline, FailureDir: tc.c.FailureDir, Limits: []limithook.Limit{{UUID: "GPU-a", MiB: 2048}, {UUID: "GPU-b", MiB: 1024}}}
+			if d := cmp.Diff(want, a); d != "" {
+				t.Errorf("args (-want +got):\n%s", d)
+			}
+		})
+	}
+}
