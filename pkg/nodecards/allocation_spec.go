@@ -4,10 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -55,23 +53,6 @@ func AllocationSpecPath(dir, name string) string {
 	return filepath.Join(dir, allocationSpecPrefix+name+".json")
 }
 
-// allocationSpec is the CDI spec of one container's allocation: one device, name, whose
-// edits give the cards (cardEdits), set env, sorted by key so that equal allocations write
-// equal files, and add hooks (the limit hook on a limit node).
-func allocationSpec(name string, edits cdi.ContainerEdits, env map[string]string, hooks []*cdi.Hook) (*cdi.Spec, error) {
-	for _, k := range slices.Sorted(maps.Keys(env)) {
-		edits.Env = append(edits.Env, k+"="+env[k])
-	}
-	edits.Hooks = append(edits.Hooks, hooks...)
-	spec := &cdi.Spec{Kind: AllocationCDIKind, Devices: []cdi.Device{{Name: name, ContainerEdits: edits}}}
-	v, err := cdi.MinimumRequiredVersion(spec)
-	if err != nil {
-		return nil, fmt.Errorf("CDI spec version: %w", err)
-	}
-	spec.Version = v
-	return spec, nil
-}
-
 // WriteAllocationSpec writes into s.Dir the spec of container cont of the pod with uid, with
 // the edits of cards (those the runtime's CDI registry has no device for), env and hooks,
 // and returns the qualified device name to hand kubelet (gpushare.io/allocation=<name>), the
@@ -83,15 +64,7 @@ func (s CardSpecs) WriteAllocationSpec(uid types.UID, cont string, cards []gpush
 	if err != nil {
 		return "", err
 	}
-	edits, err := cardEdits(cards, s.Minors, s.SimulatedCardDir, ControlNodes())
-	if err != nil {
-		return "", err
-	}
-	spec, err := allocationSpec(name, edits, env, hooks)
-	if err != nil {
-		return "", err
-	}
-	if err := writeSpecFile(AllocationSpecPath(s.Dir, name), name, spec); err != nil {
+	if err := s.writeDevice(AllocationSpecPath(s.Dir, name), AllocationCDIKind, name, cards, env, hooks); err != nil {
 		return "", err
 	}
 	return parser.QualifiedName(allocationCDIVendor, allocationCDIClass, name), nil

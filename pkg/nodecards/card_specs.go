@@ -3,8 +3,10 @@ package nodecards
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
@@ -103,4 +105,27 @@ func writeSpecFile(path, name string, spec *cdi.Spec) error {
 		return fmt.Errorf("writing the CDI spec of %s: %w", name, err)
 	}
 	return nil
+}
+
+// writeDevice writes to path the CDI spec of kind with one device, name, whose edits give
+// cards (cardEdits), set env, sorted by key so that equal grants write equal files, and add
+// hooks (the limit hook on a limit node): the one builder of the per-allocation and
+// per-claim specs. Errors: a real card without a minor number, or a file that cannot be
+// written (writeSpecFile).
+func (s CardSpecs) writeDevice(path, kind, name string, cards []gpushare.Device, env map[string]string, hooks []*cdi.Hook) error {
+	edits, err := cardEdits(cards, s.Minors, s.SimulatedCardDir, ControlNodes())
+	if err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		edits.Env = append(edits.Env, k+"="+env[k])
+	}
+	edits.Hooks = append(edits.Hooks, hooks...)
+	spec := &cdi.Spec{Kind: kind, Devices: []cdi.Device{{Name: name, ContainerEdits: edits}}}
+	v, err := cdi.MinimumRequiredVersion(spec)
+	if err != nil {
+		return fmt.Errorf("CDI spec version: %w", err)
+	}
+	spec.Version = v
+	return writeSpecFile(path, name, spec)
 }

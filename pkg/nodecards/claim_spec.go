@@ -38,16 +38,7 @@ func (s CardSpecs) WriteClaimSpec(uid types.UID, cards []gpushare.Device, env ma
 	if err != nil {
 		return "", err
 	}
-	edits, err := cardEdits(cards, s.Minors, s.SimulatedCardDir, ControlNodes())
-	if err != nil {
-		return "", err
-	}
-	spec, err := allocationSpec(name, edits, env, hooks)
-	if err != nil {
-		return "", err
-	}
-	spec.Kind = ClaimCDIKind
-	if err := writeSpecFile(ClaimSpecPath(s.Dir, uid), name, spec); err != nil {
+	if err := s.writeDevice(ClaimSpecPath(s.Dir, uid), ClaimCDIKind, name, cards, env, hooks); err != nil {
 		return "", err
 	}
 	return parser.QualifiedName(allocationCDIVendor, claimCDIClass, name), nil
