@@ -86,7 +86,10 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	}
 	var hooks []*cdi.Hook
 	if err == nil && iso == gpushare.IsolationLimit {
-		hooks = []*cdi.Hook{p.limitHook(d.cards, d.units)}
+		var h *cdi.Hook
+		if h, err = p.limitHook(c.pod, d); err == nil {
+			hooks = []*cdi.Hook{h}
+		}
 	}
 	switch {
 	case errors.As(err, &ref):

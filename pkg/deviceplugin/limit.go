@@ -3,8 +3,11 @@ package deviceplugin
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -56,11 +59,39 @@ func (p *Plugin) enforcedIsolation(iso gpushare.Isolation) (gpushare.Isolation, 
 	return iso, nil
 }
 
-// limitHook is nodecards.LimitHook for a container holding units[i] units on cards[i], with
-// this plugin's hook path, simulated cards, failure folder and unit.
-func (p *Plugin) limitHook(cards []gpushare.Device, units []int64) *cdi.Hook {
+// limitHook is nodecards.LimitHook for the container of pod that decision d serves, with
+// this plugin's hook path, simulated cards, failure folder and unit: the container is held
+// to d.units on d.cards, and the pod to what its whole allocation d.claim holds on each of
+// its cards (podGrant). Errors: a card of the pod's allocation that the node does not have.
+func (p *Plugin) limitHook(pod *corev1.Pod, d cardDecision) (*cdi.Hook, error) {
+	grant, err := p.podGrant(pod, d.claim)
+	if err != nil {
+		return nil, err
+	}
 	c := nodecards.LimitHookConfig{Path: p.cfg.LimitHookPath, SimulatedCardDir: p.cfg.SimulatedCardDir, FailureDir: p.cfg.LimitHookFailureDir}
-	return nodecards.LimitHook(c, p.cfg.Unit, cards, units)
+	return nodecards.LimitHook(c, p.cfg.Unit, d.cards, d.units, grant), nil
+}
+
+// podGrant is what pod holds on each card of its allocation claim, in units: its usage there
+// (gpushare.PodAllocation.CardUsage, what its containers running at once may hold, as the
+// ledger counts it), card index order. This is the pod-level limit: every container of the
+// pod, including one that requests no gpu-mem and so has no hook or limit of its own, runs
+// under the pod's cgroup, which the hook holds to it. Errors: a card the node does not have.
+func (p *Plugin) podGrant(pod *corev1.Pod, claim gpushare.PodAllocation) (nodecards.PodGrant, error) {
+	usage := claim.CardUsage(pod)
+	g := nodecards.PodGrant{UID: pod.UID}
+	for _, i := range slices.Sorted(maps.Keys(usage)) {
+		card, ok := p.cards.ByIndex(i)
+		if !ok {
+			return nodecards.PodGrant{}, fmt.Errorf("pod %s: its allocation names card %d, which this node does not have (cards: %s)", klog.KObj(pod), i, indexList(p.cards.List()))
+		}
+		if usage[i] <= 0 {
+			continue
+		}
+		g.Cards = append(g.Cards, card)
+		g.Units = append(g.Units, usage[i])
+	}
+	return g, nil
 }
 
 // publishEnforcedIsolation publishes what this plugin enforces for the node's isolation

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -23,10 +24,12 @@ import (
 const testHookPath = "/opt/gpushare/bin/gpushare-limit-hook"
 
 // TestAllocateLimitNode: on a node labelled limit, the per-allocation spec names the limit
-// hook as a createRuntime hook with each card's UUID and grant in MiB; the spec validates
-// with the CDI library's reader, and once injected after a tenant's env (which sets its own
-// MPS limit) the hook it hands the runtime, run on the container's state, records exactly
-// the grant. Without the label there is no hook.
+// hook as a createRuntime hook with each card's UUID and grant in MiB, the pod's UID and the
+// pod's usage of each of its cards (gpushare.PodAllocation.CardUsage) in MiB; the spec
+// validates with the CDI library's reader, and once injected after a tenant's env (which sets
+// its own MPS limit) the hook it hands the runtime, run on the container's state, records
+// exactly the grant for the container's cgroup and the pod's usage for the pod's. Without the
+// label there is no hook.
 func TestAllocateLimitNode(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -36,20 +39,44 @@ func TestAllocateLimitNode(t *testing.T) {
 		units     int
 		unit      gpushare.Unit
 		simulated bool
-		wantArgs  []string // nil: no hook
+		wantArgs  []string      // nil: no hook
+		wantPod   map[int]int64 // the pod's limit on each card index, in MiB
 	}{
 		{
 			name: "simulated, one card", label: "limit", ctrs: []ctr{{name: "main", units: 6}}, alloc: app(gpushare.CardUnits{1: 6}), units: 6, unit: gpushare.GiB, simulated: true,
-			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", uuid(1) + "=6144"},
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", "--pod-uid=uid-p", "--pod-limit=" + uuid(1) + "=6144", uuid(1) + "=6144"},
+			wantPod:  map[int]int64{1: 6144},
 		},
 		{
 			name: "simulated, two cards, 256 MiB units", label: "limit", ctrs: []ctr{{name: "main", units: 8, cards: 2}}, alloc: app(gpushare.CardUnits{0: 4, 1: 4}), units: 8,
 			unit: gpushare.Unit{MiB: 256}, simulated: true,
-			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", uuid(0) + "=1024", uuid(1) + "=1024"},
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", "--pod-uid=uid-p",
+				"--pod-limit=" + uuid(0) + "=1024", "--pod-limit=" + uuid(1) + "=1024", uuid(0) + "=1024", uuid(1) + "=1024"},
+			wantPod: map[int]int64{0: 1024, 1: 1024},
 		},
 		{
 			name: "real cards: NVML", label: "limit", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{0: 4}), units: 4, unit: gpushare.GiB,
-			wantArgs: []string{testHookPath, "--mode=nvml", "--deadline=20s", uuid(0) + "=4096"},
+			wantArgs: []string{testHookPath, "--mode=nvml", "--deadline=20s", "--pod-uid=uid-p", "--pod-limit=" + uuid(0) + "=4096", uuid(0) + "=4096"},
+		},
+		{
+			name: "two containers on one card: the pod's limit is their sum", label: "limit", ctrs: []ctr{{name: "main", units: 4}, {name: "side", units: 2}},
+			alloc: app(gpushare.CardUnits{0: 4}, gpushare.CardUnits{0: 2}), units: 4, unit: gpushare.GiB, simulated: true,
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", "--pod-uid=uid-p", "--pod-limit=" + uuid(0) + "=6144", uuid(0) + "=4096"},
+			wantPod:  map[int]int64{0: 6144},
+		},
+		{
+			name: "two containers on two cards: the pod's limit on each", label: "limit", ctrs: []ctr{{name: "main", units: 4}, {name: "side", units: 2}},
+			alloc: app(gpushare.CardUnits{0: 4}, gpushare.CardUnits{1: 2}), units: 4, unit: gpushare.GiB, simulated: true,
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", "--pod-uid=uid-p",
+				"--pod-limit=" + uuid(0) + "=4096", "--pod-limit=" + uuid(1) + "=2048", uuid(0) + "=4096"},
+			wantPod: map[int]int64{0: 4096, 1: 2048},
+		},
+		{
+			name: "an init container before an app container on one card: the pod's usage, not the sum", label: "limit",
+			ctrs:  []ctr{{name: "main", units: 4}, {name: "init", units: 6, init: true}},
+			alloc: gpushare.PodAllocation{App: gpushare.Allocation{0: {0: 4}}, Init: gpushare.Allocation{0: {0: 6}}}, units: 6, unit: gpushare.GiB, simulated: true,
+			wantArgs: []string{testHookPath, "--mode=simulated", "--simulated-card-dir=<cards>", "--deadline=20s", "--pod-uid=uid-p", "--pod-limit=" + uuid(0) + "=6144", uuid(0) + "=6144"},
+			wantPod:  map[int]int64{0: 6144},
 		},
 		{
 			name: "no label: no hook", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{0: 4}), units: 4, unit: gpushare.GiB, simulated: true,
@@ -71,7 +98,13 @@ func TestAllocateLimitNode(t *testing.T) {
 			if _, err := e.allocateResp(t, tc.units); err != nil {
 				t.Fatal(err)
 			}
-			name := string(pod.UID) + "_main"
+			served := tc.ctrs[0]
+			for _, c := range tc.ctrs {
+				if c.init { // kubelet starts init containers first
+					served = c
+				}
+			}
+			name := string(pod.UID) + "_" + served.name
 			spec, err := cdiapi.ReadSpec(nodecards.AllocationSpecPath(dir, name), 0)
 			if err != nil {
 				t.Fatalf("the CDI library refuses the written spec: %v", err)
@@ -99,28 +132,38 @@ func TestAllocateLimitNode(t *testing.T) {
 			if oci.Hooks == nil || len(oci.Hooks.CreateRuntime) != 1 {
 				t.Fatalf("OCI hooks after injection: %+v, want one createRuntime hook", oci.Hooks)
 			}
-			records := runSimulatedHook(t, oci.Hooks.CreateRuntime[0].Args)
+			ctrRecords, podRecords := runSimulatedHook(t, oci.Hooks.CreateRuntime[0].Args, pod.UID)
+			ref := gpushare.ContainerRef{InitList: served.init}
 			for i, c := range spec.Devices[0].ContainerEdits.Mounts {
 				uuid := filepath.Base(c.HostPath)
-				want := uint64(tc.alloc.For(gpushare.ContainerRef{})[cardIndex(t, e, uuid)]) * uint64(tc.unit.MiB) << 20
-				if got := records[uuid]; got != want {
+				want := uint64(tc.alloc.For(ref)[cardIndex(t, e, uuid)]) * uint64(tc.unit.MiB) << 20
+				if got := ctrRecords[uuid]; got != want {
 					t.Errorf("card %d (%s): recorded limit %d bytes, want the grant %d", i, uuid, got, want)
 				}
+			}
+			wantPod := map[string]uint64{}
+			for idx, mib := range tc.wantPod {
+				wantPod[uuid(idx)] = uint64(mib) << 20
+			}
+			if d := cmp.Diff(wantPod, podRecords); d != "" {
+				t.Errorf("the pod's recorded limits, bytes by card (-want +got):\n%s", d)
 			}
 		})
 	}
 }
 
-// runSimulatedHook runs the hook with args (argv[0] first) on a container in a fake /proc,
-// as the runtime would, and returns the recorded limits by card UUID.
-func runSimulatedHook(t *testing.T, args []string) map[string]uint64 {
+// runSimulatedHook runs the hook with args (argv[0] first) on a container of the pod with uid
+// in a fake /proc, as the runtime would, and returns the recorded limits by card UUID, of the
+// container's cgroup and of the pod's.
+func runSimulatedHook(t *testing.T, args []string, uid types.UID) (ctrLimits, podLimits map[string]uint64) {
 	t.Helper()
 	a, err := limithook.ParseArgs(args[1:])
 	if err != nil {
 		t.Fatal(err)
 	}
 	a.ProcRoot = t.TempDir()
-	const cg = "/kubepods/besteffort/pod1/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	podCg := "/kubepods/besteffort/pod" + string(uid)
+	cg := podCg + "/0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	if err := os.MkdirAll(filepath.Join(a.ProcRoot, "42"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -131,15 +174,24 @@ func runSimulatedHook(t *testing.T, args []string) map[string]uint64 {
 	if err := limithook.Run(context.Background(), a, state, limithook.SimulatedSetter{CardDir: a.SimulatedCardDir}); err != nil {
 		t.Fatalf("the hook failed: %v", err)
 	}
-	out := map[string]uint64{}
-	for _, l := range a.Limits {
+	ctrLimits, podLimits = map[string]uint64{}, map[string]uint64{}
+	for _, l := range append(a.PodLimits, a.Limits...) {
 		rs, err := limithook.ReadRecords(a.SimulatedCardDir, l.UUID)
-		if err != nil || len(rs) != 1 || rs[0].Cgroup != cg {
-			t.Fatalf("records of %s: %+v, %v; want one for %s", l.UUID, rs, err, cg)
+		if err != nil {
+			t.Fatal(err)
 		}
-		out[l.UUID] = rs[0].HardLimitBytes
+		for _, r := range rs {
+			switch {
+			case r.Pod && r.Cgroup == podCg:
+				podLimits[l.UUID] = r.HardLimitBytes
+			case !r.Pod && r.Cgroup == cg:
+				ctrLimits[l.UUID] = r.HardLimitBytes
+			default:
+				t.Fatalf("record %+v of %s, want one for %s or its pod's %s", r, l.UUID, cg, podCg)
+			}
+		}
 	}
-	return out
+	return ctrLimits, podLimits
 }
 
 func cardIndex(t *testing.T, e *testEnv, uuid string) int {

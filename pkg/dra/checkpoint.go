@@ -34,6 +34,10 @@ type PreparedClaim struct {
 	// Limit: the claim's spec holds each container to the claim's memory per card with
 	// gpushare-limit-hook (a node labelled gpushare.IsolationLimit when it was prepared).
 	Limit bool `json:"limit,omitempty"`
+	// PodUID is the pod the claim was prepared for, its first consumer that is a pod (empty:
+	// none, on a node without limits only). A limit claim's spec serves this pod only, and
+	// limits the pod to the claims prepared for it (podGrant).
+	PodUID types.UID `json:"podUID,omitempty"`
 }
 
 // PreparedDevice is one allocation result of a prepared claim.

@@ -16,10 +16,12 @@ import (
 )
 
 // TestPrepareIsolation: on a node labelled for hard limits the claim's spec runs
-// gpushare-limit-hook with the claim's memory per card; modes the back end cannot enforce
-// fail the claim.
+// gpushare-limit-hook with the claim's memory per card, and the pod it is reserved for as the
+// pod whose cgroup the hook limits to the claim's memory too; a claim reserved for no pod, and
+// modes the back end cannot enforce, fail the claim.
 func TestPrepareIsolation(t *testing.T) {
 	const uid = "dddddddd-0000-4000-8000-000000000001"
+	const pod = "eeeeeeee-0000-4000-8000-000000000001"
 	iso := func(i gpushare.Isolation, err error) func(context.Context) (gpushare.Isolation, error) {
 		return func(context.Context) (gpushare.Isolation, error) { return i, err }
 	}
@@ -30,15 +32,32 @@ func TestPrepareIsolation(t *testing.T) {
 		blocked     error // the runtime's verdict on a pod's own device requests
 		claim       *resourceapi.ResourceClaim
 		wantHook    []string // the hook's limit arguments; nil: no hook
+		wantPod     []string // the hook's pod arguments
 		wantErr     string
+		wantReason  string
 	}{
 		{name: "no label", claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi"))},
 		{name: "none", isolation: iso(gpushare.IsolationNone, nil), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi"))},
-		{name: "limit", isolation: iso(gpushare.IsolationLimit, nil), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantHook: []string{"GPU-aaaa=4096"}},
+		{name: "limit", isolation: iso(gpushare.IsolationLimit, nil), claim: forPods(claim(uid, "a", result("gpu", "gpu-0", "4Gi")), pod),
+			wantHook: []string{"GPU-aaaa=4096"}, wantPod: []string{"--pod-uid=" + pod, "--pod-limit=GPU-aaaa=4096"}},
 		{
 			name: "limit per card of a two-card claim", isolation: iso(gpushare.IsolationLimit, nil),
-			claim:    claim(uid, "b", result("a", "gpu-1", "2Gi"), result("b", "gpu-0", "3Gi"), result("c", "gpu-1", "1Gi")),
+			claim:    forPods(claim(uid, "b", result("a", "gpu-1", "2Gi"), result("b", "gpu-0", "3Gi"), result("c", "gpu-1", "1Gi")), pod),
 			wantHook: []string{"GPU-bbbb=3072", "GPU-aaaa=3072"},
+			wantPod:  []string{"--pod-uid=" + pod, "--pod-limit=GPU-aaaa=3072", "--pod-limit=GPU-bbbb=3072"},
+		},
+		{
+			name: "limit, reserved for no pod", isolation: iso(gpushare.IsolationLimit, nil), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")),
+			wantErr: "reserved for no pod (reservedFor: 0 consumers)", wantReason: reasonNoPod,
+		},
+		{
+			name: "limit, reserved for a consumer that is no pod", isolation: iso(gpushare.IsolationLimit, nil),
+			claim: func() *resourceapi.ResourceClaim {
+				c := claim(uid, "a", result("gpu", "gpu-0", "4Gi"))
+				c.Status.ReservedFor = []resourceapi.ResourceClaimConsumerReference{{APIGroup: "example.com", Resource: "jobs", Name: "j", UID: pod}}
+				return c
+			}(),
+			wantErr: "reserved for no pod (reservedFor: 1 consumers)", wantReason: reasonNoPod,
 		},
 		{name: "limit the node cannot enforce", isolation: iso(gpushare.IsolationLimit, nil), unsupported: errors.New("driver too old"), claim: claim(uid, "a", result("gpu", "gpu-0", "4Gi")), wantErr: "cannot enforce it: driver too old"},
 		{name: "limit where the runtime honours a pod's own device requests", isolation: iso(gpushare.IsolationLimit, nil), blocked: runtimeAccepts,
@@ -60,6 +79,9 @@ func TestPrepareIsolation(t *testing.T) {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("claim error %v, want %q", err, tt.wantErr)
 				}
+				if r := prepareReason(err); tt.wantReason != "" && r != tt.wantReason {
+					t.Errorf("reason %q, want %q", r, tt.wantReason)
+				}
 				return
 			}
 			if err != nil {
@@ -67,6 +89,9 @@ func TestPrepareIsolation(t *testing.T) {
 			}
 			if got := limitArgs(t, cfg, uid); strings.Join(got, " ") != strings.Join(tt.wantHook, " ") {
 				t.Errorf("limit hook %v, want %v", got, tt.wantHook)
+			}
+			if got := podLimitArgs(t, cfg, uid); strings.Join(got, " ") != strings.Join(tt.wantPod, " ") {
+				t.Errorf("limit hook's pod arguments %v, want %v", got, tt.wantPod)
 			}
 			if d.prepared[tt.claim.UID].Limit != (tt.wantHook != nil) {
 				t.Errorf("recorded limit %v", d.prepared[tt.claim.UID].Limit)
@@ -81,6 +106,9 @@ func TestPrepareIsolation(t *testing.T) {
 			if got := limitArgs(t, cfg, uid); strings.Join(got, " ") != strings.Join(tt.wantHook, " ") {
 				t.Errorf("after a restart, limit hook %v, want %v", got, tt.wantHook)
 			}
+			if got := podLimitArgs(t, cfg, uid); strings.Join(got, " ") != strings.Join(tt.wantPod, " ") {
+				t.Errorf("after a restart, limit hook's pod arguments %v, want %v", got, tt.wantPod)
+			}
 		})
 	}
 }
@@ -88,6 +116,28 @@ func TestPrepareIsolation(t *testing.T) {
 // limitArgs reads the claim's spec and returns its limit hook's <UUID>=<MiB> arguments; nil
 // without a hook.
 func limitArgs(t *testing.T, cfg Config, uid string) []string {
+	t.Helper()
+	return hookArgs(t, cfg, uid, false)
+}
+
+// podLimitArgs reads the claim's spec and returns its limit hook's --pod-uid and --pod-limit
+// arguments; nil without a hook.
+func podLimitArgs(t *testing.T, cfg Config, uid string) []string {
+	t.Helper()
+	return hookArgs(t, cfg, uid, true)
+}
+
+// forPods is c reserved for the pods with uids.
+func forPods(c *resourceapi.ResourceClaim, uids ...string) *resourceapi.ResourceClaim {
+	for _, u := range uids {
+		c.Status.ReservedFor = append(c.Status.ReservedFor, resourceapi.ResourceClaimConsumerReference{Resource: "pods", Name: "pod-" + u[:8], UID: types.UID(u)})
+	}
+	return c
+}
+
+// hookArgs is the limit hook's arguments in the claim's spec: the pod's flags when pod, else
+// the container's limits; nil without a hook.
+func hookArgs(t *testing.T, cfg Config, uid string, pod bool) []string {
 	t.Helper()
 	spec, err := cdiapi.ReadSpec(nodecards.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
 	if err != nil {
@@ -103,7 +153,8 @@ func limitArgs(t *testing.T, cfg Config, uid string) []string {
 	}
 	var out []string
 	for _, a := range h.Args[2:] {
-		if !strings.HasPrefix(a, "--") {
+		isPod := strings.HasPrefix(a, "--pod-")
+		if pod && isPod || !pod && !strings.HasPrefix(a, "--") {
 			out = append(out, a)
 		}
 	}

@@ -18,6 +18,7 @@ const (
 	reasonUnhealthy       = "unhealthy"        // a card that is unhealthy now
 	reasonIsolation       = "isolation"        // an isolation label this node cannot enforce or read
 	reasonSharedClaim     = "shared_claim"     // on a limit node, a claim reserved for more than one pod
+	reasonNoPod           = "no_pod"           // on a limit node, a claim reserved for no pod
 	reasonCDISpec         = "cdi_spec"         // the claim's CDI spec could not be written or removed
 	reasonCheckpoint      = "checkpoint"       // the checkpoint could not be written
 	reasonOther           = "other"
@@ -25,7 +26,7 @@ const (
 
 var (
 	prepareReasons = []string{reasonNotAllocated, reasonUnknownDevice, reasonInvalidCapacity, reasonOverCard,
-		reasonOverFree, reasonUnhealthy, reasonIsolation, reasonSharedClaim, reasonCDISpec, reasonCheckpoint, reasonOther}
+		reasonOverFree, reasonUnhealthy, reasonIsolation, reasonSharedClaim, reasonNoPod, reasonCDISpec, reasonCheckpoint, reasonOther}
 	unprepareReasons = []string{reasonCDISpec, reasonCheckpoint}
 )
 

@@ -52,9 +52,15 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	if p, ok := d.prepared[claim.UID]; ok {
 		// Repeated by kubelet (e.g. after its restart): the containers may already run, so
 		// the answer must not change with the cards' health or the node's labels; the spec
-		// is rewritten in case the runtime's folder lost it.
-		if _, err := d.writeSpec(claim.UID, p.Devices, p.Limit, p.RuntimeCDIDevices); err != nil {
+		// is rewritten in case the runtime's folder lost it, and so are those of the pod's
+		// other claims, in case an earlier prepare failed half-way through them.
+		if _, err := d.writeSpec(claim.UID, p.Devices, p.Limit, p.RuntimeCDIDevices, d.podGrant(p.PodUID, nil)); err != nil {
 			return PreparedClaim{}, err
+		}
+		if p.Limit {
+			if err := d.rewritePodSpecs(p.PodUID, claim.UID); err != nil {
+				return PreparedClaim{}, err
+			}
 		}
 		return p, nil
 	}
@@ -66,17 +72,21 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	if err != nil {
 		return PreparedClaim{}, err
 	}
+	pod := consumerPod(claim)
 	if limit {
 		if err := onePod(claim); err != nil {
 			return PreparedClaim{}, err
 		}
+		if pod, err = podOf(claim); err != nil {
+			return PreparedClaim{}, err
+		}
 	}
 	runtimeDevices := d.runtimeDevices(devices)
-	id, err := d.writeSpec(claim.UID, devices, limit, runtimeDevices)
+	id, err := d.writeSpec(claim.UID, devices, limit, runtimeDevices, d.podGrant(pod, devices))
 	if err != nil {
 		return PreparedClaim{}, err
 	}
-	p := PreparedClaim{Namespace: claim.Namespace, Name: claim.Name, CDIDeviceID: id, RuntimeCDIDevices: runtimeDevices, Devices: devices, Limit: limit}
+	p := PreparedClaim{Namespace: claim.Namespace, Name: claim.Name, CDIDeviceID: id, RuntimeCDIDevices: runtimeDevices, Devices: devices, Limit: limit, PodUID: pod}
 	next := maps.Clone(d.prepared)
 	next[claim.UID] = p
 	if err := saveCheckpoint(d.checkpoint, next); err != nil {
@@ -88,6 +98,10 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		return PreparedClaim{}, err
 	}
 	d.prepared = next
+	// Only now, with the claim recorded, may the pod's other specs carry the larger sum.
+	if err := d.rewritePodSpecs(pod, claim.UID); err != nil {
+		return PreparedClaim{}, err
+	}
 	return p, nil
 }
 
@@ -221,16 +235,17 @@ func (d *Driver) runtimeDevices(devices []PreparedDevice) []string {
 	return found
 }
 
-// writeSpec writes the claim's CDI spec for devices, with the limit hook (all cards) when
-// limit, and returns its device ID. The cards runtimeDevices name are left out of the
-// spec's edits: the runtime's own devices give them.
-func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool, runtimeDevices []string) (string, error) {
+// writeSpec writes the claim's CDI spec for devices, with the limit hook when limit: each
+// consuming container held to the claim's memory on each of its cards, and pod, the pod the
+// claim is prepared for, to its grant (podGrant); it returns the spec's device ID. The cards
+// runtimeDevices name are left out of the spec's edits: the runtime's own devices give them.
+func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool, runtimeDevices []string, pod nodecards.PodGrant) (string, error) {
 	cards, units, env := claimEnv(d.cards, devices)
 	var hooks []*cdispec.Hook
 	if limit {
 		hooks = []*cdispec.Hook{nodecards.LimitHook(nodecards.LimitHookConfig{
 			Path: d.cfg.LimitHookPath, SimulatedCardDir: d.cfg.Specs.SimulatedCardDir, FailureDir: d.cfg.LimitHookFailureDir,
-		}, d.cfg.Inventory.Unit, cards, units)}
+		}, d.cfg.Inventory.Unit, cards, units, pod)}
 	}
 	own := slices.DeleteFunc(slices.Clone(cards), func(c gpushare.Device) bool {
 		return slices.ContainsFunc(runtimeDevices, func(id string) bool { return strings.HasSuffix(id, "="+c.UUID) })

@@ -20,11 +20,12 @@ const (
 	ModeSimulated Mode = "simulated"
 )
 
-// Limit is one card's hard limit for the container.
+// Limit is one card's hard limit for a cgroup: the container's, or its pod's.
 type Limit struct {
 	// UUID is the card's NVML UUID ("GPU-…").
 	UUID string
-	// MiB is the limit in MiB: the container's grant on the card (units × unit MiB).
+	// MiB is the limit in MiB: the container's grant on the card (units × unit MiB), or for
+	// a pod limit the sum of the pod's grants on the card.
 	MiB int64
 }
 
@@ -44,7 +45,17 @@ type Args struct {
 	Deadline time.Duration
 	// FailureDir is where the hook leaves a FailureRecord when it fails; empty: nowhere.
 	FailureDir string
-	Limits     []Limit
+	// Limits are the container's own limits, one per card, set on its cgroup.
+	Limits []Limit
+	// PodUID is the UID of the pod the CDI spec was written for: the hook refuses a container
+	// whose cgroup is another pod's (PodOf), so a spec never limits, nor lets run, another
+	// pod's container under limits counted for this one.
+	PodUID string
+	// PodLimits are the pod's limits, one per card: the sum of the grants of all the pod's
+	// containers on the card, set on the pod's cgroup, the parent of every container's. The
+	// cgroup v2 dmem controller nests limits, so no container of the pod, granted or not, can
+	// allocate beyond them. Each card of Limits has one, at least as large as the container's.
+	PodLimits []Limit
 }
 
 // Defaults of Args.
@@ -55,9 +66,9 @@ const (
 
 // FormatArgs is the argument list of the hook for a, argv[0] (the hook's path) first, as a
 // CDI hook entry carries it: --mode=<mode> [--simulated-card-dir=<dir>] [--proc-root=<dir>]
-// [--cgroup-root=<dir>] [--deadline=<duration>] [--failure-dir=<dir>] <UUID>=<MiB>...; a
-// field left empty, or a root at its default, is not written. The one writer of the format that
-// ParseArgs reads.
+// [--cgroup-root=<dir>] [--deadline=<duration>] [--failure-dir=<dir>] --pod-uid=<uid>
+// --pod-limit=<UUID>=<MiB>... <UUID>=<MiB>...; a field left empty, or a root at its default, is
+// not written. The one writer of the format that ParseArgs reads.
 func FormatArgs(path string, a Args) []string {
 	out := []string{path, "--mode=" + string(a.Mode)}
 	if a.Mode == ModeSimulated {
@@ -75,17 +86,26 @@ func FormatArgs(path string, a Args) []string {
 	if a.FailureDir != "" {
 		out = append(out, "--failure-dir="+a.FailureDir)
 	}
+	if a.PodUID != "" {
+		out = append(out, "--pod-uid="+a.PodUID)
+	}
+	for _, l := range a.PodLimits {
+		out = append(out, "--pod-limit="+l.String())
+	}
+	// The container's limits last: the flag package stops at the first argument that is no
+	// flag.
 	for _, l := range a.Limits {
-		out = append(out, l.UUID+"="+strconv.FormatInt(l.MiB, 10))
+		out = append(out, l.String())
 	}
 	return out
 }
 
 // ParseArgs reads the hook's arguments after argv[0]. Errors: an unknown flag or mode, a
 // simulated mode without its folder, a deadline that is not positive or over MaxDeadline,
-// a failure folder that is not an absolute path, no limit, or a limit that is not
-// <UUID>=<positive MiB>. On an error after the flags were read, the Args returned still
-// hold FailureDir, so that the failure can be recorded.
+// a failure folder that is not an absolute path, no limit, a limit or pod limit that is not
+// <UUID>=<positive MiB>, no or an invalid --pod-uid, or pod limits that do not cover the
+// container's (checkPodLimits). On an error after the flags were read, the Args returned
+// still hold FailureDir, so that the failure can be recorded.
 func ParseArgs(args []string) (Args, error) {
 	a := Args{}
 	fs := flag.NewFlagSet("gpushare-limit-hook", flag.ContinueOnError)
@@ -96,6 +116,15 @@ func ParseArgs(args []string) (Args, error) {
 	fs.StringVar(&a.CgroupRoot, "cgroup-root", DefaultCgroupRoot, "the host's cgroup v2 hierarchy")
 	fs.DurationVar(&a.Deadline, "deadline", DefaultDeadline, "bound on every NVML call; the hook fails when one has not returned by then")
 	fs.StringVar(&a.FailureDir, "failure-dir", "", "folder where the hook leaves a failure record for share-plugin's metrics; empty: none")
+	fs.StringVar(&a.PodUID, "pod-uid", "", "UID of the pod the spec was written for; a container of another pod is refused")
+	fs.Func("pod-limit", "<GPU UUID>=<MiB>: the pod's limit on the card, set on its cgroup (repeatable)", func(s string) error {
+		l, err := parseLimit(s)
+		if err != nil {
+			return fmt.Errorf("pod %w", err)
+		}
+		a.PodLimits = append(a.PodLimits, l)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return Args{}, fmt.Errorf("reading the arguments: %w", err)
 	}
@@ -119,12 +148,71 @@ func ParseArgs(args []string) (Args, error) {
 		return failure, fmt.Errorf("no limit given: want <GPU UUID>=<MiB> arguments")
 	}
 	for _, s := range fs.Args() {
-		uuid, v, ok := strings.Cut(s, "=")
-		mib, err := strconv.ParseInt(v, 10, 64)
-		if !ok || uuid == "" || strings.ContainsRune(uuid, '/') || err != nil || mib <= 0 || mib > 1<<40 {
-			return failure, fmt.Errorf("limit %q: want <GPU UUID>=<MiB>, MiB a positive integer", s)
+		l, err := parseLimit(s)
+		if err != nil {
+			return failure, err
 		}
-		a.Limits = append(a.Limits, Limit{UUID: uuid, MiB: mib})
+		a.Limits = append(a.Limits, l)
+	}
+	if !validPodUID(a.PodUID) {
+		return failure, fmt.Errorf("--pod-uid=%q: want the UID of the pod the spec was written for (letters, digits and '-')", a.PodUID)
+	}
+	if err := checkPodLimits(a.Limits, a.PodLimits); err != nil {
+		return failure, err
 	}
 	return a, nil
+}
+
+// String is l as an argument: <UUID>=<MiB>.
+func (l Limit) String() string { return l.UUID + "=" + strconv.FormatInt(l.MiB, 10) }
+
+// parseLimit reads <UUID>=<MiB>. Errors: no '=', an empty UUID or one with a '/' (it names a
+// record file on simulated cards), or MiB that is not a positive integer up to 2^40.
+func parseLimit(s string) (Limit, error) {
+	uuid, v, ok := strings.Cut(s, "=")
+	mib, err := strconv.ParseInt(v, 10, 64)
+	if !ok || uuid == "" || strings.ContainsRune(uuid, '/') || err != nil || mib <= 0 || mib > 1<<40 {
+		return Limit{}, fmt.Errorf("limit %q: want <GPU UUID>=<MiB>, MiB a positive integer", s)
+	}
+	return Limit{UUID: uuid, MiB: mib}, nil
+}
+
+// checkPodLimits checks that pod names each card once, and every card of ctr with at least
+// the container's MiB: the pod's sum includes the container's own grant, so anything else is
+// a spec written wrong, and the hook refuses it rather than set limits it cannot explain.
+func checkPodLimits(ctr, pod []Limit) error {
+	if len(pod) == 0 {
+		return fmt.Errorf("no --pod-limit given: the pod's cgroup is limited too, want --pod-limit=<GPU UUID>=<MiB> for each card of the container")
+	}
+	byCard := make(map[string]int64, len(pod))
+	for _, l := range pod {
+		if _, dup := byCard[l.UUID]; dup {
+			return fmt.Errorf("--pod-limit names card %s twice", l.UUID)
+		}
+		byCard[l.UUID] = l.MiB
+	}
+	for _, l := range ctr {
+		p, ok := byCard[l.UUID]
+		if !ok {
+			return fmt.Errorf("limit %s: no --pod-limit for card %s", l, l.UUID)
+		}
+		if p < l.MiB {
+			return fmt.Errorf("limit %s: the pod's limit on card %s, %d MiB, is below the container's own", l, l.UUID, p)
+		}
+	}
+	return nil
+}
+
+// validPodUID is true for a non-empty UID of letters, digits and '-', as Kubernetes writes
+// pod UIDs (and kubelet's cgroup names carry them, '-' as '_' under systemd).
+func validPodUID(uid string) bool {
+	if uid == "" || len(uid) > 128 {
+		return false
+	}
+	for _, r := range uid {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -20,6 +20,8 @@ type Cgroup struct {
 	// Version is 2 (the unified hierarchy) or, for simulated cards on a cgroup v1 host
 	// only, 1 (the memory controller's hierarchy).
 	Version int
+	// Pod is true for a pod's cgroup (PodOf), the parent of its containers'.
+	Pod bool
 }
 
 // maxCgroupBytes bounds what is read of /proc/<pid>/cgroup.

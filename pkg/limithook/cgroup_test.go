@@ -14,15 +14,15 @@ func TestCgroupOf(t *testing.T) {
 		want       Cgroup
 		wantErr    bool
 	}{
-		{name: "cgroup v2", content: cgroupV2, want: Cgroup{Path: podCgroup, Version: 2}},
-		{name: "cgroup v2, fallback unused", content: cgroupV2, v1Fallback: true, want: Cgroup{Path: podCgroup, Version: 2}},
+		{name: "cgroup v2", content: cgroupV2, want: Cgroup{Path: ctrCgroup, Version: 2}},
+		{name: "cgroup v2, fallback unused", content: cgroupV2, v1Fallback: true, want: Cgroup{Path: ctrCgroup, Version: 2}},
 		{
 			name:    "systemd driver",
 			content: "0::/kubepods.slice/kubepods-besteffort.slice/x.slice/cri-containerd-" + containerID + ".scope\n",
 			want:    Cgroup{Path: "/kubepods.slice/kubepods-besteffort.slice/x.slice/cri-containerd-" + containerID + ".scope", Version: 2},
 		},
 		{name: "cgroup v1 host", content: cgroupV1, wantErr: true},
-		{name: "cgroup v1 host, simulated", content: cgroupV1, v1Fallback: true, want: Cgroup{Path: podCgroup, Version: 1}},
+		{name: "cgroup v1 host, simulated", content: cgroupV1, v1Fallback: true, want: Cgroup{Path: ctrCgroup, Version: 1}},
 		{name: "inside a cgroup namespace", content: "0::/\n", v1Fallback: true, wantErr: true},
 		{name: "empty", content: "", wantErr: true},
 	}

@@ -33,7 +33,7 @@ func returnsWithin(t *testing.T, f func() error) error {
 }
 
 func TestRunAbandonsAHangingLimitCallAtTheDeadline(t *testing.T) {
-	a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 7, cgroupV2), Deadline: testDeadline, Limits: []Limit{{UUID: "GPU-hang", MiB: 1024}}}
+	a := withPod(Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 7, cgroupV2), Deadline: testDeadline, Limits: []Limit{{UUID: "GPU-hang", MiB: 1024}}})
 	err := returnsWithin(t, func() error {
 		return Run(context.Background(), a, stateJSON(containerID, 7), hangingSetter{block: make(chan struct{})})
 	})
@@ -56,7 +56,7 @@ func TestExecAbandonsAHangingLibraryOpenAtTheDeadline(t *testing.T) {
 	failures := t.TempDir()
 	block := make(chan struct{}) // never closed
 	h := Hook{Open: func(string) (Setter, func(), error) { <-block; return nil, nil, nil }}
-	args := FormatArgs("hook", Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 7, cgroupV2), Deadline: testDeadline, FailureDir: failures, Limits: []Limit{{UUID: "GPU-a", MiB: 1}}})
+	args := FormatArgs("hook", withPod(Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 7, cgroupV2), Deadline: testDeadline, FailureDir: failures, Limits: []Limit{{UUID: "GPU-a", MiB: 1}}}))
 	err := returnsWithin(t, func() error { return h.Exec(context.Background(), args[1:], stateJSON(containerID, 7)) })
 	if err == nil || !strings.Contains(err.Error(), "NVML did not answer within 100ms (loading and initialising the library abandoned)") {
 		t.Fatalf("Exec = %v, want the library's deadline error", err)

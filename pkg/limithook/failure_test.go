@@ -87,7 +87,11 @@ func TestWriteFailureStopsAtAFullFolder(t *testing.T) {
 // that cannot be written does not hide the failure.
 func TestExecRecordsItsFailure(t *testing.T) {
 	proc := fakeProc(t, 7, cgroupV2)
+	noPodProc := fakeProc(t, 7, "0::/system.slice/containerd.service/"+containerID+"\n")
+	otherPodProc := fakeProc(t, 7, "0::/kubepods/besteffort/pod9f8e7d6c-0000-4000-8000-000000000000/"+containerID+"\n")
 	cards := simulatedCards(t, "GPU-a")
+	// pod is the test pod's arguments, then limit, the container's, also the pod's.
+	pod := func(limit string) []string { return append(podArgs(limit), limit) }
 	noSetter := func(string) (Setter, func(), error) { t.Error("NVML opened"); return nil, nil, nil }
 	tests := []struct {
 		name       string
@@ -98,18 +102,21 @@ func TestExecRecordsItsFailure(t *testing.T) {
 		wantCard   string
 		wantID     string
 	}{
-		{name: "success", args: []string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + proc, "GPU-a=1"}, open: noSetter},
-		{name: "bad arguments", args: []string{"--mode=env", "GPU-a=1"}, open: noSetter, wantReason: ReasonArgs},
-		{name: "bad state", args: []string{"GPU-a=1"}, state: `{"id":"c"}`, open: noSetter, wantReason: ReasonState},
-		{name: "no cgroup", args: []string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + t.TempDir(), "GPU-a=1"}, open: noSetter, wantReason: ReasonCgroup, wantID: containerID},
-		{name: "unknown simulated card", args: []string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + proc, "GPU-z=1"}, open: noSetter, wantReason: ReasonOther, wantCard: "GPU-z", wantID: containerID},
+		{name: "success", args: append([]string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + proc}, pod("GPU-a=1")...), open: noSetter},
+		{name: "bad arguments", args: append([]string{"--mode=env"}, pod("GPU-a=1")...), open: noSetter, wantReason: ReasonArgs},
+		{name: "no pod UID", args: []string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + proc, "--pod-limit=GPU-a=1", "GPU-a=1"}, open: noSetter, wantReason: ReasonArgs},
+		{name: "bad state", args: pod("GPU-a=1"), state: `{"id":"c"}`, open: noSetter, wantReason: ReasonState},
+		{name: "no cgroup", args: append([]string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + t.TempDir()}, pod("GPU-a=1")...), open: noSetter, wantReason: ReasonCgroup, wantID: containerID},
+		{name: "no pod cgroup", args: append([]string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + noPodProc}, pod("GPU-a=1")...), open: noSetter, wantReason: ReasonCgroup, wantID: containerID},
+		{name: "another pod", args: append([]string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + otherPodProc}, pod("GPU-a=1")...), open: noSetter, wantReason: ReasonPodMismatch, wantID: containerID},
+		{name: "unknown simulated card", args: append([]string{"--mode=simulated", "--simulated-card-dir=" + cards, "--proc-root=" + proc}, pod("GPU-z=1")...), open: noSetter, wantReason: ReasonOther, wantCard: "GPU-z", wantID: containerID},
 		{
-			name: "NVML does not load", args: []string{"--proc-root=" + proc, "GPU-a=1"},
+			name: "NVML does not load", args: append([]string{"--proc-root=" + proc}, pod("GPU-a=1")...),
 			open:       func(string) (Setter, func(), error) { return nil, nil, failed(ReasonNVML, "", os.ErrNotExist) },
 			wantReason: ReasonNVML, wantID: containerID,
 		},
 		{
-			name: "NVML hangs", args: []string{"--proc-root=" + proc, "--deadline=50ms", "GPU-b=1"},
+			name: "NVML hangs", args: append([]string{"--proc-root=" + proc, "--deadline=50ms"}, pod("GPU-b=1")...),
 			open:       func(string) (Setter, func(), error) { return hangingSetter{block: make(chan struct{})}, func() {}, nil },
 			wantReason: ReasonDeadline, wantCard: "GPU-b", wantID: containerID,
 		},

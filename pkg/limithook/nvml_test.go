@@ -83,20 +83,91 @@ func (f fakeLimiter) find(uuid string) error {
 	return fmt.Errorf("card %s: finding it in NVML: Not Found", uuid)
 }
 
-func TestRunNVMLSetsEachCardsLimitOnTheContainersCgroup(t *testing.T) {
-	var calls []setCall
-	lib := mockLib(answerSuccess, &calls, "GPU-a", "GPU-b")
-	a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 31337, cgroupV2), CgroupRoot: "/sys/fs/cgroup",
-		Limits: []Limit{{UUID: "GPU-a", MiB: 4096}, {UUID: "GPU-b", MiB: 1024}}}
-	if err := Run(context.Background(), a, stateJSON(containerID, 31337), NVMLSetter{Lib: lib, CgroupRoot: a.CgroupRoot}); err != nil {
-		t.Fatalf("Run = %v", err)
+// The pod's limits go on the parent of the container's cgroup, under either kubelet cgroup
+// driver, each QoS class and runtime, before the container's own; a container whose cgroup is
+// no pod container's, or another pod's, is refused before any limit is set.
+func TestRunNVMLSetsThePodsAndTheContainersLimits(t *testing.T) {
+	const (
+		uid     = "0b5c1f0e-8d1e-4f57-9a0c-6c1e2a3b4c5d"
+		escaped = "0b5c1f0e_8d1e_4f57_9a0c_6c1e2a3b4c5d"
+		other   = "9f8e7d6c-0000-4000-8000-000000000000"
+	)
+	tests := []struct {
+		name       string
+		container  string // the container's cgroup
+		pod        string // its pod's; "": refused
+		wantReason string
+	}{
+		{name: "cgroupfs, burstable", container: "/kubepods/burstable/pod" + uid + "/" + containerID, pod: "/kubepods/burstable/pod" + uid},
+		{name: "cgroupfs, besteffort", container: "/kubepods/besteffort/pod" + uid + "/" + containerID, pod: "/kubepods/besteffort/pod" + uid},
+		{name: "cgroupfs, guaranteed", container: "/kubepods/pod" + uid + "/" + containerID, pod: "/kubepods/pod" + uid},
+		{name: "cgroupfs, cri-o", container: "/kubepods/burstable/pod" + uid + "/crio-" + containerID, pod: "/kubepods/burstable/pod" + uid},
+		{
+			name:      "systemd, burstable, containerd",
+			container: "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + escaped + ".slice/cri-containerd-" + containerID + ".scope",
+			pod:       "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + escaped + ".slice",
+		},
+		{
+			name:      "systemd, besteffort, cri-o",
+			container: "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + escaped + ".slice/crio-" + containerID + ".scope",
+			pod:       "/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" + escaped + ".slice",
+		},
+		{
+			name:      "systemd, guaranteed, containerd",
+			container: "/kubepods.slice/kubepods-pod" + escaped + ".slice/cri-containerd-" + containerID + ".scope",
+			pod:       "/kubepods.slice/kubepods-pod" + escaped + ".slice",
+		},
+		{
+			name:      "systemd under a kubelet --cgroup-root in a node's own cgroup",
+			container: "/system.slice/node.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod" + escaped + ".slice/cri-containerd-" + containerID + ".scope",
+			pod:       "/system.slice/node.scope/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod" + escaped + ".slice",
+		},
+		{name: "no pod cgroup: a kubelet without pod cgroups", container: "/kubepods/" + containerID, wantReason: ReasonCgroup},
+		{name: "no pod cgroup: a process outside Kubernetes", container: "/system.slice/containerd.service", wantReason: ReasonCgroup},
+		{name: "no pod cgroup: the pod's own cgroup", container: "/kubepods/burstable/pod" + uid, wantReason: ReasonCgroup},
+		{name: "no pod cgroup: nested below the container", container: "/kubepods.slice/kubepods-pod" + escaped + ".slice/crio-" + containerID + ".scope/container", wantReason: ReasonCgroup},
+		{name: "another pod, cgroupfs", container: "/kubepods/burstable/pod" + other + "/" + containerID, wantReason: ReasonPodMismatch},
+		{name: "another pod, systemd", container: "/kubepods.slice/kubepods-pod9f8e7d6c_0000_4000_8000_000000000000.slice/cri-containerd-" + containerID + ".scope", wantReason: ReasonPodMismatch},
+		{name: "a longer UID", container: "/kubepods/burstable/pod" + uid + "-5f6a/" + containerID, wantReason: ReasonPodMismatch},
 	}
-	want := []setCall{
-		{UUID: "GPU-a", Namespace: "/sys/fs/cgroup" + podCgroup, Soft: 4096 << 20, Hard: 4096 << 20},
-		{UUID: "GPU-b", Namespace: "/sys/fs/cgroup" + podCgroup, Soft: 1024 << 20, Hard: 1024 << 20},
-	}
-	if d := cmp.Diff(want, calls); d != "" {
-		t.Errorf("SetMemoryLimits_v1 calls (-want +got):\n%s", d)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls []setCall
+			lib := mockLib(answerSuccess, &calls, "GPU-a", "GPU-b")
+			a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 31337, "0::"+tc.container+"\n"), CgroupRoot: "/sys/fs/cgroup",
+				Limits:    []Limit{{UUID: "GPU-a", MiB: 4096}, {UUID: "GPU-b", MiB: 1024}},
+				PodUID:    uid,
+				PodLimits: []Limit{{UUID: "GPU-a", MiB: 6144}, {UUID: "GPU-b", MiB: 1024}},
+			}
+			err := Run(context.Background(), a, stateJSON(containerID, 31337), NVMLSetter{Lib: lib, CgroupRoot: a.CgroupRoot})
+			if tc.wantReason != "" {
+				if r, _ := ReasonOf(err); err == nil || r != tc.wantReason {
+					t.Fatalf("Run = %v (reason %q), want a refusal of reason %s", err, r, tc.wantReason)
+				}
+				if !strings.Contains(err.Error(), tc.container) {
+					t.Errorf("refusal %q does not name the container's cgroup", err)
+				}
+				if tc.wantReason == ReasonPodMismatch && !strings.Contains(err.Error(), "serves pod "+uid+" only") {
+					t.Errorf("refusal %q does not say the spec serves pod %s only", err, uid)
+				}
+				if len(calls) != 0 {
+					t.Errorf("a refused container got limits: %+v", calls)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Run = %v", err)
+			}
+			want := []setCall{
+				{UUID: "GPU-a", Namespace: "/sys/fs/cgroup" + tc.pod, Soft: 6144 << 20, Hard: 6144 << 20},
+				{UUID: "GPU-b", Namespace: "/sys/fs/cgroup" + tc.pod, Soft: 1024 << 20, Hard: 1024 << 20},
+				{UUID: "GPU-a", Namespace: "/sys/fs/cgroup" + tc.container, Soft: 4096 << 20, Hard: 4096 << 20},
+				{UUID: "GPU-b", Namespace: "/sys/fs/cgroup" + tc.container, Soft: 1024 << 20, Hard: 1024 << 20},
+			}
+			if d := cmp.Diff(want, calls); d != "" {
+				t.Errorf("SetMemoryLimits_v1 calls (-want +got):\n%s", d)
+			}
+		})
 	}
 }
 
@@ -106,7 +177,7 @@ func TestRunNVMLReadsNoEnvironment(t *testing.T) {
 	run := func() []setCall {
 		var calls []setCall
 		lib := mockLib(answerSuccess, &calls, "GPU-a")
-		a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 5, cgroupV2), CgroupRoot: "/sys/fs/cgroup", Limits: []Limit{{UUID: "GPU-a", MiB: 2048}}}
+		a := withPod(Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 5, cgroupV2), CgroupRoot: "/sys/fs/cgroup", Limits: []Limit{{UUID: "GPU-a", MiB: 2048}}})
 		if err := Run(context.Background(), a, stateJSON(containerID, 5), NVMLSetter{Lib: lib, CgroupRoot: a.CgroupRoot}); err != nil {
 			t.Fatalf("Run = %v", err)
 		}
@@ -137,7 +208,7 @@ func TestRunNVMLErrors(t *testing.T) {
 	}{
 		{name: "not supported", answer: answerUnsupported, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"GPU-a", "R615", "cgroup v2"}},
 		{name: "old library", answer: answerNoCall, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"R615"}},
-		{name: "cgroup not opened", answer: answerCgroupClosed, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"cannot open cgroup /sys/fs/cgroup" + podCgroup}},
+		{name: "cgroup not opened", answer: answerCgroupClosed, cgroup: cgroupV2, uuid: "GPU-a", wantText: []string{"cannot open cgroup /sys/fs/cgroup" + podCgroup + " "}},
 		{name: "unknown card", answer: answerSuccess, cgroup: cgroupV2, uuid: "GPU-z", wantText: []string{"GPU-z"}},
 		{name: "cgroup v1 host", answer: answerSuccess, cgroup: cgroupV1, uuid: "GPU-a", wantText: []string{"cgroup v2"}},
 	}
@@ -145,7 +216,7 @@ func TestRunNVMLErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var calls []setCall
 			lib := mockLib(tc.answer, &calls, "GPU-a")
-			a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 8, tc.cgroup), CgroupRoot: "/sys/fs/cgroup", Limits: []Limit{{UUID: tc.uuid, MiB: 1024}}}
+			a := withPod(Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 8, tc.cgroup), CgroupRoot: "/sys/fs/cgroup", Limits: []Limit{{UUID: tc.uuid, MiB: 1024}}})
 			err := Run(context.Background(), a, stateJSON(containerID, 8), NVMLSetter{Lib: lib, CgroupRoot: a.CgroupRoot})
 			if err == nil {
 				t.Fatal("Run = nil error")

@@ -10,18 +10,19 @@ import (
 // gpushare_limit_hook_failures_total: a fixed set, so the label stays bounded whatever the
 // error text.
 const (
-	ReasonDeadline    = "deadline"    // an NVML call did not answer within the hook's deadline
-	ReasonUnsupported = "unsupported" // the driver, library, card or build cannot limit memory per cgroup
-	ReasonCgroup      = "cgroup"      // the container's cgroup could not be found or opened
-	ReasonNVML        = "nvml"        // NVML failed otherwise (initialising, finding a card, setting a limit)
-	ReasonState       = "state"       // the container state on stdin could not be read
-	ReasonArgs        = "args"        // the hook's arguments could not be read
+	ReasonDeadline    = "deadline"     // an NVML call did not answer within the hook's deadline
+	ReasonUnsupported = "unsupported"  // the driver, library, card or build cannot limit memory per cgroup
+	ReasonCgroup      = "cgroup"       // the container's cgroup could not be found or opened, or is under no pod cgroup
+	ReasonPodMismatch = "pod_mismatch" // the container is another pod's than the one its CDI spec was written for
+	ReasonNVML        = "nvml"         // NVML failed otherwise (initialising, finding a card, setting a limit)
+	ReasonState       = "state"        // the container state on stdin could not be read
+	ReasonArgs        = "args"         // the hook's arguments could not be read
 	ReasonOther       = "other"
 )
 
 // Reasons is every reason a hook failure may have, in a new slice.
 func Reasons() []string {
-	return []string{ReasonDeadline, ReasonUnsupported, ReasonCgroup, ReasonNVML, ReasonState, ReasonArgs, ReasonOther}
+	return []string{ReasonDeadline, ReasonUnsupported, ReasonCgroup, ReasonPodMismatch, ReasonNVML, ReasonState, ReasonArgs, ReasonOther}
 }
 
 // reasonError is a hook failure tagged, where it arises, with its reason and, where there

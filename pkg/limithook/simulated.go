@@ -12,14 +12,18 @@ import (
 )
 
 // Record is what the hook writes for a simulated card in place of the driver's limit: one
-// file per card and cgroup, in RecordDir.
+// file per card and cgroup, in RecordDir; a container's cgroup and its pod's each have theirs.
 type Record struct {
 	UUID string `json:"uuid"`
-	// ContainerID is the runtime's container ID, from the container state.
+	// ContainerID is the runtime's container ID, from the container state: for a pod's
+	// record, the container whose hook set it last.
 	ContainerID string `json:"containerID"`
-	// Cgroup and CgroupVersion are the container's cgroup (Cgroup).
+	// Cgroup and CgroupVersion are the container's cgroup (Cgroup), or its pod's when Pod.
 	Cgroup        string `json:"cgroup"`
 	CgroupVersion int    `json:"cgroupVersion"`
+	// Pod is true for the record of the pod's cgroup (PodOf): the pod's limit, the sum of
+	// its containers' grants on the card.
+	Pod bool `json:"pod,omitempty"`
 	// HardLimitBytes is the limit the driver would enforce, in bytes.
 	HardLimitBytes uint64 `json:"hardLimitBytes"`
 }
@@ -67,7 +71,8 @@ func (SimulatedSetter) Callee() (who, call string) {
 	return "the simulated card's folder", "writing the limit record"
 }
 
-// SetLimit writes l's Record for cg, replacing any earlier one atomically. Errors: no
+// SetLimit writes l's Record for cg (a pod's cgroup when cg.Pod), replacing any earlier one
+// atomically: every container of a pod writes the same pod record, the last one stays. Errors: no
 // simulated card l.UUID in CardDir, or the record cannot be written.
 func (s SimulatedSetter) SetLimit(_ context.Context, containerID string, cg Cgroup, l Limit) error {
 	if _, err := os.Stat(filepath.Join(s.CardDir, l.UUID)); err != nil {
@@ -80,17 +85,28 @@ func (s SimulatedSetter) SetLimit(_ context.Context, containerID string, cg Cgro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("card %s: creating the limit records' folder: %w", l.UUID, err)
 	}
-	b, err := json.Marshal(Record{UUID: l.UUID, ContainerID: containerID, Cgroup: cg.Path, CgroupVersion: cg.Version, HardLimitBytes: l.Bytes()})
+	b, err := json.Marshal(Record{UUID: l.UUID, ContainerID: containerID, Cgroup: cg.Path, CgroupVersion: cg.Version, Pod: cg.Pod, HardLimitBytes: l.Bytes()})
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(dir, recordFile(cg.Path))
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+	name := recordFile(cg.Path)
+	// A temporary file of its own: the hooks of a pod's containers all write the pod's record.
+	tmp, err := os.CreateTemp(dir, "."+name+".*.tmp")
+	if err != nil {
 		return fmt.Errorf("card %s: writing the limit record: %w", l.UUID, err)
 	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
+	defer os.Remove(tmp.Name()) // gone after the rename
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("card %s: writing the limit record: %w", l.UUID, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("card %s: writing the limit record: %w", l.UUID, err)
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("card %s: writing the limit record: %w", l.UUID, err)
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("card %s: writing the limit record: %w", l.UUID, err)
 	}
 	return nil

@@ -21,6 +21,7 @@ func simulatedCards(t *testing.T, uuids ...string) string {
 	return dir
 }
 
+// Each card gets two records: the pod's cgroup's, its limit the pod's, and the container's.
 func TestRunSimulatedRecordsEachCard(t *testing.T) {
 	for _, tc := range []struct {
 		name, cgroup string
@@ -29,16 +30,20 @@ func TestRunSimulatedRecordsEachCard(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cards := simulatedCards(t, "GPU-a", "GPU-b")
 			a := Args{Mode: ModeSimulated, SimulatedCardDir: cards, ProcRoot: fakeProc(t, 77, tc.cgroup),
-				Limits: []Limit{{UUID: "GPU-a", MiB: 3072}, {UUID: "GPU-b", MiB: 1024}}}
+				Limits: []Limit{{UUID: "GPU-a", MiB: 3072}, {UUID: "GPU-b", MiB: 1024}},
+				PodUID: testPodUID, PodLimits: []Limit{{UUID: "GPU-a", MiB: 5120}, {UUID: "GPU-b", MiB: 2048}}}
 			if err := Run(context.Background(), a, stateJSON(containerID, 77), SimulatedSetter{CardDir: cards}); err != nil {
 				t.Fatalf("Run = %v", err)
 			}
-			for _, l := range a.Limits {
+			for i, l := range a.Limits {
 				got, err := ReadRecords(cards, l.UUID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				want := []Record{{UUID: l.UUID, ContainerID: containerID, Cgroup: podCgroup, CgroupVersion: tc.version, HardLimitBytes: uint64(l.MiB) << 20}}
+				want := []Record{
+					{UUID: l.UUID, ContainerID: containerID, Cgroup: podCgroup, CgroupVersion: tc.version, Pod: true, HardLimitBytes: uint64(a.PodLimits[i].MiB) << 20},
+					{UUID: l.UUID, ContainerID: containerID, Cgroup: ctrCgroup, CgroupVersion: tc.version, HardLimitBytes: uint64(l.MiB) << 20},
+				}
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("records of %s (-want +got):\n%s", l.UUID, d)
 				}
@@ -49,7 +54,7 @@ func TestRunSimulatedRecordsEachCard(t *testing.T) {
 
 func TestRunSimulatedUnknownCard(t *testing.T) {
 	cards := simulatedCards(t, "GPU-a")
-	a := Args{Mode: ModeSimulated, SimulatedCardDir: cards, ProcRoot: fakeProc(t, 77, cgroupV2), Limits: []Limit{{UUID: "GPU-z", MiB: 1}}}
+	a := withPod(Args{Mode: ModeSimulated, SimulatedCardDir: cards, ProcRoot: fakeProc(t, 77, cgroupV2), Limits: []Limit{{UUID: "GPU-z", MiB: 1}}})
 	err := Run(context.Background(), a, stateJSON(containerID, 77), SimulatedSetter{CardDir: cards})
 	if err == nil || !strings.Contains(err.Error(), "GPU-z") {
 		t.Errorf("Run on an unknown card = %v, want an error naming it", err)

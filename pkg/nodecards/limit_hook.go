@@ -1,6 +1,7 @@
 package nodecards
 
 import (
+	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
@@ -20,20 +21,27 @@ type LimitHookConfig struct {
 	FailureDir string
 }
 
+// PodGrant is the pod a limit hook's spec is written for, and what the pod holds: Units[i]
+// units on Cards[i], summed over all its containers (device plugin) or claims (DRA).
+type PodGrant struct {
+	UID   types.UID
+	Cards []gpushare.Device
+	Units []int64
+}
+
 // LimitHook is the createRuntime hook that holds a container to units[i] units of unit on
-// cards[i]: gpushare-limit-hook at c.Path with each card's UUID and limit in MiB, in NVML mode,
-// or, when c.SimulatedCardDir is set, recording the limits beside the simulated cards' files.
+// cards[i], and its pod, pod.UID, to pod.Units[i] units on pod.Cards[i]: gpushare-limit-hook
+// at c.Path with each card's UUID and limit in MiB (--pod-uid and --pod-limit for the pod), in
+// NVML mode, or, when c.SimulatedCardDir is set, recording the limits beside the simulated
+// cards' files. The hook refuses a container of another pod than pod.UID.
+//
 // createRuntime, not createContainer: runc runs the latter inside the container's PID and
 // cgroup namespaces, where the host's cgroup path of the container cannot be found.
 //
 // The hook's own --deadline (limithook.DefaultDeadline) and the entry's timeout in seconds
 // (limithook.RuntimeTimeoutSeconds of it, after which the runtime kills the hook) come from
 // the one deadline here, so the hook always gives up, and says why, before it is killed.
-func LimitHook(c LimitHookConfig, unit gpushare.Unit, cards []gpushare.Device, units []int64) *cdi.Hook {
-	limits := make([]limithook.Limit, len(cards))
-	for i, card := range cards {
-		limits[i] = limithook.Limit{UUID: card.UUID, MiB: units[i] * unit.MiB}
-	}
+func LimitHook(c LimitHookConfig, unit gpushare.Unit, cards []gpushare.Device, units []int64, pod PodGrant) *cdi.Hook {
 	mode := limithook.ModeNVML
 	if c.SimulatedCardDir != "" {
 		mode = limithook.ModeSimulated
@@ -44,8 +52,18 @@ func LimitHook(c LimitHookConfig, unit gpushare.Unit, cards []gpushare.Device, u
 		HookName: cdiapi.CreateRuntimeHook,
 		Path:     c.Path,
 		Args: limithook.FormatArgs(c.Path, limithook.Args{
-			Mode: mode, SimulatedCardDir: c.SimulatedCardDir, Deadline: deadline, FailureDir: c.FailureDir, Limits: limits,
+			Mode: mode, SimulatedCardDir: c.SimulatedCardDir, Deadline: deadline, FailureDir: c.FailureDir, Limits: limitsMiB(unit, cards, units),
+			PodUID: string(pod.UID), PodLimits: limitsMiB(unit, pod.Cards, pod.Units),
 		}),
 		Timeout: &timeout,
 	}
+}
+
+// limitsMiB is units[i] units of unit on cards[i], in MiB, card by card.
+func limitsMiB(unit gpushare.Unit, cards []gpushare.Device, units []int64) []limithook.Limit {
+	limits := make([]limithook.Limit, len(cards))
+	for i, card := range cards {
+		limits[i] = limithook.Limit{UUID: card.UUID, MiB: units[i] * unit.MiB}
+	}
+	return limits
 }

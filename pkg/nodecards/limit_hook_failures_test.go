@@ -51,7 +51,7 @@ func TestLimitHookFailures(t *testing.T) {
 					}
 				}
 			},
-			want: map[string]float64{"deadline": 1, "unsupported": 1, "cgroup": 1, "nvml": 1, "state": 1, "args": 1, "other": 1},
+			want: map[string]float64{"deadline": 1, "unsupported": 1, "cgroup": 1, "pod_mismatch": 1, "nvml": 1, "state": 1, "args": 1, "other": 1},
 		},
 		{
 			name: "two deadlines",
@@ -161,6 +161,7 @@ gpushare_limit_hook_failures_total{node="node-a",reason="cgroup"} 0
 gpushare_limit_hook_failures_total{node="node-a",reason="deadline"} 1
 gpushare_limit_hook_failures_total{node="node-a",reason="nvml"} 0
 gpushare_limit_hook_failures_total{node="node-a",reason="other"} 0
+gpushare_limit_hook_failures_total{node="node-a",reason="pod_mismatch"} 0
 gpushare_limit_hook_failures_total{node="node-a",reason="state"} 0
 gpushare_limit_hook_failures_total{node="node-a",reason="unreadable"} 0
 gpushare_limit_hook_failures_total{node="node-a",reason="unsupported"} 0

@@ -12,9 +12,11 @@ import (
 )
 
 // The entry carries the runtime's timeout, longer than the hook's own deadline, and the
-// arguments the hook reads back: the deadline, the failure folder and each card's limit.
+// arguments the hook reads back: the deadline, the failure folder, each card's limit, and the
+// pod's UID and limit on each of its cards, which may be more than the container's.
 func TestLimitHook(t *testing.T) {
 	cards := []gpushare.Device{{UUID: "GPU-a"}, {UUID: "GPU-b"}}
+	pod := PodGrant{UID: "0b5c1f0e-8d1e-4f57-9a0c-6c1e2a3b4c5d", Cards: []gpushare.Device{{UUID: "GPU-a"}, {UUID: "GPU-b"}, {UUID: "GPU-c"}}, Units: []int64{5, 1, 3}}
 	for _, tc := range []struct {
 		name string
 		c    LimitHookConfig
@@ -25,7 +27,7 @@ func TestLimitHook(t *testing.T) {
 		{name: "no failure folder", c: LimitHookConfig{Path: "/h"}, mode: limithook.ModeNVML},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := LimitHook(tc.c, gpushare.GiB, cards, []int64{2, 1})
+			h := LimitHook(tc.c, gpushare.GiB, cards, []int64{2, 1}, pod)
 			if h.HookName != cdiapi.CreateRuntimeHook || h.Path != "/h" || h.Args[0] != "/h" {
 				t.Errorf("hook %+v, want a %s hook at /h", h, cdiapi.CreateRuntimeHook)
 			}
@@ -40,7 +42,8 @@ func TestLimitHook(t *testing.T) {
 				t.Errorf("deadline %s, want %s, under the timeout of %ds", a.Deadline, limithook.DefaultDeadline, *h.Timeout)
 			}
 			want := limithook.Args{Mode: tc.mode, SimulatedCardDir: tc.c.SimulatedCardDir, ProcRoot: limithook.DefaultProcRoot, CgroupRoot: limithook.DefaultCgroupRoot,
-				Deadline: limithook.DefaultDeadline, FailureDir: tc.c.FailureDir, Limits: []limithook.Limit{{UUID: "GPU-a", MiB: 2048}, {UUID: "GPU-b", MiB: 1024}}}
+				Deadline: limithook.DefaultDeadline, FailureDir: tc.c.FailureDir, Limits: []limithook.Limit{{UUID: "GPU-a", MiB: 2048}, {UUID: "GPU-b", MiB: 1024}},
+				PodUID: "0b5c1f0e-8d1e-4f57-9a0c-6c1e2a3b4c5d", PodLimits: []limithook.Limit{{UUID: "GPU-a", MiB: 5120}, {UUID: "GPU-b", MiB: 1024}, {UUID: "GPU-c", MiB: 3072}}}
 			if d := cmp.Diff(want, a); d != "" {
 				t.Errorf("args (-want +got):\n%s", d)
 			}

@@ -26,7 +26,8 @@ import (
 // gpushare.io/isolation=limit. The plugin labels the node gpushare.io/isolation-enforced=limit
 // and answers /healthz. A pod whose one claim asks 4 GiB and which sets its own MPS limit and
 // grant variables runs, and the limit gpushare-limit-hook recorded for its container's
-// cgroup (run by runc from the claim's CDI spec) is the claim's 4 GiB, not what its env says;
+// cgroup (run by runc from the claim's CDI spec) is the claim's 4 GiB, not what its env says,
+// and so is the one for the pod's cgroup;
 // the plugin's metrics count the claim's memory on the card.
 func CaseDRALimit(t *testing.T, e *Env) {
 	requireRealNode(t, e)
@@ -65,6 +66,10 @@ func CaseDRALimit(t *testing.T, e *Env) {
 	const want = uint64(4) << 30
 	if r, ok := hookRecord(t, cardDir, draCardUUID(ctx, t, e), id); ok && (r.HardLimitBytes != want || !strings.Contains(r.Cgroup, id)) {
 		t.Errorf("recorded limit %d bytes for cgroup %s, want the claim's %d bytes (4 GiB) for the container's cgroup", r.HardLimitBytes, r.Cgroup, want)
+	}
+	// The claim is the pod's only one: the pod's cgroup gets the claim's memory too.
+	if r, ok := podHookRecord(t, cardDir, draCardUUID(ctx, t, e), string(p.UID)); ok && r.HardLimitBytes != want {
+		t.Errorf("recorded limit %d bytes for the pod's cgroup %s, want the pod's claims' %d bytes (4 GiB)", r.HardLimitBytes, r.Cgroup, want)
 	}
 
 	_, body := httpGet(ctx, t, metrics+"/metrics")

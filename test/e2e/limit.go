@@ -24,8 +24,9 @@ import (
 // gpushare.io/isolation-enforced=limit; a pod requesting 2 units that sets its own MPS limit
 // and grant variables runs, and the limit gpushare-limit-hook recorded for its container's
 // cgroup on its card (run by runc as a createRuntime hook from the per-allocation CDI spec)
-// is its grant, 2 × the unit, not what its env says. The record is removed when the pod is
-// deleted, with its per-allocation spec.
+// is its grant, 2 × the unit, not what its env says; the limit recorded for the pod's cgroup is
+// the pod's grant, the same. The records are removed when the pod is deleted, with its
+// per-allocation spec.
 func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "extender", "share-plugin", "gpushare-limit-hook")
@@ -63,6 +64,10 @@ func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 	if r, ok := hookRecord(t, cardDir, dev.UUID, id); ok && (r.HardLimitBytes != want || !strings.Contains(r.Cgroup, id)) {
 		t.Errorf("recorded limit %d bytes for cgroup %s, want the grant %d bytes (2 × %d MiB) for the container's cgroup", r.HardLimitBytes, r.Cgroup, want, inv.Unit.MiB)
 	}
+	// The pod's one container holds all the pod holds: the pod's cgroup gets the same limit.
+	if r, ok := podHookRecord(t, cardDir, dev.UUID, string(p.UID)); ok && r.HardLimitBytes != want {
+		t.Errorf("recorded limit %d bytes for the pod's cgroup %s, want the pod's grant %d bytes", r.HardLimitBytes, r.Cgroup, want)
+	}
 
 	// The record goes with the pod's per-allocation spec.
 	deletePodAndWait(e, p.Namespace, p.Name)
@@ -83,8 +88,8 @@ func CaseLimitHookRecordsGrant(t *testing.T, e *Env) {
 	}
 }
 
-// hookRecord is gpushare-limit-hook's record for container id on the simulated card uuid
-// (its files in cardDir); ok is false, with the test failed, when there is none.
+// hookRecord is gpushare-limit-hook's record for the cgroup of container id on the simulated
+// card uuid (its files in cardDir); ok is false, with the test failed, when there is none.
 func hookRecord(t *testing.T, cardDir, uuid, id string) (rec limithook.Record, ok bool) {
 	t.Helper()
 	records, err := limithook.ReadRecords(cardDir, uuid)
@@ -92,11 +97,30 @@ func hookRecord(t *testing.T, cardDir, uuid, id string) (rec limithook.Record, o
 		t.Fatal(err)
 	}
 	for _, r := range records {
-		if r.ContainerID == id {
+		if r.ContainerID == id && !r.Pod {
 			t.Logf("the hook's record for container %s: %+v", id, r)
 			return r, true
 		}
 	}
 	t.Errorf("no limit recorded for container %s on card %s (%s): %+v", id, uuid, limithook.RecordDir(cardDir, uuid), records)
+	return limithook.Record{}, false
+}
+
+// podHookRecord is gpushare-limit-hook's record for the cgroup of the pod with uid on the
+// simulated card uuid; ok is false, with the test failed, when there is none.
+func podHookRecord(t *testing.T, cardDir, uuid, uid string) (rec limithook.Record, ok bool) {
+	t.Helper()
+	records, err := limithook.ReadRecords(cardDir, uuid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range records {
+		pod, err := limithook.PodOf(limithook.Cgroup{Path: r.Cgroup + "/c"})
+		if r.Pod && err == nil && pod.UID == uid {
+			t.Logf("the hook's record for pod %s: %+v", uid, r)
+			return r, true
+		}
+	}
+	t.Errorf("no limit recorded for pod %s on card %s (%s): %+v", uid, uuid, limithook.RecordDir(cardDir, uuid), records)
 	return limithook.Record{}, false
 }
