@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/gpushare/gpushare/pkg/cache"
+	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/metrics"
 )
 
@@ -46,9 +47,14 @@ func (b *Binder) settle(ctx context.Context, pod *cache.Pod, node string, ann ma
 		"%w; outcome unknown, pod not bound yet (its cards stay held until the pod is seen bound or the reservation expires)", callErr)}
 }
 
-// carries reports whether the pod has every annotation of ann with the same value.
+// carries reports whether the pod has every annotation of ann with the same value, but
+// ASSIGNED: the node's device plugin sets it to true once it serves the pod, which may come
+// before the read-back of a Binding that landed.
 func carries(pod *corev1.Pod, ann map[string]string) bool {
 	for k, v := range ann {
+		if k == gpushare.AnnotationAssigned {
+			continue
+		}
 		if got, ok := pod.Annotations[k]; !ok || got != v {
 			return false
 		}

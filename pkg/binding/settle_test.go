@@ -3,6 +3,7 @@ package binding_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -39,6 +40,18 @@ func boundWithOtherCards(node string) func(*corev1.Pod, *corev1.Binding) (*corev
 	}
 }
 
+// boundAndServed: bound to node with the cards sent, and already served by the node's
+// device plugin, which set ASSIGNED=true and its progress annotation.
+func boundAndServed(node string) func(*corev1.Pod, *corev1.Binding) (*corev1.Pod, error) {
+	return func(p *corev1.Pod, sent *corev1.Binding) (*corev1.Pod, error) {
+		p, _ = boundTo(node, true)(p, sent)
+		p.Annotations = maps.Clone(p.Annotations)
+		p.Annotations[gpushare.AnnotationAssigned] = "true"
+		p.Annotations[gpushare.AnnotationAllocated] = "0"
+		return p, nil
+	}
+}
+
 func readFails(err error) func(*corev1.Pod, *corev1.Binding) (*corev1.Pod, error) {
 	return func(*corev1.Pod, *corev1.Binding) (*corev1.Pod, error) { return nil, err }
 }
@@ -67,6 +80,10 @@ func TestFailedBindingIsSettledByReadingThePodBack(t *testing.T) {
 		{
 			name: "bound to this node with the cards sent: landed", bindErr: timeout,
 			readBack: boundTo("n1", true), wantHold: landed,
+		},
+		{
+			name: "bound to this node with the cards sent and already served there: landed", bindErr: timeout,
+			readBack: boundAndServed("n1"), wantHold: landed,
 		},
 		{
 			name: "bound to this node with other cards: refused", bindErr: timeout,
