@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 // CheckpointFile is the checkpoint's file name in the plugin's data folder.
@@ -49,45 +51,52 @@ type PreparedDevice struct {
 	// CardIndex and CardUUID name the card the device is.
 	CardIndex int    `json:"cardIndex"`
 	CardUUID  string `json:"cardUUID"`
-	// Units is the card memory this result consumes, in units of the node's unit.
+	// Units is the card memory this result consumes, in units of the checkpoint's
+	// UnitMiB.
 	Units int64 `json:"units"`
 }
 
 // checkpoint is the file's JSON content.
 type checkpoint struct {
-	Version int                         `json:"version"`
+	Version int `json:"version"`
+	// UnitMiB is the size in MiB of the unit every PreparedDevice.Units counts in: the
+	// --memory-unit of the process that wrote the file. 0: not recorded (a file written
+	// before the unit was), so the claims' unit is unknown.
+	UnitMiB int64                       `json:"unitMiB,omitempty"`
 	Claims  map[types.UID]PreparedClaim `json:"claims"`
 }
 
-// loadCheckpoint reads the prepared claims from path. A missing file is no claims (a first
-// start). Errors: a file that cannot be read, is not valid JSON or is of another version:
-// the plugin must not start as if nothing were prepared, or it would hand the same memory
-// out twice.
-func loadCheckpoint(path string) (map[types.UID]PreparedClaim, error) {
+// loadCheckpoint reads the prepared claims from path and the unit they count in (MiB per
+// unit; 0: the file does not record it). A missing file is no claims (a first start), in no
+// recorded unit. Errors: a file that cannot be read, is not valid JSON or is of another
+// version: the plugin must not start as if nothing were prepared, or it would hand the same
+// memory out twice.
+func loadCheckpoint(path string) (claims map[types.UID]PreparedClaim, unitMiB int64, err error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return map[types.UID]PreparedClaim{}, nil
+		return map[types.UID]PreparedClaim{}, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the checkpoint: %w", err)
+		return nil, 0, fmt.Errorf("reading the checkpoint: %w", err)
 	}
 	var c checkpoint
 	if err := json.Unmarshal(b, &c); err != nil {
-		return nil, fmt.Errorf("checkpoint %s is corrupt (remove it only once no pod with a claim of this driver runs on the node): %w", path, err)
+		return nil, 0, fmt.Errorf("checkpoint %s is corrupt (remove it only once no pod with a claim of this driver runs on the node): %w", path, err)
 	}
 	if c.Version != checkpointVersion {
-		return nil, fmt.Errorf("checkpoint %s has version %d, this plugin reads version %d", path, c.Version, checkpointVersion)
+		return nil, 0, fmt.Errorf("checkpoint %s has version %d, this plugin reads version %d", path, c.Version, checkpointVersion)
 	}
 	if c.Claims == nil {
 		c.Claims = map[types.UID]PreparedClaim{}
 	}
-	return c.Claims, nil
+	return c.Claims, c.UnitMiB, nil
 }
 
-// saveCheckpoint replaces the checkpoint at path with claims: written to a temporary file,
-// synced and renamed, so a crash leaves the old file or the new one, never half of one.
-func saveCheckpoint(path string, claims map[types.UID]PreparedClaim) error {
-	b, err := json.Marshal(checkpoint{Version: checkpointVersion, Claims: claims})
+// saveCheckpoint replaces the checkpoint at path with claims, whose units count in unit:
+// written to a temporary file, synced and renamed, so a crash leaves the old file or the
+// new one, never half of one.
+func saveCheckpoint(path string, unit gpushare.Unit, claims map[types.UID]PreparedClaim) error {
+	b, err := json.Marshal(checkpoint{Version: checkpointVersion, UnitMiB: unitMiB(unit), Claims: claims})
 	if err != nil {
 		return fmt.Errorf("encoding the checkpoint: %w", err)
 	}

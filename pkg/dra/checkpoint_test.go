@@ -7,13 +7,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 func TestCheckpointRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "data", CheckpointFile)
-	got, err := loadCheckpoint(path)
-	if err != nil || len(got) != 0 {
-		t.Fatalf("a missing checkpoint: %v, %v; want no claims", got, err)
+	got, unit, err := loadCheckpoint(path)
+	if err != nil || len(got) != 0 || unit != 0 {
+		t.Fatalf("a missing checkpoint: %v, %d, %v; want no claims in no unit", got, unit, err)
 	}
 	share := types.UID("share-1")
 	want := map[types.UID]PreparedClaim{
@@ -21,20 +23,23 @@ func TestCheckpointRoundTrip(t *testing.T) {
 			{Request: "gpu", Pool: "node-a", Device: "gpu-0", ShareID: &share, CardIndex: 0, CardUUID: "GPU-a", Units: 4},
 		}},
 	}
-	if err := saveCheckpoint(path, want); err != nil {
+	if err := saveCheckpoint(path, gpushare.Unit{MiB: 512}, want); err != nil {
 		t.Fatal(err)
 	}
-	got, err = loadCheckpoint(path)
+	got, unit, err = loadCheckpoint(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if unit != 512 {
+		t.Errorf("unit read back %d MiB, want 512", unit)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("round trip (-want +got):\n%s", diff)
 	}
-	if err := saveCheckpoint(path, map[types.UID]PreparedClaim{}); err != nil {
+	if err := saveCheckpoint(path, gpushare.GiB, map[types.UID]PreparedClaim{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = loadCheckpoint(path); err != nil || len(got) != 0 {
+	if got, _, err = loadCheckpoint(path); err != nil || len(got) != 0 {
 		t.Errorf("after saving none: %v, %v", got, err)
 	}
 	if m, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".*")); len(m) != 0 {
@@ -60,7 +65,7 @@ func TestCheckpointRefused(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.content), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			claims, err := loadCheckpoint(path)
+			claims, _, err := loadCheckpoint(path)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("loadCheckpoint(%q) = %v, %v; want error %v", tt.content, claims, err, tt.wantErr)
 			}

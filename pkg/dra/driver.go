@@ -68,8 +68,10 @@ type Driver struct {
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 
 // New builds the driver and loads the prepared claims of an earlier run. Errors: an
-// inventory without a card UUID or with two cards of one index, or a checkpoint that
-// cannot be read (the driver fails closed rather than forget prepared memory).
+// inventory without a card UUID or with two cards of one index, a checkpoint that cannot be
+// read (the driver fails closed rather than forget prepared memory), or prepared claims
+// that count in another unit than Inventory.Unit, or in one the checkpoint does not record
+// (checkUnitChange).
 func New(cfg Config) (*Driver, error) {
 	cards := make(map[string]gpushare.Device, len(cfg.Inventory.Devices))
 	for _, c := range cfg.Inventory.Devices {
@@ -83,8 +85,11 @@ func New(cfg Config) (*Driver, error) {
 		cards[name] = c
 	}
 	path := filepath.Join(cfg.DataDir, CheckpointFile)
-	prepared, err := loadCheckpoint(path)
+	prepared, recordedMiB, err := loadCheckpoint(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkUnitChange(cfg.NodeName, cfg.Inventory.Unit, path, recordedMiB, prepared); err != nil {
 		return nil, err
 	}
 	return &Driver{cfg: cfg, cards: cards, checkpoint: path, prepared: prepared}, nil

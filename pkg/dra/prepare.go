@@ -89,7 +89,7 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 	p := PreparedClaim{Namespace: claim.Namespace, Name: claim.Name, CDIDeviceID: id, RuntimeCDIDevices: runtimeDevices, Devices: devices, Limit: limit, PodUID: pod}
 	next := maps.Clone(d.prepared)
 	next[claim.UID] = p
-	if err := saveCheckpoint(d.checkpoint, next); err != nil {
+	if err := saveCheckpoint(d.checkpoint, d.cfg.Inventory.Unit, next); err != nil {
 		err = failed(reasonCheckpoint, err)
 		// Unrecorded, the spec would outlive an unprepare after a restart.
 		if rmErr := nodecards.RemoveClaimSpec(d.cfg.Specs.Dir, claim.UID); rmErr != nil {

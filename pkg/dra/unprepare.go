@@ -33,7 +33,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	if len(next) == len(d.prepared) {
 		return out, nil
 	}
-	if err := saveCheckpoint(d.checkpoint, next); err != nil {
+	if err := saveCheckpoint(d.checkpoint, d.cfg.Inventory.Unit, next); err != nil {
 		// The specs are gone but the checkpoint still holds the claims: kubelet retries
 		// the whole call, which then finds the specs gone and records it.
 		return nil, fmt.Errorf("unpreparing %d claims: %w", len(claims), err)

@@ -78,7 +78,7 @@ func TestRunWatchesClaimUsage(t *testing.T) {
 			1: {{PID: 200, UsedBytes: 1 * gib, UsedKnown: true}},
 		}}
 		claims := map[types.UID]PreparedClaim{"claim-uid": prep("nb-gpu", dev("gpu", 0, 4))}
-		if err := saveCheckpoint(filepath.Join(rc.PluginDataDir, CheckpointFile), claims); err != nil {
+		if err := saveCheckpoint(filepath.Join(rc.PluginDataDir, CheckpointFile), rc.Unit, claims); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range []*corev1.Pod{nb, plain} {
