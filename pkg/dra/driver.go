@@ -67,11 +67,12 @@ type Driver struct {
 
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 
-// New builds the driver and loads the prepared claims of an earlier run. Errors: an
-// inventory without a card UUID or with two cards of one index, a checkpoint that cannot be
-// read (the driver fails closed rather than forget prepared memory), or prepared claims
-// that count in another unit than Inventory.Unit, or in one the checkpoint does not record
-// (checkUnitChange).
+// New builds the driver, loads the prepared claims of an earlier run and brings the claims'
+// CDI specs in line with them (reconcileSpecs). Errors: an inventory without a card UUID or
+// with two cards of one index, a checkpoint that cannot be read (the driver fails closed
+// rather than forget prepared memory), prepared claims that count in another unit than
+// Inventory.Unit or in one the checkpoint does not record (checkUnitChange), or a spec
+// folder that cannot be listed or cleared of a leftover spec.
 func New(cfg Config) (*Driver, error) {
 	cards := make(map[string]gpushare.Device, len(cfg.Inventory.Devices))
 	for _, c := range cfg.Inventory.Devices {
@@ -92,7 +93,11 @@ func New(cfg Config) (*Driver, error) {
 	if err := checkUnitChange(cfg.NodeName, cfg.Inventory.Unit, path, recordedMiB, prepared); err != nil {
 		return nil, err
 	}
-	return &Driver{cfg: cfg, cards: cards, checkpoint: path, prepared: prepared}, nil
+	d := &Driver{cfg: cfg, cards: cards, checkpoint: path, prepared: prepared}
+	if err := d.reconcileSpecs(); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // HandleError logs background errors of the kubelet plugin helper (e.g. a ResourceSlice

@@ -6,6 +6,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
@@ -56,6 +58,37 @@ func RemoveClaimSpec(dir string, uid types.UID) error {
 // ClaimSpecPath is where the CDI spec of the claim with uid lives in dir.
 func ClaimSpecPath(dir string, uid types.UID) string {
 	return filepath.Join(dir, claimSpecPrefix+string(uid)+".json")
+}
+
+// ClaimSpecUIDs lists the claim UIDs whose CDI spec files are in dir (ClaimSpecPath), sorted.
+// Other files are left out: other kinds' specs, and the temporary files of a write in
+// progress, whose names start with a dot. A missing dir holds none. Errors: a dir that
+// cannot be read.
+func ClaimSpecUIDs(dir string) ([]types.UID, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing the claims' CDI specs in %s: %w", dir, err)
+	}
+	var uids []types.UID
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), claimSpecPrefix)
+		if !ok || !e.Type().IsRegular() {
+			continue
+		}
+		uid, ok := strings.CutSuffix(rest, ".json")
+		if !ok {
+			continue
+		}
+		if _, err := claimDeviceName(types.UID(uid)); err != nil {
+			continue // not a name WriteClaimSpec gives
+		}
+		uids = append(uids, types.UID(uid))
+	}
+	slices.Sort(uids)
+	return uids, nil
 }
 
 // claimDeviceName is the CDI device name of the claim with uid: the UID itself, which the

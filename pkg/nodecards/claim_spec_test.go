@@ -82,3 +82,41 @@ func TestWriteClaimSpec(t *testing.T) {
 		})
 	}
 }
+
+// TestClaimSpecUIDs: only the files WriteClaimSpec names are listed, not other kinds' specs
+// or a write's temporary file.
+func TestClaimSpecUIDs(t *testing.T) {
+	const a, b = types.UID("0b7f5c2e-1111-4a4a-9a9a-00000000000a"), types.UID("0b7f5c2e-1111-4a4a-9a9a-00000000000b")
+	dir := t.TempDir()
+	specs := CardSpecs{Dir: dir, SimulatedCardDir: SimulatedCardDir(dir)}
+	cards := []gpushare.Device{{Index: 0, UUID: "GPU-a", Units: 14}}
+	for _, uid := range []types.UID{b, a} {
+		if _, err := specs.WriteClaimSpec(uid, cards, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	others := []string{
+		"." + filepath.Base(ClaimSpecPath(dir, "0b7f5c2e-1111-4a4a-9a9a-00000000000c")) + ".tmp",
+		filepath.Base(AllocationSpecPath(dir, "0b7f5c2e-1111-4a4a-9a9a-00000000000d_main")),
+		filepath.Base(ClaimSpecPath(dir, "0b7f5c2e")) + ".bak",
+		"nvidia.yaml",
+	}
+	for _, name := range others {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(ClaimSpecPath(dir, "0b7f5c2e-1111-4a4a-9a9a-00000000000e"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ClaimSpecUIDs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != a || got[1] != b {
+		t.Errorf("ClaimSpecUIDs = %v, want [%s %s]", got, a, b)
+	}
+	if got, err := ClaimSpecUIDs(filepath.Join(dir, "missing")); err != nil || len(got) != 0 {
+		t.Errorf("a missing folder: %v, %v; want none", got, err)
+	}
+}
