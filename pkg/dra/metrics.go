@@ -10,23 +10,24 @@ import (
 // Failure reasons of the prepare and unprepare counters: a fixed set, so the label stays
 // bounded whatever the error text.
 const (
-	reasonNotAllocated    = "not_allocated"    // no allocation, or none of this driver
-	reasonUnknownDevice   = "unknown_device"   // a device or pool that is no card of this node
-	reasonInvalidCapacity = "invalid_capacity" // consumed memory that is not whole units
-	reasonOverCard        = "over_card"        // more of a card than the card has
-	reasonOverFree        = "over_free"        // more than the claims already prepared leave
-	reasonUnhealthy       = "unhealthy"        // a card that is unhealthy now
-	reasonIsolation       = "isolation"        // an isolation label this node cannot enforce or read
-	reasonSharedClaim     = "shared_claim"     // on a limit node, a claim reserved for more than one pod
-	reasonNoPod           = "no_pod"           // on a limit node, a claim reserved for no pod
-	reasonCDISpec         = "cdi_spec"         // the claim's CDI spec could not be written or removed
-	reasonCheckpoint      = "checkpoint"       // the checkpoint could not be written
-	reasonOther           = "other"
+	reasonNotAllocated      = "not_allocated"      // no allocation, or none of this driver
+	reasonUnknownDevice     = "unknown_device"     // a device or pool that is no card of this node
+	reasonInvalidCapacity   = "invalid_capacity"   // consumed memory that is not whole units
+	reasonOverCard          = "over_card"          // more of a card than the card has
+	reasonOverFree          = "over_free"          // more than the claims already prepared leave
+	reasonUnhealthy         = "unhealthy"          // a card that is unhealthy now
+	reasonIsolation         = "isolation"          // an isolation label this node cannot enforce or read
+	reasonSharedClaim       = "shared_claim"       // on a limit node, a claim reserved for more than one pod
+	reasonNoPod             = "no_pod"             // on a limit node, a claim reserved for no pod
+	reasonCDISpec           = "cdi_spec"           // the claim's CDI spec could not be written or removed
+	reasonCheckpoint        = "checkpoint"         // the checkpoint could not be written
+	reasonAllocationChanged = "allocation_changed" // a prepared claim allocated again differently under its UID
+	reasonOther             = "other"
 )
 
 var (
 	prepareReasons = []string{reasonNotAllocated, reasonUnknownDevice, reasonInvalidCapacity, reasonOverCard,
-		reasonOverFree, reasonUnhealthy, reasonIsolation, reasonSharedClaim, reasonNoPod, reasonCDISpec, reasonCheckpoint, reasonOther}
+		reasonOverFree, reasonUnhealthy, reasonIsolation, reasonSharedClaim, reasonNoPod, reasonCDISpec, reasonCheckpoint, reasonAllocationChanged, reasonOther}
 	unprepareReasons = []string{reasonCDISpec, reasonCheckpoint}
 )
 

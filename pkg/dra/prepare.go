@@ -27,10 +27,11 @@ const envCUDAVisibleDevices = "CUDA_VISIBLE_DEVICES"
 // PrepareResourceClaims prepares each claim: its allocation results of this driver become
 // one CDI device (gpushare.io/claim=<claim UID>) holding the claim's cards and the
 // ALIYUN_COM_GPU_MEM_* variables of its share, and the claim is checkpointed. A claim
-// already prepared gets the same answer again. A claim fails, with a reason kubelet puts in
-// the pod's events, when a result names no card of this node, consumes memory that is not
-// whole units, asks more of a card than the card has or than is left beside the claims
-// already prepared, or lands on a card that is unhealthy now.
+// already prepared gets the same answer again, while its allocation is the one prepared
+// (checkSameAllocation). A claim fails, with a reason kubelet puts in the pod's events, when
+// a result names no card of this node, consumes memory that is not whole units, asks more
+// of a card than the card has or than is left beside the claims already prepared, or lands
+// on a card that is unhealthy now.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -53,7 +54,11 @@ func (d *Driver) prepare(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		// Repeated by kubelet (e.g. after its restart): the containers may already run, so
 		// the answer must not change with the cards' health or the node's labels; the spec
 		// is rewritten in case the runtime's folder lost it, and so are those of the pod's
-		// other claims, in case an earlier prepare failed half-way through them.
+		// other claims, in case an earlier prepare failed half-way through them. Only the
+		// same allocation gets the old answer.
+		if err := d.checkSameAllocation(claim, p); err != nil {
+			return PreparedClaim{}, err
+		}
 		if _, err := d.writeSpec(claim.UID, p.Devices, p.Limit, p.RuntimeCDIDevices, d.podGrant(p.PodUID, nil)); err != nil {
 			return PreparedClaim{}, err
 		}
