@@ -238,7 +238,7 @@ func run(ctx context.Context, o options) error {
 			defer stopInformers()
 		}
 		return dra.Run(ctx, dra.RunConfig{
-			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, Simulated: simulated,
+			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, MemResource: res.Mem, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, Simulated: simulated,
 			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
 			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), LimitHookFailureDir: o.limitHookFails, Serve: serve,
 			IsolationBlocker: isolationBlocker,

@@ -30,6 +30,10 @@ type RunConfig struct {
 	NVML     gpunvml.Interface
 	// Unit is the node's gpu-mem unit: the step of every claim's memory.
 	Unit gpushare.Unit
+	// MemResource is the device plugin's memory extended resource (share-plugin's
+	// --mem-resource): pods that still request it on the node keep the plugin from starting.
+	// Empty: gpushare.DefaultMemResource.
+	MemResource corev1.ResourceName
 	// CDISpecDir is the runtime's CDI spec folder, where the claims' specs go.
 	CDISpecDir string
 	// CDIKind is the kind of the runtime's own card devices (share-plugin's --cdi-kind):
@@ -73,17 +77,26 @@ type RunConfig struct {
 }
 
 // Run serves the node's cards through DRA until ctx is done: it checks that the node is
-// labelled for this back end, registers the plugin with kubelet, and publishes the node's
-// ResourceSlice again on every change of a card's health. Errors: a node not labelled
-// gpushare.LabelBackend=dra, an API server older than Kubernetes 1.36 or without consumable
-// capacity (checkAPIServer, checkCapacityKept), no cards, a checkpoint that cannot be read,
-// or kubelet's plugin sockets that cannot be served.
+// labelled for this back end and that none of its pods holds memory through the device
+// plugin, registers the plugin with kubelet, and publishes the node's ResourceSlice again
+// on every change of a card's health. Errors: a node not labelled gpushare.LabelBackend=dra,
+// pods on the node that still hold memory through the device-plugin back end or that cannot
+// be listed (checkDevicePluginPods), an API server older than Kubernetes 1.36 or without
+// consumable capacity (checkAPIServer, checkCapacityKept), no cards, a checkpoint that
+// cannot be read, or kubelet's plugin sockets that cannot be served.
 func Run(ctx context.Context, rc RunConfig) error {
 	node, err := rc.Client.CoreV1().Nodes().Get(ctx, rc.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("reading node %s: %w", rc.NodeName, err)
 	}
 	if err := gpushare.CheckBackend(node.Labels, gpushare.BackendDRA); err != nil {
+		return err
+	}
+	memResource := rc.MemResource
+	if memResource == "" {
+		memResource = gpushare.DefaultMemResource
+	}
+	if err := checkDevicePluginPods(ctx, rc.Client, rc.NodeName, memResource); err != nil {
 		return err
 	}
 	if err := checkAPIServer(ctx, rc.Client.Discovery()); err != nil {

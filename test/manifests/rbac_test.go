@@ -160,6 +160,8 @@ func TestRBAC(t *testing.T) {
 		{"dra-plugin", "dra/rbac.yaml", draPluginSA, []string{
 			"core/events create", "core/events patch",
 			"core/nodes get", "core/nodes patch",
+			// At start: no pod of the node may still hold device-plugin memory.
+			"core/pods list",
 			"resource.k8s.io/resourceclaims get",
 			"resource.k8s.io/resourceslices create", "resource.k8s.io/resourceslices delete",
 			"resource.k8s.io/resourceslices list", "resource.k8s.io/resourceslices update",
