@@ -262,6 +262,11 @@ func startDRAPlugin(ctx context.Context, t *testing.T, e *Env, faultsFile string
 			return listAndWatchStreams(ctx, e.SharePluginURL) > 0
 		})
 	})
+	// The DRA plugin refuses to start while the device plugin's pods hold memory on the
+	// node: earlier cases' pods may still be terminating with their namespaces.
+	waitFor(ctx, t, 2*time.Minute, "no pod on the real node to hold "+string(res.Mem), func() bool {
+		return len(gpuMemPodsOnRealNode(ctx, t, e)) == 0
+	})
 	if err := e.StopComponent(ctx, "share-plugin"); err != nil {
 		t.Fatalf("stopping the device plugin: %v", err)
 	}
@@ -269,6 +274,34 @@ func startDRAPlugin(ctx context.Context, t *testing.T, e *Env, faultsFile string
 	setBackendLabel(ctx, t, e, &dra)
 	startDRAPluginProc(ctx, t, e, env)
 	return env
+}
+
+// gpuMemPodsOnRealNode names the pods bound to the real node, not finished, whose
+// containers ask for gpu-mem.
+func gpuMemPodsOnRealNode(ctx context.Context, t *testing.T, e *Env) []string {
+	t.Helper()
+	l, err := e.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + e.RealNode})
+	if err != nil {
+		t.Logf("listing the real node's pods: %v", err)
+		return []string{"(unknown)"}
+	}
+	var out []string
+	for _, p := range l.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		for _, c := range append(p.Spec.InitContainers, p.Spec.Containers...) {
+			if _, ok := c.Resources.Limits[res.Mem]; ok {
+				out = append(out, p.Namespace+"/"+p.Name)
+				break
+			}
+			if _, ok := c.Resources.Requests[res.Mem]; ok {
+				out = append(out, p.Namespace+"/"+p.Name)
+				break
+			}
+		}
+	}
+	return out
 }
 
 // draRegistrationSocket is the plugin's registration socket in kubelet's folder.
