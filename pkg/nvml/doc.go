@@ -3,8 +3,9 @@
 // total memory in MiB), a watch for critical XID events, used memory per card, and the
 // processes holding memory on each card (for share-plugin's usage watchdog); and, for
 // gpushare-limit-hook, the driver's per-cgroup memory limits in bytes (MemoryLimiter,
-// OpenMemoryLimiter). Every other package reaches NVML through it; the test in test/imports
-// fails when one imports go-nvml itself.
+// OpenMemoryLimiter); and, for hack/gpu-acceptance.sh only, the driver's version and the
+// limits read back (DriverVersion, ReadMemoryLimits). Every other package reaches NVML
+// through it; the test in test/imports fails when one imports go-nvml itself.
 //
 // The same code runs over the real driver library (SystemLibrary) and over a simulated node
 // built on go-nvml's mock package (NewSimulator), so machines without GPUs exercise the

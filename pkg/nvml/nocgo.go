@@ -115,3 +115,11 @@ func (simClient) Shutdown() error { return nil }
 
 // OpenMemoryLimiter fails: the driver's memory limits need the real library (ErrNoCgo).
 func OpenMemoryLimiter(Library) (MemoryLimiter, error) { return nil, ErrNoCgo }
+
+// DriverVersion fails: it needs the real library (ErrNoCgo).
+func DriverVersion(string) (string, error) { return "", ErrNoCgo }
+
+// ReadMemoryLimits fails: it needs the real library (ErrNoCgo).
+func ReadMemoryLimits(string, string, string) (MemoryLimits, error) {
+	return MemoryLimits{}, ErrNoCgo
+}

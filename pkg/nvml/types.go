@@ -70,6 +70,14 @@ var (
 	ErrCgroupNotOpened = errors.New("the driver cannot open cgroup")
 )
 
+// MemoryLimits is what the driver holds for one cgroup on one card, read back with
+// ReadMemoryLimits (hack/gpu-acceptance.sh only).
+type MemoryLimits struct {
+	SoftBytes, HardBytes uint64
+	// UsedBytes is what the cgroup's processes hold on the card now.
+	UsedBytes uint64
+}
+
 // MemoryLimiter is the driver's per-cgroup GPU memory limits (LimitCall, NVIDIA driver R615
 // and later, cgroup v2), which gpushare-limit-hook sets on a container's cgroup.
 type MemoryLimiter interface {
