@@ -172,20 +172,15 @@ func (d *Driver) claimDevices(claim *resourceapi.ResourceClaim) ([]PreparedDevic
 }
 
 // consumedUnits is the memory result r consumes of card, in units: its consumedCapacity,
-// or the whole card when the allocator recorded none (a scheduler without consumable
-// capacity allocates the device whole). Errors: memory that is not a positive whole
-// number of units.
+// or the whole card when the allocator recorded none (gpushare.DRAConsumedUnits, the rule
+// the scheduler plugin and inspect read claims by). Errors: memory that is not a positive
+// whole number of units.
 func (d *Driver) consumedUnits(r resourceapi.DeviceRequestAllocationResult, card gpushare.Device) (int64, error) {
-	q, ok := r.ConsumedCapacity[gpushare.DRACapacityMemory]
-	if !ok {
-		return card.Units, nil
+	u, err := gpushare.DRAConsumedUnits(&r, d.cfg.Inventory.Unit, card.Units)
+	if err != nil {
+		return 0, fmt.Errorf("card %d: %w", card.Index, err)
 	}
-	unit := unitBytes(d.cfg.Inventory.Unit)
-	b, ok := q.AsInt64()
-	if !ok || b <= 0 || b%unit != 0 {
-		return 0, fmt.Errorf("consumed memory %s of card %d is not a positive whole number of %s units", q.String(), card.Index, d.cfg.Inventory.Unit)
-	}
-	return b / unit, nil
+	return u, nil
 }
 
 // preparedUnits is what the prepared claims hold, in units by card index. Called with
