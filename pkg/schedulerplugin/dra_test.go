@@ -55,14 +55,24 @@ func TestDRAView(t *testing.T) {
 		want       string
 	}{
 		{
-			name:   "claims add up per card, rounded up to the unit (at least one)",
+			name:   "claims add up per card",
 			slices: []*resourceapi.ResourceSlice{draSlice(t, "n1", gpushare.GiB, []int64{14, 14}), draSlice(t, "n2", quarter, []int64{56})},
 			claims: []*resourceapi.ResourceClaim{
-				allocated("a", held{"n1", "gpu-0", "4Gi"}), allocated("b", held{"n1", "gpu-0", "1500Mi"}),
-				allocated("c", held{"n1", "gpu-1", "1Gi"}, held{"n2", "gpu-0", "1500Mi"}), allocated("nothing", held{"n2", "gpu-0", "0"}),
+				allocated("a", held{"n1", "gpu-0", "4Gi"}), allocated("b", held{"n1", "gpu-0", "2Gi"}),
+				allocated("c", held{"n1", "gpu-1", "1Gi"}, held{"n2", "gpu-0", "1792Mi"}),
 				pending("not-allocated", ask("4Gi", 1)),
 			},
 			want: "n1: 0:6/14 1:1/14\nn2: 0:7/56",
+		},
+		{
+			// The allocator rounds a request up to the policy's step; anything else is an odd record.
+			name:   "consumed memory that is not a positive whole number of units fills its card",
+			slices: []*resourceapi.ResourceSlice{draSlice(t, "n1", gpushare.GiB, []int64{14, 14}), draSlice(t, "n2", quarter, []int64{56})},
+			claims: []*resourceapi.ResourceClaim{
+				allocated("a", held{"n1", "gpu-0", "4Gi"}), allocated("b", held{"n1", "gpu-0", "1500Mi"}),
+				allocated("nothing", held{"n1", "gpu-1", "0"}), allocated("c", held{"n2", "gpu-0", "1500Mi"}),
+			},
+			want: "n1: 0:14/14 1:14/14\nn2: 0:56/56",
 		},
 		{
 			name:   "a result without consumed memory holds the whole card",

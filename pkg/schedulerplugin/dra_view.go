@@ -11,9 +11,6 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// maxDRAIndex bounds the NVML index a card device may carry; a larger one is an odd record.
-const maxDRAIndex = 1 << 16
-
 // draNode is one node's cards as the gpushare driver's ResourceSlices publish them, with
 // the units the allocated claims hold on each.
 type draNode struct {
@@ -32,16 +29,19 @@ type draView struct {
 // node; each pool's newest generation) and charges every allocated claim's results of that
 // driver to their cards; memo keeps the slices' devices as read (nil: read afresh).
 //
-// It fails closed: a record it cannot read never frees memory. A device with an unreadable
-// memory capacity or index, or a duplicate index, offers nothing; one whose request policy
-// has another step than the node's counts as full; consumed memory that is not a readable
-// quantity fills its card; a result naming a device its pool's slices do not list fills
-// every card of the pool's node (the slices are being replaced). A result without consumed
-// memory holds the whole card, as the DRA plugin prepares it.
+// Slices, cards and consumed memory are read with pkg/gpushare's DRA reader, as inspect and
+// the DRA plugin read them. It fails closed: a record it cannot read never frees memory. A
+// device the reader refuses (gpushare.ReadDRACard), or a duplicate index, offers nothing;
+// one whose request policy has another step than the node's counts as full; consumed memory
+// that is not a positive whole number of units fills its card; a result naming a device its
+// pool's slices do not list fills every card of the pool's node (the slices are being
+// replaced). A result without consumed memory adds the whole card, as the DRA plugin
+// prepares it. A card is unhealthy while a taint with effect NoSchedule or NoExecute is on
+// it (gpushare.DRADeviceHealthy).
 func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, want map[string]bool, memo *sliceMemo) *draView {
 	v := &draView{nodes: map[string]*draNode{}}
 	pools := map[string]*draPool{}
-	for name, ss := range newestPools(objs, want) {
+	for name, ss := range gpushare.DRANewestPools(objs, wantNode(want)) {
 		p := &draPool{node: v.node(*ss[0].Spec.NodeName)}
 		pools[name] = p
 		for _, s := range ss {
@@ -64,7 +64,7 @@ func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.Resourc
 				continue
 			}
 			if i := slices.Index(p.devices, r.Device); i >= 0 {
-				p.node.consume(p.cards[i], r.ConsumedCapacity)
+				p.node.consume(p.cards[i], &r)
 			} else {
 				poison = append(poison, p.node)
 			}
@@ -101,129 +101,64 @@ func (v *draView) node(name string) *draNode {
 	return n
 }
 
-// newestPools are the gpushare driver's slices of single nodes that want holds (nil: every
-// node) by pool name, each pool's newest generation only (older ones are being replaced).
-func newestPools(all []*resourceapi.ResourceSlice, want map[string]bool) map[string][]*resourceapi.ResourceSlice {
-	pools := map[string][]*resourceapi.ResourceSlice{}
-	for _, s := range all {
-		if s == nil || s.Spec.Driver != gpushare.DRADriverName || s.Spec.NodeName == nil || *s.Spec.NodeName == "" {
-			continue
-		}
-		if want != nil && !want[*s.Spec.NodeName] {
-			continue
-		}
-		have := pools[s.Spec.Pool.Name]
-		switch {
-		case len(have) == 0 || s.Spec.Pool.Generation > have[0].Spec.Pool.Generation:
-			pools[s.Spec.Pool.Name] = []*resourceapi.ResourceSlice{s}
-		case s.Spec.Pool.Generation == have[0].Spec.Pool.Generation && *s.Spec.NodeName == *have[0].Spec.NodeName:
-			pools[s.Spec.Pool.Name] = append(have, s)
-		}
+// wantNode is want as gpushare.DRANewestPools takes it: nil (every node) stays nil.
+func wantNode(want map[string]bool) func(string) bool {
+	if want == nil {
+		return nil
 	}
-	return pools
+	return func(node string) bool { return want[node] }
 }
 
-// draDeviceRecord is what the view reads of one device of a slice, in bytes.
+// draDeviceRecord is what the view reads of one device of a slice.
 type draDeviceRecord struct {
-	name    string
-	index   int
-	valid   bool  // index and memory capacity readable
-	total   int64 // the memory capacity
-	step    int64 // the request policy's step; 0: none readable
-	def     int64 // the request policy's default; 0: none readable
-	healthy bool  // no taint that keeps new claims off
+	name  string
+	valid bool // gpushare.ReadDRACard read it
+	card  gpushare.DRACard
 }
 
-// readDevice reads device d.
+// readDevice reads device d; an odd device (see gpushare.ReadDRACard) is not valid.
 func readDevice(d *resourceapi.Device) draDeviceRecord {
-	r := draDeviceRecord{name: d.Name, healthy: !slices.ContainsFunc(d.Taints, schedulingTaint)}
-	idx, okIndex := deviceIndex(d)
-	capa, okCapa := d.Capacity[gpushare.DRACapacityMemory]
-	total, okTotal := quantityBytes(&capa.Value)
-	r.index, r.total, r.valid = idx, total, okIndex && okCapa && okTotal
-	if r.valid {
-		r.step, r.def = policyStep(capa.RequestPolicy)
-	}
-	return r
+	c, err := gpushare.ReadDRACard(d)
+	return draDeviceRecord{name: d.Name, valid: err == nil, card: c}
 }
 
 // addCard adds device d as a card and returns its position, -1 when d offers nothing (see
-// newDRAView). The node's unit is the first readable step.
+// newDRAView). The node's unit is the first valid device's.
 func (n *draNode) addCard(d draDeviceRecord) int {
-	if !d.valid || slices.ContainsFunc(n.cards, func(c policy.Card) bool { return c.Index == d.index }) {
+	if !d.valid || slices.ContainsFunc(n.cards, func(c policy.Card) bool { return c.Index == d.card.Index }) {
 		return -1
 	}
-	if n.unit == 0 && d.step > 0 {
-		n.unit, n.defUnits = d.step, 1
-		if d.def > 0 {
-			n.defUnits = ceilDiv(d.def, d.step)
-		}
-	}
+	step := d.card.Unit.MiB * bytesPerMiB
 	if n.unit == 0 {
-		return -1
+		n.unit, n.defUnits = step, d.card.DefaultUnits
 	}
-	c := policy.Card{Index: d.index, Total: d.total / n.unit, Healthy: d.healthy}
-	if d.step != n.unit {
+	c := policy.Card{Index: d.card.Index, Total: d.card.Units, Healthy: d.card.Healthy}
+	if step != n.unit {
+		c.Total = d.card.MiB * bytesPerMiB / n.unit
 		c.Used = c.Total
 	}
 	n.cards = append(n.cards, c)
 	return len(n.cards) - 1
 }
 
-// consume charges one allocation result to card i (-1: an odd device, nothing to charge).
-func (n *draNode) consume(i int, consumed map[resourceapi.QualifiedName]resource.Quantity) {
+// consume charges allocation result r to card i (-1: an odd device, nothing to charge): what
+// gpushare.DRAConsumedUnits reads, the whole card when the result records no consumed
+// memory; memory it cannot read fills the card.
+func (n *draNode) consume(i int, r *resourceapi.DeviceRequestAllocationResult) {
 	if i < 0 {
 		return
 	}
 	c := &n.cards[i]
-	q, ok := consumed[gpushare.DRACapacityMemory]
-	if !ok {
+	units, err := gpushare.DRAConsumedUnits(r, gpushare.Unit{MiB: n.unit / bytesPerMiB}, c.Total)
+	if err != nil {
 		c.Used = max(c.Used, c.Total)
 		return
 	}
-	b, valid := quantityBytes(&q)
-	if !valid {
-		c.Used = max(c.Used, c.Total)
-		return
-	}
-	// At least one unit, the request policy's minimum: a share of nothing is an odd record.
-	c.Used = min(c.Used+max(ceilDiv(b, n.unit), 1), math.MaxInt64/2)
+	c.Used = min(c.Used+units, math.MaxInt64/2)
 }
 
-// schedulingTaint reports a taint that keeps new claims off the device (any effect but
-// None, which only informs). A claim's toleration is not looked at: the card counts as
-// taking nothing new.
-func schedulingTaint(t resourceapi.DeviceTaint) bool {
-	return t.Effect != resourceapi.DeviceTaintEffectNone
-}
-
-// deviceIndex is the card's NVML index attribute.
-func deviceIndex(d *resourceapi.Device) (int, bool) {
-	a, ok := d.Attributes[gpushare.DRAAttributeIndex]
-	if !ok || a.IntValue == nil || *a.IntValue < 0 || *a.IntValue >= maxDRAIndex {
-		return 0, false
-	}
-	return int(*a.IntValue), true
-}
-
-// policyStep is the request policy's step and default in bytes (0 where missing or
-// unreadable).
-func policyStep(p *resourceapi.CapacityRequestPolicy) (step, def int64) {
-	if p == nil {
-		return 0, 0
-	}
-	if p.ValidRange != nil && p.ValidRange.Step != nil {
-		if b, ok := quantityBytes(p.ValidRange.Step); ok && b > 0 {
-			step = b
-		}
-	}
-	if p.Default != nil {
-		if b, ok := quantityBytes(p.Default); ok {
-			def = b
-		}
-	}
-	return step, def
-}
+// bytesPerMiB converts a unit's MiB to the bytes DRA quantities count.
+const bytesPerMiB = 1 << 20
 
 // maxDRABytes bounds the quantities read: far above any card, far below overflow.
 const maxDRABytes = int64(1) << 60
