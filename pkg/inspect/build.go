@@ -73,9 +73,10 @@ func boundPodsByNode(pods []corev1.Pod) map[string][]*corev1.Pod {
 func buildNode(node *corev1.Node, pods []*corev1.Pod, dra draObjects, res gpushare.Resources) nodeUsage {
 	inv, src, err := res.NodeInventory(node)
 	var claims []draClaim
+	var draWarnings []string
 	if isDRANode(node.Labels) {
 		d := readDRANode(node.Name, dra)
-		inv, src, err, claims = d.inventory(), inventoryResourceSlice, nil, d.Claims
+		inv, src, err, claims, draWarnings = d.inventory(), inventoryResourceSlice, nil, d.Claims, d.Warnings
 	}
 	n := nodeUsage{
 		Name:            node.Name,
@@ -85,6 +86,7 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, dra draObjects, res gpusha
 		Cards:           []cardUsage{},
 		Pods:            []podUsage{},
 	}
+	n.Warnings = append(n.Warnings, draWarnings...)
 	switch {
 	case err != nil:
 		n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: %v", node.Name, err))

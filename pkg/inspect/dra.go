@@ -50,8 +50,7 @@ type draCard struct {
 	UUID    string
 	Model   string
 	Total   int64 // the memory capacity in units
-	Healthy bool  // no device taint
-	bytes   int64 // the memory capacity
+	Healthy bool  // no device taint with effect NoSchedule or NoExecute (gpushare.DRADeviceHealthy)
 }
 
 // draClaim is one allocated claim on a node's cards. Units are the node's units.
@@ -62,6 +61,8 @@ type draClaim struct {
 	Cards           gpushare.CardUnits // card index → units consumed
 	// Unknown names the devices of the node's pool the claim holds but no slice lists.
 	Unknown []string
+	// Odd says why a result's consumed memory could not be read; its card is charged whole.
+	Odd []string
 }
 
 // draNode is what the DRA objects say about one node: its cards and the claims on them.
@@ -69,30 +70,44 @@ type draNode struct {
 	Unit   gpushare.Unit
 	Cards  []draCard  // by index
 	Claims []draClaim // by namespace and name
+	// Warnings name the devices the node's slices list but that cannot be read as cards.
+	Warnings []string
 }
 
 // readDRANode reads node's cards from the gpushare driver's ResourceSlices of that node (the
-// newest generation of each pool) and the claims allocated devices of those pools. The
-// node's unit is the memory capacity's request-policy step (GiB when a slice has none);
-// capacities and consumed memory are counted in whole units, rounded down. A result without
-// consumed memory holds the whole card, as the plugin prepares it.
+// newest generation of each pool) and the claims allocated devices of those pools, with
+// pkg/gpushare's DRA reader (as the scheduler plugin and the DRA plugin read them). The
+// node's unit is the first slice's (pools by name), GiB when no slice has one. A device the
+// reader refuses is no card but a warning, and claims on it charge nothing. Consumed memory
+// counts in whole units; a result without it holds the whole card, as the plugin prepares
+// it, and one that is not a whole number of units is charged the whole card with a warning.
 func readDRANode(node string, objs draObjects) draNode {
-	pools := newestSlices(node, objs.Slices)
+	all := make([]*resourceapi.ResourceSlice, len(objs.Slices))
+	for i := range objs.Slices {
+		all[i] = &objs.Slices[i]
+	}
+	pools := gpushare.DRANewestPools(all, func(n string) bool { return n == node })
 	n := draNode{Unit: sliceUnit(pools)}
-	unit := unitMiB(n.Unit) * bytesPerMiB
-	byDevice := map[string]draCard{} // pool/device → card
-	for pool, slices := range pools {
-		for _, s := range slices {
-			for _, d := range s.Spec.Devices {
-				c := cardOf(d, unit)
-				byDevice[pool+"/"+d.Name] = c
-				n.Cards = append(n.Cards, c)
+	byDevice := map[string]*draCard{} // pool/device → card; nil: a device that is no card
+	for _, pool := range slices.Sorted(maps.Keys(pools)) {
+		for _, s := range pools[pool] {
+			for i := range s.Spec.Devices {
+				d := &s.Spec.Devices[i]
+				c, err := gpushare.ReadDRACard(d)
+				if err != nil {
+					byDevice[pool+"/"+d.Name] = nil
+					n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: slice %s: %v (not counted as a card)", node, s.Name, err))
+					continue
+				}
+				card := draCard{Device: c.Device, Index: c.Index, UUID: c.UUID, Model: c.Model, Healthy: c.Healthy, Total: c.MiB / n.Unit.MiB}
+				byDevice[pool+"/"+d.Name] = &card
+				n.Cards = append(n.Cards, card)
 			}
 		}
 	}
 	sort.Slice(n.Cards, func(i, j int) bool { return n.Cards[i].Index < n.Cards[j].Index })
 	for _, cl := range objs.Claims {
-		if c, ok := claimOn(cl, pools, byDevice, unit); ok {
+		if c, ok := claimOn(cl, pools, byDevice, n.Unit); ok {
 			n.Claims = append(n.Claims, c)
 		}
 	}
@@ -102,88 +117,47 @@ func readDRANode(node string, objs draObjects) draNode {
 	return n
 }
 
-// bytesPerMiB converts a unit's MiB to the bytes DRA capacities count.
-const bytesPerMiB = 1 << 20
-
-// newestSlices are the gpushare driver's slices of node by pool name, each pool's newest
-// generation only (older ones are being replaced).
-func newestSlices(node string, all []resourceapi.ResourceSlice) map[string][]resourceapi.ResourceSlice {
-	pools := map[string][]resourceapi.ResourceSlice{}
-	for _, s := range all {
-		if s.Spec.Driver != gpushare.DRADriverName || s.Spec.NodeName == nil || *s.Spec.NodeName != node {
-			continue
-		}
-		have := pools[s.Spec.Pool.Name]
-		switch {
-		case len(have) == 0 || s.Spec.Pool.Generation > have[0].Spec.Pool.Generation:
-			pools[s.Spec.Pool.Name] = []resourceapi.ResourceSlice{s}
-		case s.Spec.Pool.Generation == have[0].Spec.Pool.Generation:
-			pools[s.Spec.Pool.Name] = append(have, s)
-		}
-	}
-	return pools
-}
-
-// sliceUnit is the node's unit: the request-policy step of the first memory capacity that
-// has one, GiB when none does.
-func sliceUnit(pools map[string][]resourceapi.ResourceSlice) gpushare.Unit {
+// sliceUnit is the node's unit: that of the first slice (pools by name) that has one, GiB
+// when none does.
+func sliceUnit(pools map[string][]*resourceapi.ResourceSlice) gpushare.Unit {
 	for _, pool := range slices.Sorted(maps.Keys(pools)) {
 		for _, s := range pools[pool] {
-			for _, d := range s.Spec.Devices {
-				p := d.Capacity[gpushare.DRACapacityMemory].RequestPolicy
-				if p == nil || p.ValidRange == nil || p.ValidRange.Step == nil {
-					continue
-				}
-				if mib := p.ValidRange.Step.Value() / bytesPerMiB; mib > 0 {
-					return gpushare.Unit{MiB: mib}
-				}
+			if u, err := gpushare.DRASliceUnit(s); err == nil {
+				return u
 			}
 		}
 	}
 	return gpushare.GiB
 }
 
-// cardOf is device d as a card; unit is the node's unit in bytes.
-func cardOf(d resourceapi.Device, unit int64) draCard {
-	q := d.Capacity[gpushare.DRACapacityMemory].Value
-	b := q.Value()
-	c := draCard{Device: d.Name, Healthy: len(d.Taints) == 0, bytes: b, Total: b / unit}
-	if a := d.Attributes[gpushare.DRAAttributeIndex]; a.IntValue != nil {
-		c.Index = int(*a.IntValue)
-	}
-	if a := d.Attributes[gpushare.DRAAttributeUUID]; a.StringValue != nil {
-		c.UUID = *a.StringValue
-	}
-	if a := d.Attributes[gpushare.DRAAttributeProductName]; a.StringValue != nil {
-		c.Model = *a.StringValue
-	}
-	return c
-}
-
 // claimOn is what claim cl holds of the node's pools, whose cards byDevice holds by
-// "pool/device"; ok is false for a claim not allocated there. unit is the node's unit in
-// bytes.
-func claimOn(cl resourceapi.ResourceClaim, pools map[string][]resourceapi.ResourceSlice, byDevice map[string]draCard, unit int64) (draClaim, bool) {
+// "pool/device" (nil: a device that is no card); ok is false for a claim not allocated
+// there. unit is the node's unit.
+func claimOn(cl resourceapi.ResourceClaim, pools map[string][]*resourceapi.ResourceSlice, byDevice map[string]*draCard, unit gpushare.Unit) (draClaim, bool) {
 	if cl.Status.Allocation == nil {
 		return draClaim{}, false
 	}
 	c := draClaim{Namespace: cl.Namespace, Name: cl.Name, UID: string(cl.UID), Cards: gpushare.CardUnits{}}
-	for _, r := range cl.Status.Allocation.Devices.Results {
+	for i := range cl.Status.Allocation.Devices.Results {
+		r := &cl.Status.Allocation.Devices.Results[i]
 		if _, ours := pools[r.Pool]; r.Driver != gpushare.DRADriverName || !ours {
 			continue
 		}
 		card, known := byDevice[r.Pool+"/"+r.Device]
-		q, consumed := r.ConsumedCapacity[gpushare.DRACapacityMemory]
 		switch {
 		case !known:
 			c.Unknown = append(c.Unknown, r.Device)
-		case !consumed:
-			c.Cards[card.Index] += card.Total
+		case card == nil: // the node's warnings name the device
 		default:
-			c.Cards[card.Index] += q.Value() / unit
+			u, err := gpushare.DRAConsumedUnits(r, unit, card.Total)
+			if err != nil {
+				c.Odd = append(c.Odd, fmt.Sprintf("device %s: %v", r.Device, err))
+				u = card.Total
+			}
+			c.Cards[card.Index] += u
 		}
 	}
-	if len(c.Cards) == 0 && len(c.Unknown) == 0 {
+	if len(c.Cards) == 0 && len(c.Unknown) == 0 && len(c.Odd) == 0 {
 		return draClaim{}, false
 	}
 	for _, ref := range cl.Status.ReservedFor {
@@ -223,6 +197,9 @@ func (n *nodeUsage) addClaims(claims []draClaim) {
 		}
 		for _, d := range c.Unknown {
 			n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: claim %s holds device %s, which the node's ResourceSlices do not list", n.Name, c.key(), d))
+		}
+		for _, why := range c.Odd {
+			n.Warnings = append(n.Warnings, fmt.Sprintf("node %s: claim %s: %s (charged the whole card)", n.Name, c.key(), why))
 		}
 		n.Claims = append(n.Claims, u)
 		if len(c.Pods) > 0 {

@@ -43,6 +43,20 @@ func draDevice(index int, uuid string, units, stepBytes int64, tainted bool) res
 	return d
 }
 
+// informational gives d a taint of effect None, which only informs: d stays healthy.
+func informational(d resourceapi.Device) resourceapi.Device {
+	d.Taints = []resourceapi.DeviceTaint{{Key: "example.com/note", Effect: resourceapi.DeviceTaintEffectNone}}
+	return d
+}
+
+// partUnits gives d a memory capacity of a T4's 15079 MiB, not whole GiB units.
+func partUnits(d resourceapi.Device) resourceapi.Device {
+	c := d.Capacity[gpushare.DRACapacityMemory]
+	c.Value = *resource.NewQuantity(15079<<20, resource.BinarySI)
+	d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{gpushare.DRACapacityMemory: c}
+	return d
+}
+
 func itoa(i int) string { return strconv.Itoa(i) }
 
 // draSlice is node's slice of pool generation gen.
@@ -111,8 +125,8 @@ func draScenario(t *testing.T) []runtime.Object {
 }
 
 // TestReadDRANode: cards from the newest slices (unit from the request policy's step,
-// taints as health), claims per card in units, whole card without consumed capacity, a
-// device no slice lists, reservedFor pods.
+// NoSchedule/NoExecute taints as health), claims per card in units, whole card without
+// consumed capacity, a device no slice lists, reservedFor pods, odd records as warnings.
 func TestReadDRANode(t *testing.T) {
 	const mib256 = int64(256) << 20
 	tests := []struct {
@@ -127,7 +141,7 @@ func TestReadDRANode(t *testing.T) {
 		objs: draObjects{
 			Slices: []resourceapi.ResourceSlice{*draSlice("n", 3, draDevice(1, "GPU-b", 56, mib256, true), draDevice(0, "GPU-a", 56, mib256, false))},
 			Claims: []resourceapi.ResourceClaim{
-				*draClaimObj("ml", "two", []string{"p", "q"}, draResult("n", "gpu-0", 2*gib), draResult("n", "gpu-1", 1500<<20)),
+				*draClaimObj("ml", "two", []string{"p", "q"}, draResult("n", "gpu-0", 2*gib), draResult("n", "gpu-1", 1280<<20)),
 				*draClaimObj("ml", "whole", nil, draResult("n", "gpu-1", 0)),
 				*draClaimObj("ml", "ghost", []string{"g"}, draResult("n", "gpu-7", gib)),
 				*draClaimObj("ml", "pending", []string{"w"}),
@@ -136,14 +150,30 @@ func TestReadDRANode(t *testing.T) {
 		want: draNode{
 			Unit: gpushare.Unit{MiB: 256},
 			Cards: []draCard{
-				{Device: "gpu-0", Index: 0, UUID: "GPU-a", Model: "Tesla T4", Total: 56, Healthy: true, bytes: 56 * mib256},
-				{Device: "gpu-1", Index: 1, UUID: "GPU-b", Model: "Tesla T4", Total: 56, bytes: 56 * mib256},
+				{Device: "gpu-0", Index: 0, UUID: "GPU-a", Model: "Tesla T4", Total: 56, Healthy: true},
+				{Device: "gpu-1", Index: 1, UUID: "GPU-b", Model: "Tesla T4", Total: 56},
 			},
 			Claims: []draClaim{
 				{Namespace: "ml", Name: "ghost", UID: "uid-ml-ghost", Pods: []string{"g"}, Cards: gpushare.CardUnits{}, Unknown: []string{"gpu-7"}},
 				{Namespace: "ml", Name: "two", UID: "uid-ml-two", Pods: []string{"p", "q"}, Cards: gpushare.CardUnits{0: 8, 1: 5}},
 				{Namespace: "ml", Name: "whole", UID: "uid-ml-whole", Cards: gpushare.CardUnits{1: 56}},
 			},
+		},
+	}, {
+		name: "odd records: an informational taint, a device of part units, part-unit consumed memory",
+		objs: draObjects{
+			Slices: []resourceapi.ResourceSlice{*draSlice("n", 1, informational(draDevice(0, "GPU-a", 14, gib, false)), partUnits(draDevice(1, "GPU-b", 14, gib, false)))},
+			Claims: []resourceapi.ResourceClaim{
+				*draClaimObj("ml", "half", []string{"h"}, draResult("n", "gpu-0", 1536<<20)),
+				*draClaimObj("ml", "on-odd", []string{"o"}, draResult("n", "gpu-1", gib)),
+			},
+		},
+		want: draNode{
+			Unit:  gpushare.GiB,
+			Cards: []draCard{{Device: "gpu-0", Index: 0, UUID: "GPU-a", Model: "Tesla T4", Total: 14, Healthy: true}},
+			Claims: []draClaim{{Namespace: "ml", Name: "half", UID: "uid-ml-half", Pods: []string{"h"}, Cards: gpushare.CardUnits{0: 14},
+				Odd: []string{"device gpu-0: consumed memory: 1536Mi is not a positive whole number of GiB units"}}},
+			Warnings: []string{"node n: slice n-gpu-mem.gpushare.io-1: device gpu-1: memory capacity: 15079Mi is not a positive whole number of GiB units (not counted as a card)"},
 		},
 	}}
 	for _, tc := range tests {
