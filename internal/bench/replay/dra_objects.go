@@ -91,24 +91,25 @@ func (o Objects) draPod(p PodSpec) (*corev1.Pod, *resourceapi.ResourceClaim, err
 }
 
 // claimedUnits is the memory claim's allocation consumes on the driver's devices, in
-// draUnit; 0 when it is not allocated. A result without consumed capacity (a scheduler
-// without consumable capacity) takes the whole card: cardUnits.
+// draUnit; 0 when it is not allocated. Each result is read as the scheduler plugin reads it
+// (gpushare.DRAConsumedUnits): a result without consumed capacity (a scheduler without
+// consumable capacity) takes the whole card, cardUnits, and so does one whose consumed
+// memory is not whole units (fail closed).
 func (o Objects) claimedUnits(claim *resourceapi.ResourceClaim, cardUnits int64) int64 {
-	unitBytes := o.draUnitBytes()
 	if claim.Status.Allocation == nil {
 		return 0
 	}
 	var units int64
-	for _, r := range claim.Status.Allocation.Devices.Results {
+	for i := range claim.Status.Allocation.Devices.Results {
+		r := &claim.Status.Allocation.Devices.Results[i]
 		if r.Driver != gpushare.DRADriverName {
 			continue
 		}
-		q, ok := r.ConsumedCapacity[gpushare.DRACapacityMemory]
-		if !ok {
-			units += cardUnits
-			continue
+		u, err := gpushare.DRAConsumedUnits(r, o.draUnit(), cardUnits)
+		if err != nil {
+			u = cardUnits
 		}
-		units += q.Value() / unitBytes
+		units += u
 	}
 	return units
 }

@@ -39,7 +39,8 @@ func (c ClaimCheck) OK() bool {
 // summed over all claims) is at most capacityBytes. Pods not bound are skipped.
 func checkClaims(pods []*corev1.Pod, claims map[string]*resourceapi.ResourceClaim, capacityBytes int64) ClaimCheck {
 	c := ClaimCheck{Over: []string{}, Unallocated: []string{}, Mismatched: []string{}}
-	used := map[string]int64{} // pool/device → bytes
+	capacity := capacityBytes / unitBytes() // a card's GiB units
+	used := map[string]int64{}              // pool/device → GiB units
 	nodes := map[string]bool{}
 	for _, p := range pods {
 		if p.Spec.NodeName == "" {
@@ -58,18 +59,23 @@ func checkClaims(pods []*corev1.Pod, claims map[string]*resourceapi.ResourceClai
 			if why := allocationMismatch(claim, p.Spec.NodeName); why != "" {
 				c.Mismatched = append(c.Mismatched, p.Name+": "+why)
 			}
-			for _, r := range claim.Status.Allocation.Devices.Results {
-				q := r.ConsumedCapacity[gpushare.DRACapacityMemory]
-				used[r.Pool+"/"+r.Device] += q.Value()
+			for i := range claim.Status.Allocation.Devices.Results {
+				// Read as the scheduler plugin reads it: no consumed memory is the whole card.
+				r := &claim.Status.Allocation.Devices.Results[i]
+				u, err := gpushare.DRAConsumedUnits(r, gpushare.GiB, capacity)
+				if err != nil {
+					c.Mismatched = append(c.Mismatched, fmt.Sprintf("%s: device %s: %v", p.Name, r.Device, err))
+					u = capacity
+				}
+				used[r.Pool+"/"+r.Device] += u
 				nodes[r.Pool] = true
 			}
 		}
 	}
 	c.Nodes = len(nodes)
-	unit := unitBytes()
 	for card, u := range used {
-		if u > capacityBytes {
-			c.Over = append(c.Over, fmt.Sprintf("%s: %d > %d", card, u/unit, capacityBytes/unit))
+		if u > capacity {
+			c.Over = append(c.Over, fmt.Sprintf("%s: %d > %d", card, u, capacity))
 		}
 	}
 	sort.Strings(c.Over)
