@@ -1,6 +1,7 @@
 package serving_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -13,8 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/pkg/serving"
 )
@@ -206,11 +210,47 @@ func TestBrokenRotationKeepsServing(t *testing.T) {
 	base := serve(t, p, serving.RequireClientCert)
 	c := p.clientCA.clientCert(t, "kube-scheduler")
 	want := pemSerial(t, p.serverCert)
+	refusals := captureKlog(t)
 	write(t, p.certFile, []byte("not a certificate"))
-	time.Sleep(500 * time.Millisecond) // let the watcher see it
+	// The watcher reports each failed load; only once it has, the listener's serial says
+	// what the broken file did.
+	eventually(t, "the broken certificate file's load failure reported", func() bool {
+		return strings.Contains(refusals.String(), "failed to find any PEM data")
+	})
 	if got := servedSerial(t, p, c, base); got != want {
 		t.Fatalf("served serial %s after a broken write, want the last good %s", got, want)
 	}
+}
+
+// captureKlog sends klog's output to a buffer until the test ends (klog guards both
+// settings with its own lock).
+func captureKlog(t *testing.T) *syncBuffer {
+	t.Helper()
+	b := &syncBuffer{}
+	klog.LogToStderr(false)
+	klog.SetOutput(b)
+	t.Cleanup(func() {
+		klog.Flush()
+		klog.LogToStderr(true)
+	})
+	return b
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func pemSerial(t *testing.T, certPEM []byte) string {

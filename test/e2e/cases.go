@@ -326,6 +326,9 @@ func CaseExtenderRestart(t *testing.T, e *Env) {
 	})
 	waitGone(t, pid)
 	createPod(t, e, gpuPod(ns, "while-down", spare, ctr{units: 4}))
+	// The scheduler tried, could not reach the extender (ignorable: false), and left the pod
+	// Pending.
+	waitFailedScheduling(t, e, ns, "while-down", "refused")
 	stayUnbound(t, e, ns, "while-down", 3*time.Second)
 
 	if err := e.StartComponent(ctx, "extender"); err != nil {

@@ -106,6 +106,9 @@ func CaseSlowBodies(t *testing.T, e *Env) {
 		t.Fatalf("the suite's extender client has no TLS configuration")
 	}
 	answers := make(chan string, 4)
+	// Each connection says when it has sent its second byte: the extender then holds four
+	// bodies in progress.
+	arriving := make(chan struct{}, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
 			conn, err := tls.Dial("tcp", u.Host, tr.TLSClientConfig.Clone())
@@ -121,6 +124,9 @@ func CaseSlowBodies(t *testing.T, e *Env) {
 				if _, err := conn.Write([]byte("{")); err != nil {
 					break
 				}
+				if j == 1 {
+					arriving <- struct{}{}
+				}
 				time.Sleep(time.Second)
 			}
 			line, err := bufio.NewReader(conn).ReadString('\n')
@@ -131,7 +137,15 @@ func CaseSlowBodies(t *testing.T, e *Env) {
 			answers <- strings.TrimSpace(line)
 		}()
 	}
-	time.Sleep(3 * time.Second) // the bodies are still arriving
+	for i := 0; i < 4; i++ {
+		select {
+		case <-arriving:
+		case a := <-answers:
+			t.Fatalf("a slow connection ended before its body was under way: %s", a)
+		case <-ctx.Done():
+			t.Fatal("the slow connections never got their bodies under way")
+		}
+	}
 	heap := extenderHeap(ctx, t, e)
 	for i := 0; i < 4; i++ {
 		t.Logf("slow connection %d: %s", i, <-answers)

@@ -40,9 +40,20 @@ func CaseUsageWatchdog(t *testing.T, e *Env) {
 	pid := containerPID(t, string(p.UID), "gpuenv")
 
 	writeProcesses(t, procFile, pid, 3000)
-	time.Sleep(6 * time.Second) // 6 intervals, 3 graces
-	if ev := podEvents(e, ns, "hog"); strings.Contains(ev, gpushare.EventGPUMemoryOverGrant) {
-		t.Fatalf("a container under its grant (3000 of 4096 MiB) was reported:\n%s", ev)
+	// First the watchdog's own report that it charged the 3000 MiB to the container, then
+	// three graces (six intervals) of that reading without an event.
+	used := fmt.Sprintf(`gpushare_container_gpu_memory_used_bytes{card="0",container="c0",namespace=%q,`, ns)
+	seen := func() bool { return metricValue(scrape(t, e.SharePluginURL+"/metrics"), used) == float64(3000<<20) }
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) { return seen(), nil }); err != nil {
+		t.Fatalf("the watchdog never reported 3000 MiB used by the container: %v\n%s", err, grepLines(scrape(t, e.SharePluginURL+"/metrics"), "gpushare_container_"))
+	}
+	for deadline := time.Now().Add(6 * time.Second); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if ev := podEvents(e, ns, "hog"); strings.Contains(ev, gpushare.EventGPUMemoryOverGrant) {
+			t.Fatalf("a container under its grant (3000 of 4096 MiB) was reported:\n%s", ev)
+		}
+	}
+	if !seen() {
+		t.Fatalf("the watchdog's reading moved off 3000 MiB while the processes file held it:\n%s", grepLines(scrape(t, e.SharePluginURL+"/metrics"), "gpushare_container_"))
 	}
 
 	writeProcesses(t, procFile, pid, 6144)
@@ -159,4 +170,20 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// metricValue is the value of the first sample of a Prometheus text exposition whose line
+// starts with prefix (a name and the start of its labels), or -1 when there is none.
+func metricValue(exposition, prefix string) float64 {
+	for _, l := range strings.Split(exposition, "\n") {
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		if i := strings.LastIndexByte(l, ' '); i >= 0 {
+			if v, err := strconv.ParseFloat(l[i+1:], 64); err == nil {
+				return v
+			}
+		}
+	}
+	return -1
 }
