@@ -56,26 +56,7 @@ func CaseDRABackend(t *testing.T, e *Env) {
 		waitFor(ctx, t, time.Minute, "every claim unprepared", func() bool { return len(readDRACheckpoint(t)) == 0 })
 	})
 
-	objs := decodeObjects(t, filepath.Join(e.Repo(), "deploy", "dra", "examples", "tf-notebook-claims.yaml"))
-	var tmpl corev1.PodTemplateSpec
-	for _, o := range objs {
-		switch o.GetKind() {
-		case "ResourceClaimTemplate":
-			o.SetNamespace(ns)
-			if err := serverSideApply(ctx, e, o, false); err != nil {
-				t.Fatalf("applying the ResourceClaimTemplate %s: %v", o.GetName(), err)
-			}
-		case "Deployment":
-			var d appsv1.Deployment
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
-				t.Fatalf("decoding the example Deployment: %v", err)
-			}
-			tmpl = d.Spec.Template
-		}
-	}
-	if len(tmpl.Spec.ResourceClaims) == 0 {
-		t.Fatal("deploy/dra/examples/tf-notebook-claims.yaml: no Deployment whose pod takes a claim")
-	}
+	tmpl := draNotebookTemplate(ctx, t, e, ns)
 	// nb-3 goes through gpushare-scheduler (GPUShare scores claim pods, DynamicResources
 	// allocates them), the others through kube-scheduler.
 	notebook := func(name string) *corev1.Pod {
@@ -274,6 +255,34 @@ func startDRAPlugin(ctx context.Context, t *testing.T, e *Env, faultsFile string
 	setBackendLabel(ctx, t, e, &dra)
 	startDRAPluginProc(ctx, t, e, env)
 	return env
+}
+
+// draNotebookTemplate applies deploy/dra/examples/tf-notebook-claims.yaml's
+// ResourceClaimTemplate in ns and returns its Deployment's pod template, whose pods each take
+// a claim from it.
+func draNotebookTemplate(ctx context.Context, t *testing.T, e *Env, ns string) corev1.PodTemplateSpec {
+	t.Helper()
+	objs := decodeObjects(t, filepath.Join(e.Repo(), "deploy", "dra", "examples", "tf-notebook-claims.yaml"))
+	var tmpl corev1.PodTemplateSpec
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "ResourceClaimTemplate":
+			o.SetNamespace(ns)
+			if err := serverSideApply(ctx, e, o, false); err != nil {
+				t.Fatalf("applying the ResourceClaimTemplate %s: %v", o.GetName(), err)
+			}
+		case "Deployment":
+			var d appsv1.Deployment
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+				t.Fatalf("decoding the example Deployment: %v", err)
+			}
+			tmpl = d.Spec.Template
+		}
+	}
+	if len(tmpl.Spec.ResourceClaims) == 0 {
+		t.Fatal("deploy/dra/examples/tf-notebook-claims.yaml: no Deployment whose pod takes a claim")
+	}
+	return tmpl
 }
 
 // gpuMemPodsOnRealNode names the pods bound to the real node, not finished, whose

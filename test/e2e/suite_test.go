@@ -1,0 +1,88 @@
+//go:build e2e
+
+package e2e
+
+import "testing"
+
+// suite is the e2e suite in the order it runs. Each case undoes what it changes in its own
+// t.Cleanup (namespaces, kwok nodes, components restarted with other settings, node labels)
+// and TestE2E checks after each one that the cluster is as it was before it (restore.go), so
+// any case also passes alone:
+//
+//	make e2e E2E_FLAGS='-run TestE2E/^PerCardFit$ -v'
+//
+// What each case shows is the doc comment of its function.
+var suite = []struct {
+	name string
+	run  func(*testing.T, *Env)
+}{
+	// The reference scenario first: it is the user guide's, on a node nobody touched yet.
+	{"ReferenceScenario", CaseReferenceScenario},
+	{"ControlPlaneVersion", CaseControlPlaneVersion},
+	{"PerCardFit", CasePerCardFit},
+	{"CardChoice", CaseCardChoice},
+	{"DeleteFreesMemory", CaseDeleteFreesMemory},
+	{"ResourceQuotaGPUMem", CaseResourceQuotaGPUMem},
+	{"KueueRecipeDryRun", CaseKueueRecipeDryRun},
+	{"ExtenderRestart", CaseExtenderRestart},
+	{"MultiContainerMultiCard", CaseMultiContainerMultiCard},
+
+	// gpushare-scheduler, the framework plugin front end, on the same cluster (MODE=both).
+	{"PluginReferenceScenario", CasePluginReferenceScenario},
+	{"PluginPerCardFit", CasePluginPerCardFit},
+	{"PluginCardChoice", CasePluginCardChoice},
+	{"PluginMultiContainerMultiCard", CasePluginMultiContainerMultiCard},
+	{"PluginPreemption", CasePluginPreemption},
+	{"PluginRetriesOnlyWhenMemoryFrees", CasePluginRetriesOnlyWhenMemoryFrees},
+
+	{"DeployManifestsDryRun", CaseDeployManifestsDryRun},
+	{"RealNodeTwoCards", CaseRealNodeTwoCards},
+	{"KubeletRestart", CaseKubeletRestart},
+	{"CDIHandover", CaseCDIHandover},
+	{"CDIAllocationEnvLoses", CaseCDIAllocationEnvLoses},
+	{"ReservedEnvFromConfigMap", CaseReservedEnvFromConfigMap},
+	{"UsageWatchdog", CaseUsageWatchdog},
+	{"UsageWatchdogUnclaimed", CaseUsageWatchdogUnclaimed},
+	{"NodePreflight", CaseNodePreflight},
+	{"MPSIsolation", CaseMPSIsolation},
+	{"LimitHookRecordsGrant", CaseLimitHookRecordsGrant},
+	{"ChaosExtenderKills", CaseChaosExtenderKills},
+	{"ChaosDelayedBinding", CaseChaosDelayedBinding},
+	{"ChaosTenantEdits", CaseChaosTenantEdits},
+	{"ChaosSelfPlaced", CaseChaosSelfPlaced},
+	{"ChaosSameSizePods", CaseChaosSameSizePods},
+	{"AnonymousBindRefusedAtTLS", CaseAnonymousBindRefusedAtTLS},
+	{"AdmissionTenant", CaseAdmissionTenantAllocation},
+	{"AdmissionNodeScope", CaseAdmissionSharePluginNodeScope},
+	{"AdmissionSelfPlacement", CaseAdmissionSelfPlacement},
+	{"ReservedEnvTenant", CaseReservedEnvTenant},
+	{"BindChecksRequest", CaseBindChecksRequest},
+	{"SlowBodies", CaseSlowBodies},
+	{"ExtenderFailover", CaseExtenderFailover},
+	{"FailoverLateBinding", CaseFailoverLateBinding},
+	{"SharePluginUnitChange", CaseSharePluginRefusesUnitChange},
+	{"DRABackend", CaseDRABackend},
+	{"DRAKilledBetweenSpecAndCheckpoint", CaseDRAKilledBetweenSpecAndCheckpoint},
+	{"DRALimit", CaseDRALimit},
+	{"DRAUsageWatchdog", CaseDRAUsageWatchdog},
+
+	// The Helm chart last: its installs stand in for the local share-plugin (and
+	// gpushare-scheduler, and kube-scheduler's configuration) and put them back afterwards.
+	{"HelmChartDryRun", CaseHelmChartDryRun},
+	{"HelmChartCRDDryRun", CaseHelmChartCRDDryRun},
+	{"HelmInstallExtender", func(t *testing.T, e *Env) { CaseHelmInstall(t, e, "extender") }},
+	{"HelmInstallScheduler", func(t *testing.T, e *Env) { CaseHelmInstall(t, e, "scheduler") }},
+}
+
+// TestE2E runs the suite in order, each case as a subtest that fails when the case leaves
+// the cluster changed (restore.go), so that no case depends on the one before it.
+func TestE2E(t *testing.T) {
+	for _, c := range suite {
+		t.Run(c.name, func(t *testing.T) {
+			before := takeBaseline(t, env)
+			// Registered first, so it runs after every cleanup the case registers.
+			t.Cleanup(func() { checkRestored(t, env, before) })
+			c.run(t, env)
+		})
+	}
+}
