@@ -1,0 +1,104 @@
+package docs
+
+import (
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// link is a Markdown link or image target: ](target).
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestRelativeLinks: every relative link of README.md, docs/ (design notes too) and the
+// READMEs of deploy/ leads to a file that exists and, with a #fragment into a Markdown file,
+// to one of its headings.
+func TestRelativeLinks(t *testing.T) {
+	files := []string{"README.md"}
+	for _, dir := range []string{"docs", "deploy"} {
+		err := filepath.WalkDir(filepath.Join(repoRoot, dir), func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel, err := filepath.Rel(repoRoot, p)
+			if err != nil {
+				return err
+			}
+			if rel = filepath.ToSlash(rel); strings.HasSuffix(rel, ".md") && (dir == "docs" || d.Name() == "README.md") {
+				files = append(files, rel)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("listing %s: %v", dir, err)
+		}
+	}
+	anchors := map[string]map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range link.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				file, frag, _ := strings.Cut(target, "#")
+				dest := f
+				if file != "" {
+					dest = path.Clean(path.Join(path.Dir(f), file))
+				}
+				where := f + ":" + strconv.Itoa(i+1)
+				if _, err := os.Stat(filepath.Join(repoRoot, dest)); err != nil {
+					t.Errorf("%s: link %s: no file %s", where, target, dest)
+					continue
+				}
+				if frag == "" || !strings.HasSuffix(dest, ".md") {
+					continue
+				}
+				if anchors[dest] == nil {
+					anchors[dest] = headingAnchors(t, dest)
+				}
+				if !anchors[dest][frag] {
+					t.Errorf("%s: link %s: %s has no heading with anchor #%s", where, target, dest, frag)
+				}
+			}
+		}
+	}
+}
+
+// headingAnchors returns the anchors GitHub gives the headings of a Markdown file: lower case,
+// punctuation but '-' and '_' dropped, spaces as '-', "-1", "-2" … after a repeated one.
+func headingAnchors(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(repoRoot, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	drop := regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+	out := map[string]bool{}
+	seen := map[string]int{}
+	fenced := false
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		title, ok := strings.CutPrefix(strings.TrimLeft(line, "#"), " ")
+		if fenced || !strings.HasPrefix(line, "#") || !ok {
+			continue
+		}
+		a := strings.ReplaceAll(drop.ReplaceAllString(strings.ToLower(strings.TrimSpace(title)), ""), " ", "-")
+		if n := seen[a]; n > 0 {
+			out[a+"-"+strconv.Itoa(n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
