@@ -102,3 +102,46 @@ func headingAnchors(t *testing.T, file string) map[string]bool {
 	}
 	return out
 }
+
+// docPath is a repository path into docs/ written in a source file, comment or manifest.
+var docPath = regexp.MustCompile(`(?:^|[^\w./-])(docs/[\w./-]*\w\.(?:md|svg))`)
+
+// TestDocPathsExist: every docs/….md or .svg path that Go code, scripts, manifests and docs
+// name exists, so that moving a document means fixing what points at it.
+func TestDocPathsExist(t *testing.T) {
+	skip := map[string]bool{".git": true, "_output": true, "dist": true, "bin": true, "node_modules": true}
+	exts := map[string]bool{".go": true, ".sh": true, ".yaml": true, ".yml": true, ".md": true, ".tpl": true, ".txt": true}
+	err := filepath.WalkDir(repoRoot, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if p != repoRoot && (skip[d.Name()] || strings.HasPrefix(d.Name(), ".")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !exts[filepath.Ext(p)] && d.Name() != "Makefile" {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(repoRoot, p)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range docPath.FindAllStringSubmatch(line, -1) {
+				if _, err := os.Stat(filepath.Join(repoRoot, m[1])); err != nil {
+					t.Errorf("%s:%d: names %s, which does not exist", filepath.ToSlash(rel), i+1, m[1])
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walking the repository: %v", err)
+	}
+}
