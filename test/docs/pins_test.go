@@ -206,7 +206,7 @@ func TestPinsWrittenOnce(t *testing.T) {
 			for _, re := range mention {
 				for _, m := range re.FindAllStringSubmatch(l.text, -1) {
 					if m[1] != v {
-						t.Errorf("%s: %q names %s %s, but %s pins v%s: point at %s#pinned-versions instead",
+						t.Errorf("%s: %q names %s %s, but %s pins v%s: point at %s#pinned-versions for the pin, or write another release as an override (K8S_VERSION=…)",
 							l, m[0], p.name, m[1], p.file, v, pinsTable)
 					}
 				}
