@@ -145,3 +145,30 @@ func TestDocPathsExist(t *testing.T) {
 		t.Fatalf("walking the repository: %v", err)
 	}
 }
+
+// TestIndexListsEveryDoc: docs/README.md links every Markdown file of docs/, design notes too.
+func TestIndexListsEveryDoc(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoRoot, "docs/README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, m := range link.FindAllStringSubmatch(string(b), -1) {
+		file, _, _ := strings.Cut(m[1], "#")
+		listed[path.Clean(file)] = true
+	}
+	docs := filepath.Join(repoRoot, "docs")
+	err = filepath.WalkDir(docs, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".md") || d.Name() == "README.md" {
+			return err
+		}
+		rel, err := filepath.Rel(docs, p)
+		if err == nil && !listed[filepath.ToSlash(rel)] {
+			t.Errorf("docs/README.md does not list docs/%s: add a line for it", filepath.ToSlash(rel))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatalf("walking docs: %v", err)
+	}
+}
