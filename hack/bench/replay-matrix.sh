@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs hack/bench/replay.sh over policies × traces × seeds (the docs/benchmarks.md table), one
+# Runs hack/bench/replay.sh over policies × traces × seeds (the docs/design/benchmarks-replay.md table), one
 # replay after another, then writes the markdown table and the chart of the results.
 # A cell whose summary.json exists is skipped, so an interrupted matrix resumes.
 #
@@ -145,7 +145,7 @@ for trace in $TRACES; do
   "$bin" chart --title "$trace trace: allocated vs arrived GPU ($([ "$OFFLINE" = yes ] && echo offline emulation || echo "real schedulers: kube-scheduler + extender; cluster-plugin: gpushare-scheduler"))" \
     --out "$ROOT/chart-$trace.svg" "${runs[@]}"
 done
-# Each policy's trace-family table next to FGD's published figures (docs/benchmarks.md).
+# Each policy's trace-family table next to FGD's published figures (docs/design/benchmarks-replay.md).
 # The mode recorded in the summaries (gpushare-replay: -to<STOP_AT> marks a cut workload).
 fam_suffix=
 [ "${STOP_AT:-0}" != 0 ] && fam_suffix=-to$STOP_AT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Scale benchmark (docs/benchmarks.md, "Scale benchmark"): N nodes of 8 cards ×
+# Scale benchmark (docs/design/benchmarks.md, "Scale benchmark"): N nodes of 8 cards ×
 # 16 units on a local control plane of its own, then in one run
 #   a) kube-scheduler alone (gpu-mem a plain extended resource) schedules PODS pods,
 #   b) kube-scheduler + the gpushare extender (filter, prioritize, bind) schedules the same set,

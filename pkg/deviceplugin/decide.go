@@ -138,7 +138,7 @@ func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare
 }
 
 // claimOf is what a pod holds in the ledger: its valid allocation (a bound pod's allocation
-// is a claim even before kubelet admits it), overridden by what this process granted it. A
+// holds its cards even before kubelet admits it), overridden by what this process granted it. A
 // pod with neither holds nothing: it gets cards when admitted. Nor does a pod whose
 // admission Allocate refused.
 func (p *Plugin) claimOf(pod *corev1.Pod, grants snapshot) gpushare.PodAllocation {

@@ -50,7 +50,7 @@ const forgetAfter = 10 * time.Minute
 type grant struct {
 	pod *corev1.Pod // last seen object (names, UID, which init containers are sidecars)
 	// claim is the cards of every container this plugin served and, for a pod it placed
-	// itself, of every gpu-mem container (the rest are a claim until kubelet allocates them).
+	// itself, of every gpu-mem container (the others hold theirs already, before kubelet allocates them).
 	claim  gpushare.PodAllocation
 	served map[gpushare.ContainerRef]bool
 	state  grantState

@@ -72,7 +72,7 @@ func (p *Plugin) limitHook(pod *corev1.Pod, d cardDecision) (*cdi.Hook, error) {
 	return nodecards.LimitHook(c, p.cfg.Unit, d.cards, d.units, grant), nil
 }
 
-// podGrant is what pod holds on each card of its allocation claim, in units: its usage there
+// podGrant is what pod holds on each card of its allocation, in units: its usage there
 // (gpushare.PodAllocation.CardUsage, what its containers running at once may hold, as the
 // ledger counts it), card index order. This is the pod-level limit: every container of the
 // pod, including one that requests no gpu-mem and so has no hook or limit of its own, runs

@@ -33,7 +33,7 @@ import (
 // a node's CPU under cards that then stay empty; each shape's own requests guard against
 // that but cap nodes that other pods would still fill. Blending by pressure takes the
 // average where CPU is plentiful and the own requests where it runs out (the replay figures
-// are in docs/benchmarks-replay.md).
+// are in docs/design/benchmarks-replay.md).
 //
 // Node constraints, as in the FGD simulator: a shape carries its pod's node constraint
 // (Shape.Constraint; the simulator keys typical pods by their GPU model list), and a node
@@ -44,12 +44,12 @@ import (
 // over those on the nodes meeting its constraint, so the free cards of a scarce GPU model
 // weigh as much as the constrained demand for them. Without the scaling, pod counts alone
 // draw unconstrained pods onto the models few shapes name, however scarce, and the pods
-// pinned to those models then find no card (docs/benchmarks-replay.md).
+// pinned to those models then find no card (docs/design/benchmarks-replay.md).
 //
 // A placement is scored by how little it raises F (ΔF = F(after) - F(before), lower is
 // better); cards inside a node are chosen greedily the same way. The host part matters as
 // much as the cards: a pod that takes a node's last CPU strands its free cards, so pods
-// without gpu-mem are scored too (when the scheduler sends them, see docs/benchmarks.md).
+// without gpu-mem are scored too (when the scheduler sends them, see docs/design/benchmarks.md).
 // Ties, common while the workload is unknown, go to binpack's order for gpu pods and, for
 // pods without gpu-mem, to the node with the least free card capacity (where CPU is worth
 // least to gpu pods). The workload is learned from the pods seen so far (ShapeCounter);
@@ -285,7 +285,7 @@ func (f fgd) feed(i int, host Host, avg float64) int64 {
 // weight steers pods away from nodes whose CPU runs low so hard that the whole-card pods of
 // multi-GPU workloads lose the empty nodes they need; none lets CPU run out under free
 // cards. Half weight keeps both effects: the cards a spent host strands count, but less
-// than cards no pod can use at all (the weights compared are in docs/benchmarks-replay.md).
+// than cards no pod can use at all (the weights compared are in docs/design/benchmarks-replay.md).
 const hostCapWeight = 0.5
 
 // unlimited is what hostFeeds answers for a shape its host does not limit (no CPU or memory

@@ -15,7 +15,7 @@ type Capacity struct {
 // cluster's CPU or memory by the time the cards fill (pressure 1 and above: they need each
 // shape's own requests) and the others (below it); where exactly in that gap it starts and
 // ends does not change the result beyond the spread between seeds
-// (docs/benchmarks-replay.md).
+// (docs/design/benchmarks-replay.md).
 const (
 	pressureLow  = 0.8
 	pressureHigh = 1.0

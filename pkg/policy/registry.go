@@ -17,7 +17,7 @@ var constructors = map[string]func() Policy{
 }
 
 // Default is the policy used when none is configured: fgd, which leaves the least GPU
-// unallocated on every openb trace family (docs/benchmarks-replay.md); binpack is the
+// unallocated on every openb trace family (docs/design/benchmarks-replay.md); binpack is the
 // original gpushare's.
 const Default = "fgd"
 

@@ -97,12 +97,13 @@ type Config struct {
 
 // Ledger tells the watchdog what the node's pods hold.
 type Ledger interface {
-	// Claims returns the pods of the node's pod view, each with its claim: the cards each
-	// of its gpu-mem containers holds (zero when the pod holds none).
+	// Claims returns the pods of the node's pod view, each with its allocation: the cards
+	// each of its gpu-mem containers holds (zero when the pod holds none).
 	Claims() []PodClaim
 }
 
-// PodClaim is one pod and the cards its containers hold.
+// PodClaim is one pod and its allocation, the cards its containers hold (Claim: a
+// gpushare allocation, not a DRA ResourceClaim).
 type PodClaim struct {
 	Pod   *corev1.Pod
 	Claim gpushare.PodAllocation

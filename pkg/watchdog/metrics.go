@@ -20,7 +20,7 @@ type usageCollector struct {
 
 // Collector exports the watchdog's figures: the over-grant counter and, from the last
 // sample, each container's used and granted bytes per card, each card's unattributed bytes
-// and each pod's unclaimed bytes per card.
+// and each pod's bytes used per card without a grant.
 func (w *Watchdog) Collector() prometheus.Collector { return newUsageCollector(w) }
 
 func newUsageCollector(w *Watchdog) *usageCollector {

@@ -60,12 +60,13 @@ type usageSample struct {
 // sample lists the processes of every card and charges each to its container: through
 // /proc/<pid>/cgroup to the pod UID and container ID, through the ledger's pods to the pod
 // and the container's name. Every container of a GPU-sharing pod of the node (one whose
-// claim names a card; terminating ones too) is in the sample with its grant on each of its
+// allocation names a card; terminating ones too) is in the sample with its grant on each of its
 // cards, whether it runs processes or not; a container of such a pod using memory on a card
 // it holds nothing on is in it with grant 0. Processes of other pods, of the host, or that
 // cannot be mapped are unattributed. Besides, the use of every pod of the node on a card
 // the pod holds nothing on (none of its containers has units there, or it requested no
-// gpu-mem) is charged to the pod as unclaimed, when its cgroup names the pod.
+// gpu-mem) is charged to the pod as use without a grant (GPUMemoryUnclaimed), when its cgroup
+// names the pod.
 func (w *Watchdog) sample() usageSample {
 	s := usageSample{at: w.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{},
 		unclaimed: map[podCard]*unclaimedUsage{}, podSeen: map[types.UID]bool{}}

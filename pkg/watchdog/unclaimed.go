@@ -44,7 +44,7 @@ type unclaimedUsage struct {
 	unknown bool   // NVML could not tell the use of some of its processes
 }
 
-// addUnclaimed charges process pr of pod to its unclaimed use of card.
+// addUnclaimed charges process pr of pod to its use of card without a grant.
 func (s *usageSample) addUnclaimed(pod *corev1.Pod, card gpushare.Device, pr gpunvml.Process) {
 	key := podCard{pod.UID, card.Index}
 	u := s.unclaimed[key]

@@ -36,7 +36,7 @@ type Watchdog struct {
 	publishedAt  time.Time
 	nvmlFailing  map[int]bool
 	warnedNoProc bool
-	// unclaimedReported is when each pod's unclaimed use of a card was last reported.
+	// unclaimedReported is when each pod's use of a card without a grant was last reported.
 	unclaimedReported map[podCard]time.Time
 	exempt            map[string]bool // Unclaimed.ExemptNamespaces
 

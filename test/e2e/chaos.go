@@ -204,7 +204,7 @@ func CaseChaosTenantEdits(t *testing.T, e *Env) {
 	assertLedgerSound(t, e)
 }
 
-// CaseChaosSelfPlaced: a pod created with spec.nodeName and a record claiming 0 units gets a
+// CaseChaosSelfPlaced: a pod created with spec.nodeName and a record stating 0 units gets a
 // card chosen by share-plugin under the node's ledger, its record tells the truth, and the
 // extender counts it: the next 14-unit pod goes to the other card, a third waits.
 func CaseChaosSelfPlaced(t *testing.T, e *Env) {

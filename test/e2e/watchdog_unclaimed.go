@@ -20,7 +20,7 @@ import (
 // CaseUsageWatchdogUnclaimed: a pod that requested no gpu-mem runs a process the simulated
 // card lists (as a container that widened its NVIDIA_VISIBLE_DEVICES would). The watchdog
 // must find the pod from the process's real cgroup, send the GPUMemoryUnclaimed event on it
-// and export its unclaimed use.
+// and export its use without a grant.
 func CaseUsageWatchdogUnclaimed(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "extender", "share-plugin")

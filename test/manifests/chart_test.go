@@ -180,7 +180,7 @@ func TestChartNamespace(t *testing.T) {
 		c := render(t, ns, []string{"topology=" + topology})
 		for k, o := range c {
 			// kube-system is where that RoleBinding must be, and an exempt namespace of
-			// gpushare-reserved-env and of share-plugin's unclaimed-use reports by default
+			// gpushare-reserved-env and of share-plugin's reports of use without a grant by default
 			// (TestChartReservedEnvExemptions, TestChartUnclaimedExemptions).
 			raw := strings.ReplaceAll(string(o.raw), "--unclaimed-exempt-namespaces="+ns+",kube-system", "")
 			if strings.Contains(raw, "kube-system") && k != "RoleBinding/gpushare-scheduler-authentication-reader" &&

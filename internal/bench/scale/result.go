@@ -41,7 +41,7 @@ const (
 	RoundDirPrefix = "round-"
 )
 
-// Targets the scale benchmark is judged against (docs/benchmarks.md).
+// Targets the scale benchmark is judged against (docs/design/benchmarks.md).
 const (
 	TargetRatio = 0.8
 	// TargetPluginRatio is gpushare-scheduler's rate over kube-scheduler's alone, and
@@ -202,7 +202,7 @@ func met(ok bool) string {
 	return "**missed**"
 }
 
-// Markdown renders the results as the table of docs/benchmarks.md: measured figure,
+// Markdown renders the results as the table of docs/design/benchmarks.md: measured figure,
 // target, met or missed. Steps that did not run are left out.
 func (r Results) Markdown() string {
 	var b strings.Builder

@@ -1,6 +1,6 @@
 // Command gpushare-replay replays Alibaba's GPU-sharing trace through the real scheduler
 // (kube-scheduler + the gpushare extender, kwok nodes) or offline through pkg/policy, and
-// charts the results. See docs/benchmarks.md.
+// charts the results. See docs/design/benchmarks-replay.md.
 //
 //	gpushare-replay --kubeconfig K --nodes N.csv --pods P.csv --seed 42 --tune 1.3 --out DIR --policy-label binpack
 //	gpushare-replay --offline --policy binpack --nodes N.csv --pods P.csv --out DIR

@@ -1,6 +1,6 @@
 // Command gpushare-scalebench is the driver of `make bench-scale` (hack/bench/scale.sh
 // starts and stops the cluster processes between its steps). Each step writes its result
-// as JSON into --out; `report` renders them as the table of docs/benchmarks.md.
+// as JSON into --out; `report` renders them as the table of docs/design/benchmarks.md.
 //
 //	gpushare-scalebench setup     --nodes 5000
 //	gpushare-scalebench phase     --set plain --pods 2000

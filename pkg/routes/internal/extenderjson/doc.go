@@ -10,6 +10,6 @@
 // (github.com/go-json-experiment/json with a jsontext-based name cutter and token-by-token
 // encoders) costs more CPU time and bytes per call than this package, beyond what the
 // project allows for a library. The comparison, its method and its figures are in
-// docs/benchmarks.md; BenchmarkFilterHandler and BenchmarkPrioritizeHandler (test/bench) and
+// docs/design/benchmarks.md; BenchmarkFilterHandler and BenchmarkPrioritizeHandler (test/bench) and
 // BenchmarkFilter5000Nodes (pkg/routes) rerun it.
 package extenderjson
