@@ -6,8 +6,10 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -428,10 +430,14 @@ func draTaint(ctx context.Context, e *Env) resourcev1.DeviceTaintEffect {
 	return ""
 }
 
-// readDRACheckpoint is the claims in the plugin's checkpoint, by UID.
+// readDRACheckpoint is the claims in the plugin's checkpoint, by UID; none before the
+// plugin's first prepare wrote it.
 func readDRACheckpoint(t *testing.T) map[string]dra.PreparedClaim {
 	t.Helper()
 	b, err := os.ReadFile(draCheckpoint)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
 	if err != nil {
 		t.Fatalf("reading the DRA checkpoint: %v", err)
 	}

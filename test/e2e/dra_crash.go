@@ -109,7 +109,8 @@ func CaseDRAKilledBetweenSpecAndCheckpoint(t *testing.T, e *Env) {
 // through. The returned channel closes after do. The mark goes with the test.
 func holdFirstOpen(t *testing.T, dir string, pid int, do func()) <-chan struct{} {
 	t.Helper()
-	fd, err := unix.FanotifyInit(unix.FAN_CLASS_CONTENT|unix.FAN_CLOEXEC, unix.O_RDONLY)
+	// Non-blocking, polled: a read blocked in the kernel would outlive closing the group.
+	fd, err := unix.FanotifyInit(unix.FAN_CLASS_CONTENT|unix.FAN_CLOEXEC|unix.FAN_NONBLOCK, unix.O_RDONLY)
 	if err != nil {
 		t.Fatalf("fanotify_init: %v", err)
 	}
@@ -118,22 +119,34 @@ func holdFirstOpen(t *testing.T, dir string, pid int, do func()) <-chan struct{}
 		t.Fatalf("fanotify_mark %s: %v", dir, err)
 	}
 	done := make(chan struct{})
+	stop := make(chan struct{})
 	stopped := make(chan struct{})
 	t.Cleanup(func() {
-		// Closing the group lets every held open through and ends the read below.
-		_ = unix.Close(fd)
+		close(stop)
 		<-stopped
+		// Closing the group lets any open still held through.
+		_ = unix.Close(fd)
 	})
 	go func() {
 		defer close(stopped)
 		buf := make([]byte, 4096)
 		fired := false
 		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+			if n, err := unix.Poll(fds, 200); err != nil || n == 0 {
+				continue
+			}
 			n, err := unix.Read(fd, buf)
 			if err != nil || n <= 0 {
-				return
+				continue
 			}
-			for off := 0; off+int(unsafe.Sizeof(unix.FanotifyEventMetadata{})) <= n; {
+			meta := int(unsafe.Sizeof(unix.FanotifyEventMetadata{}))
+			for off := 0; off+meta <= n; {
 				m := (*unix.FanotifyEventMetadata)(unsafe.Pointer(&buf[off]))
 				verdict := uint32(unix.FAN_ALLOW)
 				if int(m.Pid) == pid && !fired {
