@@ -200,19 +200,14 @@ func run(ctx context.Context, o options) error {
 		if o.metricsAddress != "" {
 			serve = func(ctx context.Context, h http.Handler) { serveMetrics(ctx, o.metricsAddress, h) }
 		}
-		u := node.Usage()
-		usage := dra.UsageConfig{Interval: u.Interval, OverGrant: u.OverGrant, UnclaimedExemptNamespaces: u.UnclaimedExemptNamespaces, ProcRoot: u.ProcRoot}
-		if u.Interval > 0 {
-			usage.Pods = node.Pods()
-			defer node.StartPods(ctx)()
+		plugin, err := dra.New(dra.Config{
+			MemResource: res.Mem, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir,
+			LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, Serve: serve,
+		}, node)
+		if err != nil {
+			return err
 		}
-		return dra.Run(ctx, dra.RunConfig{
-			NodeName: o.nodeName, Client: node.Client(), NVML: node.NVML(), Unit: unit, MemResource: res.Mem, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, Simulated: node.Simulated(),
-			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
-			LimitHookPath: o.limitHookPath, LimitUnsupported: node.LimitUnsupported(), LimitHookFailureDir: o.limitHookFails, Serve: serve,
-			IsolationBlocker: node.IsolationBlocked,
-			Recorder:         node.Recorder(), NodeResync: o.nodeResync, Usage: usage,
-		})
+		return plugin.Run(ctx)
 	}
 	plugin, err := deviceplugin.New(deviceplugin.Config{
 		Resources: res, PluginDir: o.pluginDir, AllocateWait: o.allocateWait, PodResourcesSocket: o.podResources,
