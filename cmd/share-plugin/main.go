@@ -1,32 +1,28 @@
-// Command share-plugin is gpushare's kubelet device plugin. It advertises aliyun.com/gpu-mem
-// units of every card, gives each container the card the scheduler extender chose, and
-// publishes the node's per-card inventory. See docs/share-plugin.md.
+// Command share-plugin is gpushare's node agent: it opens the node (pkg/noderuntime) and
+// serves it with one back end, the kubelet device plugin (pkg/deviceplugin: aliyun.com/gpu-mem
+// units of every card, each container the card the scheduler extender chose, the node's
+// per-card inventory) or, with --backend=dra, the kubelet DRA plugin (pkg/dra). main.go
+// holds the flags, run.go the start-up steps. See docs/share-plugin.md and docs/dra.md.
 package main
 
 import (
 	"context"
-	"errors"
 	goflag "flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
 	"github.com/gpushare/gpushare/pkg/deviceplugin"
-	"github.com/gpushare/gpushare/pkg/dra"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/limithook"
 	"github.com/gpushare/gpushare/pkg/nodecards"
-	"github.com/gpushare/gpushare/pkg/noderuntime"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 	"github.com/gpushare/gpushare/pkg/preflight"
 	"github.com/gpushare/gpushare/pkg/version"
@@ -152,87 +148,5 @@ func main() {
 		klog.ErrorS(err, "share-plugin failed")
 		klog.Flush()
 		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, o options) error {
-	deviceList, err := deviceplugin.ParseDeviceListStrategy(o.deviceList)
-	if err != nil {
-		return fmt.Errorf("--device-list-strategy: %w", err)
-	}
-	unit, err := gpushare.ParseUnit(o.memoryUnit)
-	if err != nil {
-		return err
-	}
-	res := gpushare.Resources{Mem: corev1.ResourceName(o.memResource), Count: corev1.ResourceName(o.countResource)}
-	if err := res.Validate(); err != nil {
-		return err
-	}
-	if o.nodeName == "" {
-		return errors.New("--node-name (or GPUSHARE_NODE_NAME) is required")
-	}
-	backend, err := gpushare.ParseBackend(o.backend)
-	if err != nil {
-		return fmt.Errorf("--backend: %w", err)
-	}
-	if d := o.limitHookFails; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
-		return fmt.Errorf("--limit-hook-failure-dir %q: want a clean absolute path", d)
-	}
-	action, err := watchdog.ParseOverGrantAction(o.overGrantAction)
-	if err != nil {
-		return fmt.Errorf("--over-grant-action: %w", err)
-	}
-
-	node, shutdown, err := noderuntime.Open(ctx, noderuntime.Options{
-		NodeName: o.nodeName, Kubeconfig: o.kubeconfig, UserAgent: "share-plugin/" + version.Version,
-		NVML: noderuntime.NVMLOptions{Library: o.nvmlLibrary, Simulate: o.simulate, SimulateFile: o.simulateFile,
-			FaultsFile: o.faultsFile, SimulateProcesses: o.simulateProcesses},
-		Unit: unit, HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, NVIDIARuntimeConfig: o.nvidiaConfig,
-		Usage: noderuntime.Usage{Interval: o.usageInterval, OverGrant: watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action},
-			UnclaimedExemptNamespaces: o.unclaimedExempt, ProcRoot: o.procRoot},
-	})
-	if err != nil {
-		return err
-	}
-	defer shutdown()
-	if backend == gpushare.BackendDRA {
-		var serve func(context.Context, http.Handler)
-		if o.metricsAddress != "" {
-			serve = func(ctx context.Context, h http.Handler) { serveMetrics(ctx, o.metricsAddress, h) }
-		}
-		plugin, err := dra.New(dra.Config{
-			MemResource: res.Mem, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir,
-			LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, Serve: serve,
-		}, node)
-		if err != nil {
-			return err
-		}
-		return plugin.Run(ctx)
-	}
-	plugin, err := deviceplugin.New(deviceplugin.Config{
-		Resources: res, PluginDir: o.pluginDir, AllocateWait: o.allocateWait, PodResourcesSocket: o.podResources,
-		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir,
-		MPSRoot: o.mpsRoot, LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, NVIDIARuntimeConfig: o.nvidiaConfig,
-	}, node)
-	if err != nil {
-		return err
-	}
-	if o.metricsAddress != "" {
-		go serveMetrics(ctx, o.metricsAddress, plugin.Handler())
-	}
-	return plugin.Run(ctx)
-}
-
-func serveMetrics(ctx context.Context, addr string, h http.Handler) {
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	klog.InfoS("Serving metrics", "address", addr)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		klog.ErrorS(err, "Metrics server stopped")
 	}
 }
