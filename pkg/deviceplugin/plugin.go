@@ -1,6 +1,7 @@
 package deviceplugin
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -67,10 +68,13 @@ type Plugin struct {
 
 // New is the device plugin of node: it checks that the node's fake devices fit in one
 // ListAndWatch message and, on a simulated node handing the cards through CDI, writes the
-// simulated cards' CDI spec. It starts nothing; call Run. Errors: an invalid Config, too
-// many fake devices for the unit, a simulated cards' spec that cannot be written, or the
-// node's pod informer refusing the ledger's handler.
+// simulated cards' CDI spec. It starts nothing; call Run. Errors: no node, an invalid
+// Config, too many fake devices for the unit, a simulated cards' spec that cannot be
+// written, or the node's pod informer refusing the ledger's handler.
 func New(cfg Config, node *noderuntime.Node) (*Plugin, error) {
+	if node == nil {
+		return nil, errors.New("the device plugin needs the node")
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("device plugin config: %w", err)
 	}
