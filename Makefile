@@ -58,10 +58,12 @@ unit:
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
-lint: ## go vet + gofmt check + import rules (test/imports) + shellcheck of hack/ and deploy/ + no committed binaries
+lint: ## go vet + gofmt check + import rules (test/imports) + no product function over 80 lines (test/funclen) + shellcheck of hack/ and deploy/ + no committed binaries
 	$(GO) vet ./...
 	@# The back ends never import each other, the node layer neither, only pkg/nvml imports go-nvml.
 	$(GO) test -count=1 ./test/imports/
+	@# No function of cmd/, pkg/ or internal/ (tests aside) is over 80 lines.
+	$(GO) test -count=1 ./test/funclen/
 	@# CGO_ENABLED=0 as make build builds it: vet then reuses the same compiled dependencies.
 	cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
