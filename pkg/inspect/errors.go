@@ -95,9 +95,9 @@ func ExitCode(err error) int {
 	return exitDisagreement
 }
 
-// checkIncomplete gives err the exit status 2 when --check is on.
+// checkIncomplete gives err the exit status 2 when --check or --verify is on.
 func checkIncomplete(flags *flagpole, err error) error {
-	if err == nil || !flags.Check {
+	if err == nil || !(flags.Check || flags.Verify) {
 		return err
 	}
 	return exitError{code: exitCheckIncomplete, err: err}
