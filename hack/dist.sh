@@ -3,8 +3,9 @@
 # hack/tools/go.mod, built by `go tool` on first use) builds every command per platform, the
 # kubectl plugin's archives, their sha256 checksums and the krew manifest (.goreleaser.yaml);
 # then imagepack packs the linux binaries of extender, gpushare-scheduler and share-plugin
-# (gpushare-limit-hook and the static gpushare-probe beside it) into image tarballs tagged with the same version (there is
-# no docker engine to build them), and helm packages the chart at that version.
+# (gpushare-limit-hook and the static gpushare-probe beside it) into image tarballs tagged
+# with the same version (there is no docker engine to build them), and helm packages the
+# chart at that version.
 #
 # Version: `git describe --tags --always --dirty` (a snapshot). RELEASE=1 builds the release
 # of the VERSION file and refuses unless HEAD is the clean commit tagged with it.

@@ -15,7 +15,8 @@ const (
 	cudaErrorNoDevice    = 100
 )
 
-// attributeMPSEnabled is CU_DEVICE_ATTRIBUTE_MPS_ENABLED (CUDA 12.4 and later drivers).
+// attributeMPSEnabled is CU_DEVICE_ATTRIBUTE_MPS_ENABLED; a driver older than the attribute
+// answers CUDA_ERROR_INVALID_VALUE, read as MPS unknown.
 const attributeMPSEnabled = 133
 
 // api holds libcuda's entry points, typed as cuda.h declares them: CUresult is int32,
