@@ -36,8 +36,8 @@ func CaseVerifyIsolation(t *testing.T, e *Env) {
 	if _, err := e.cfg.script(ctx, "build-component-images.sh"); err != nil {
 		t.Fatalf("make image: %v", err)
 	}
-	if _, err := e.cfg.script(ctx, "load-images.sh", filepath.Join(e.Repo(), "_output", "images", "share-plugin.tar")); err != nil {
-		t.Fatalf("loading the share-plugin image into containerd: %v", err)
+	if _, err := e.cfg.script(ctx, "load-images.sh"); err != nil {
+		t.Fatalf("loading the images into containerd: %v", err)
 	}
 	version, err := os.ReadFile(filepath.Join(e.Repo(), "VERSION"))
 	if err != nil {
