@@ -50,7 +50,9 @@ func runVerify(ctx context.Context, flags *flagpole, nodes []string, r verifyRun
 	for i, t := range targets {
 		p := probePod(r.Namespace, r.ID, i, t, r.Image, r.Mem)
 		if _, err := r.Client.Client.CoreV1().Pods(r.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			return exitError{code: exitCheckIncomplete, err: explain(fmt.Errorf("creating probe pod %s/%s for node %s: %w", r.Namespace, p.Name, t.Node, err))}
+			// Not explain: a 403 here is as often Pod Security or a quota as RBAC, and the
+			// API's message says which.
+			return exitError{code: exitCheckIncomplete, err: oneLineErr{fmt.Errorf("creating probe pod %s/%s for node %s: %w", r.Namespace, p.Name, t.Node, err)}}
 		}
 		created[p.Name] = t
 	}
