@@ -255,6 +255,9 @@ func runVerifyE(ctx context.Context, flags *flagpole, nodes []string, connect co
 	if ns == "" {
 		ns = metav1.NamespaceDefault
 	}
+	if c.Logs == nil {
+		c.Logs = apiLogs(c.Client)
+	}
 	r := verifyRun{Client: c, Namespace: ns, Image: flags.ProbeImage, Mem: flags.resources().Mem,
 		ID: utilrand.String(5), Timeout: flags.VerifyTimeout, Interval: time.Second}
 	return runVerify(ctx, flags, nodes, r, streams)

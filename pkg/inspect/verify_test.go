@@ -258,3 +258,36 @@ func TestDefaultProbeImage(t *testing.T) {
 		t.Errorf("defaultProbeImage = %s, want %s (VERSION)", defaultProbeImage, want)
 	}
 }
+
+// TestVerifyCommand: --verify takes several NODEs, runs in the default namespace without -n,
+// and refuses the flags of the other modes with status 2.
+func TestVerifyCommand(t *testing.T) {
+	r := runCommand(t, verifyFixture(t), "", nil, "--verify", "--verify-timeout=10ms", "gpu-a", "gpu-b")
+	if ExitCode(r.err) != exitCheckIncomplete {
+		t.Errorf("exit %d (%v), want %d:\n%s", ExitCode(r.err), r.err, exitCheckIncomplete, r.stdout)
+	}
+	count := func(prefix string) int {
+		n := 0
+		for _, s := range r.requests {
+			if strings.HasPrefix(s, prefix) {
+				n++
+			}
+		}
+		return n
+	}
+	// describe prints a DELETE as "get pods NAME" (a delete action has a name too).
+	if count("create pods") != 2 || count("list pods ns=default") == 0 || count("get pods gpushare-probe-") != 2 {
+		t.Errorf("requests %v: want two pods created in default, listed, and both deleted by name", r.requests)
+	}
+	if !strings.Contains(r.stdout, "gpu-a") || !strings.Contains(r.stdout, "gpu-b") {
+		t.Errorf("table lacks a node:\n%s", r.stdout)
+	}
+	for _, args := range [][]string{{"--verify", "-d"}, {"--verify", "--pending"}, {"--verify", "--verify-timeout=0s"}, {"--verify", "--probe-image="}} {
+		if r := runCommand(t, verifyFixture(t), "", nil, args...); ExitCode(r.err) != exitCheckIncomplete {
+			t.Errorf("%v: exit %d (%v), want %d", args, ExitCode(r.err), r.err, exitCheckIncomplete)
+		}
+	}
+	if r := runCommand(t, verifyFixture(t), "", nil, "gpu-a", "gpu-b"); r.err == nil || !strings.Contains(r.err.Error(), "at most 1 arg") {
+		t.Errorf("two NODEs without --verify: %v", r.err)
+	}
+}
