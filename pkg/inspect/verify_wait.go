@@ -18,10 +18,15 @@ import (
 // with the same fixed text.
 type logReader func(ctx context.Context, ns, pod, container string) (string, error)
 
+// logTailLines is how much of a probe container's log is read: it prints two lines.
+const logTailLines = 20
+
 // apiLogs reads logs through the API server (kubelet's /containerLogs).
 func apiLogs(cs kubernetes.Interface) logReader {
 	return func(ctx context.Context, ns, pod, container string) (string, error) {
-		b, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+		// The result is the last line the probe prints; the tail bounds what travels.
+		tail := int64(logTailLines)
+		b, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container, TailLines: &tail}).DoRaw(ctx)
 		return string(b), err
 	}
 }
