@@ -19,11 +19,13 @@ import (
 )
 
 // fakeDRA is the scheduler's DRA manager over fixed slices and claims; err, when set, is
-// what its listers return.
+// what its listers return; inFlight are the allocations its tracker holds pending, by
+// claim UID.
 type fakeDRA struct {
-	slices []*resourceapi.ResourceSlice
-	claims []*resourceapi.ResourceClaim
-	err    error
+	slices   []*resourceapi.ResourceSlice
+	claims   []*resourceapi.ResourceClaim
+	inFlight map[types.UID]*resourceapi.AllocationResult
+	err      error
 }
 
 func (f *fakeDRA) ResourceClaims() fwk.ResourceClaimTracker     { return fakeClaims{f: f} }
@@ -34,7 +36,7 @@ func (f *fakeDRA) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, erro
 	return f.slices, f.err
 }
 
-// fakeClaims is the claim tracker's List and Get.
+// fakeClaims is the claim tracker's List, Get and GetPendingAllocation.
 type fakeClaims struct {
 	fwk.ResourceClaimTracker
 	f *fakeDRA
@@ -52,6 +54,10 @@ func (c fakeClaims) Get(namespace, name string) (*resourceapi.ResourceClaim, err
 		}
 	}
 	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
+}
+
+func (c fakeClaims) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
+	return c.f.inFlight[uid]
 }
 
 var errTracker = errors.New("tracker broken")

@@ -36,16 +36,15 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 	return &draScoring{req: req, view: view}, nil
 }
 
-// readDRAView reads the DRA back end's nodes among nodes from the scheduler's DRA manager
-// (newDRAView). Errors: the manager's listers failing.
+// readDRAView reads the DRA back end's nodes among nodes: the gpushare ResourceSlices from
+// the scheduler's DRA manager (with its DeviceTaintRules applied), the claims charged to
+// them from the plugin's index of claims by pool (draIndex), which costs the claims of
+// those nodes, not the cluster's. Until the index has synced, every claim is listed through
+// the manager (newDRAView). Errors: the manager's listers failing.
 func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
 	sl, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
-	}
-	claims, err := p.dra.ResourceClaims().List()
-	if err != nil {
-		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
 	}
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
@@ -53,15 +52,32 @@ func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
 			want[obj.Name] = true
 		}
 	}
-	return newDRAView(sl, claims, want, &p.slices), nil
+	if p.draIndex == nil || !p.draIndex.ready() {
+		claims, err := p.dra.ResourceClaims().List()
+		if err != nil {
+			return nil, fmt.Errorf("listing ResourceClaims: %w", err)
+		}
+		return newDRAView(sl, claims, want, &p.slices), nil
+	}
+	v, pools := readDRAPools(sl, want, &p.slices)
+	if err := p.draIndex.charge(v, pools, p.dra.ResourceClaims()); err != nil {
+		return nil, err
+	}
+	v.finish()
+	p.slices.prune(sl)
+	return v, nil
 }
 
 // readDRACards is, for a pod that asks no GPU memory at all scored by a workload-aware
 // policy, the DRA back end's nodes among nodes: fgd weighs what the pod's CPU and memory
 // leave the cards of each node, and the ledger does not see a DRA node's cards. nil when the
-// scheduler runs without DRA or no node of nodes has a gpushare ResourceSlice.
+// scheduler runs without DRA or no node of nodes has a gpushare ResourceSlice; where the
+// cluster has none at all (draIndex.hasSlices), nothing is read.
 func (p *Plugin) readDRACards(nodes []fwk.NodeInfo) (*draView, error) {
 	if p.dra == nil || !p.workloadAware {
+		return nil, nil
+	}
+	if p.draIndex != nil && p.draIndex.ready() && !p.draIndex.hasSlices() {
 		return nil, nil
 	}
 	view, err := p.readDRAView(nodes)

@@ -22,7 +22,8 @@ type draNode struct {
 // draView is the DRA back end's nodes as kube-scheduler's DRA allocator sees them in one
 // scheduling cycle, by node name. Nodes without a gpushare ResourceSlice are absent.
 type draView struct {
-	nodes map[string]*draNode
+	nodes  map[string]*draNode
+	poison []*draNode // while charging: nodes whose every card counts as full (finish)
 }
 
 // newDRAView reads the gpushare driver's ResourceSlices of the nodes want holds (nil: every
@@ -39,6 +40,20 @@ type draView struct {
 // prepares it. A card is unhealthy while a taint with effect NoSchedule or NoExecute is on
 // it (gpushare.DRADeviceHealthy).
 func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, want map[string]bool, memo *sliceMemo) *draView {
+	v, pools := readDRAPools(objs, want, memo)
+	for _, cl := range claims {
+		if cl != nil && cl.Status.Allocation != nil {
+			v.chargeAllocation(pools, cl.Status.Allocation)
+		}
+	}
+	v.finish()
+	memo.prune(objs)
+	return v
+}
+
+// readDRAPools reads the cards of the gpushare pools of the nodes want holds (see
+// newDRAView) into a view without claims, and returns the pools by name.
+func readDRAPools(objs []*resourceapi.ResourceSlice, want map[string]bool, memo *sliceMemo) (*draView, map[string]*draPool) {
 	v := &draView{nodes: map[string]*draNode{}}
 	pools := map[string]*draPool{}
 	for name, ss := range gpushare.DRANewestPools(objs, wantNode(want)) {
@@ -53,33 +68,50 @@ func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.Resourc
 			}
 		}
 	}
-	var poison []*draNode // nodes whose every card counts as full
-	for _, cl := range claims {
-		if cl == nil || cl.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range cl.Status.Allocation.Devices.Results {
-			p := pools[r.Pool]
-			if p == nil || r.Driver != gpushare.DRADriverName {
-				continue
-			}
-			if i := slices.Index(p.devices, r.Device); i >= 0 {
-				p.node.consume(p.cards[i], &r)
-			} else {
-				poison = append(poison, p.node)
-			}
+	return v, pools
+}
+
+// chargeAllocation charges a's results of the gpushare driver to the cards of pools (see
+// newDRAView); results in other pools are not the view's.
+func (v *draView) chargeAllocation(pools map[string]*draPool, a *resourceapi.AllocationResult) {
+	for i := range a.Devices.Results {
+		r := &a.Devices.Results[i]
+		if p := pools[r.Pool]; p != nil && r.Driver == gpushare.DRADriverName {
+			v.chargeResult(p, r)
 		}
 	}
-	for _, n := range poison {
+}
+
+// chargePool charges a's results of the gpushare driver in pool name, p, to its cards.
+func (v *draView) chargePool(name string, p *draPool, a *resourceapi.AllocationResult) {
+	for i := range a.Devices.Results {
+		r := &a.Devices.Results[i]
+		if r.Pool == name && r.Driver == gpushare.DRADriverName {
+			v.chargeResult(p, r)
+		}
+	}
+}
+
+// chargeResult charges r to its card of p; a device p does not list poisons p's node.
+func (v *draView) chargeResult(p *draPool, r *resourceapi.DeviceRequestAllocationResult) {
+	if i := slices.Index(p.devices, r.Device); i >= 0 {
+		p.node.consume(p.cards[i], r)
+	} else {
+		v.poison = append(v.poison, p.node)
+	}
+}
+
+// finish fills every card of the poisoned nodes and puts each node's cards in index order.
+func (v *draView) finish() {
+	for _, n := range v.poison {
 		for i := range n.cards {
 			n.cards[i].Used = n.cards[i].Total
 		}
 	}
+	v.poison = nil
 	for _, n := range v.nodes {
 		slices.SortFunc(n.cards, func(a, b policy.Card) int { return a.Index - b.Index })
 	}
-	memo.prune(objs)
-	return v
 }
 
 // draPool is one gpushare pool of the view: its node, its devices' names and the position
