@@ -20,11 +20,12 @@ import (
 
 // fakeDRA is the scheduler's DRA manager over fixed slices and claims; err, when set, is
 // what its listers return; inFlight are the allocations its tracker holds pending, by
-// claim UID.
+// claim UID; byName, when set, holds the claims by name, for Get at the tracker's speed.
 type fakeDRA struct {
 	slices   []*resourceapi.ResourceSlice
 	claims   []*resourceapi.ResourceClaim
 	inFlight map[types.UID]*resourceapi.AllocationResult
+	byName   map[types.NamespacedName]*resourceapi.ResourceClaim
 	err      error
 }
 
@@ -47,6 +48,12 @@ func (c fakeClaims) List() ([]*resourceapi.ResourceClaim, error) { return c.f.cl
 func (c fakeClaims) Get(namespace, name string) (*resourceapi.ResourceClaim, error) {
 	if c.f.err != nil {
 		return nil, c.f.err
+	}
+	if c.f.byName != nil {
+		if cl := c.f.byName[types.NamespacedName{Namespace: namespace, Name: name}]; cl != nil {
+			return cl, nil
+		}
+		return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
 	}
 	for _, cl := range c.f.claims {
 		if cl.Namespace == namespace && cl.Name == name {

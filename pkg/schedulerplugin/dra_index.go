@@ -6,10 +6,8 @@ import (
 	"sync"
 
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
@@ -31,6 +29,10 @@ type draIndex struct {
 	// or pending before it). Entries leave when the informer delivers an allocation or the
 	// claim's deletion, or at Unreserve.
 	inFlight map[types.NamespacedName]types.UID
+	// versions are the pools' versions (heldClaims.version): the value of gen, a counter
+	// that only grows, at the pool's last change; a pool without claims has none (0).
+	versions map[string]uint64
+	gen      uint64
 	synced   []func() bool
 }
 
@@ -42,6 +44,7 @@ func newDRAIndex(sliceInf, claimInf toolscache.SharedIndexInformer) (*draIndex, 
 		claims:   map[types.NamespacedName]*resourceapi.ResourceClaim{},
 		pools:    map[string]map[types.NamespacedName]*resourceapi.ResourceClaim{},
 		inFlight: map[types.NamespacedName]types.UID{},
+		versions: map[string]uint64{},
 	}
 	sreg, err := sliceInf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    x.putSlice,
@@ -105,16 +108,20 @@ func (x *draIndex) putSlice(obj any) {
 }
 
 func (x *draIndex) deleteSlice(obj any) {
-	if s, ok := untomb(obj).(*resourceapi.ResourceSlice); ok {
-		x.mu.Lock()
-		delete(x.slices, s.Name)
-		x.mu.Unlock()
+	var name string
+	switch s := untomb(obj).(type) {
+	case *resourceapi.ResourceSlice:
+		name = s.Name
+	default:
+		t, ok := obj.(toolscache.DeletedFinalStateUnknown)
+		if !ok {
+			return
+		}
+		name = t.Key // a cluster-scoped object's key is its name
 	}
-	if key, ok := obj.(toolscache.DeletedFinalStateUnknown); ok && key.Obj == nil {
-		x.mu.Lock()
-		delete(x.slices, key.Key)
-		x.mu.Unlock()
-	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.slices, name)
 }
 
 // putClaim replaces what the index holds of the claim with obj: its results of the gpushare
@@ -140,6 +147,7 @@ func (x *draIndex) putClaim(obj any) {
 		}
 		m[key] = cl
 		x.claims[key] = cl
+		x.bumpLocked(pool)
 	}
 }
 
@@ -177,9 +185,18 @@ func (x *draIndex) dropClaimLocked(key types.NamespacedName) {
 			delete(m, key)
 			if len(m) == 0 {
 				delete(x.pools, pool)
+				delete(x.versions, pool) // version 0: no claims
+				continue
 			}
 		}
+		x.bumpLocked(pool)
 	}
+}
+
+// bumpLocked gives the pool a new version. x.mu is held.
+func (x *draIndex) bumpLocked(pool string) {
+	x.gen++
+	x.versions[pool] = x.gen
 }
 
 // gpusharePools are the pools of a's results of the gpushare driver, each once.
@@ -218,40 +235,12 @@ func (x *draIndex) unwatch(claims []types.NamespacedName) {
 	}
 }
 
-// charge charges to v the allocated claims with results in pools (the view's pools, by
-// name): those the informer holds, and the in-flight ones (watch) as the tracker holds
-// them, assumed or pending. Errors: the tracker failing.
-func (x *draIndex) charge(v *draView, pools map[string]*draPool, tracker fwk.ResourceClaimTracker) error {
-	inFlight := x.chargeHeld(v, pools)
-	for key, uid := range inFlight {
-		cl, err := tracker.Get(key.Namespace, key.Name)
-		switch {
-		case apierrors.IsNotFound(err):
-			continue
-		case err != nil:
-			return fmt.Errorf("reading claim %s: %w", key, err)
-		}
-		a := cl.Status.Allocation
-		if cl.UID != uid || a == nil {
-			a = tracker.GetPendingAllocation(uid)
-		}
-		if a != nil {
-			v.chargeAllocation(pools, a)
-		}
-	}
-	return nil
-}
-
-// chargeHeld charges the claims the informer shows allocated and returns a copy of the
-// in-flight ones, all under one read lock.
-func (x *draIndex) chargeHeld(v *draView, pools map[string]*draPool) map[types.NamespacedName]types.UID {
+// read runs fn on the claims the informer shows allocated, under the index's read lock, and
+// returns the in-flight claims (watch) it does not hold.
+func (x *draIndex) read(fn func(heldClaims)) map[types.NamespacedName]types.UID {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	for name, p := range pools {
-		for _, cl := range x.pools[name] {
-			v.chargePool(name, p, cl.Status.Allocation)
-		}
-	}
+	fn(heldClaims{x})
 	if len(x.inFlight) == 0 {
 		return nil
 	}
@@ -263,3 +252,20 @@ func (x *draIndex) chargeHeld(v *draView, pools map[string]*draPool) map[types.N
 	}
 	return out
 }
+
+// heldClaims is the index as draIndex.read's fn sees it.
+type heldClaims struct{ x *draIndex }
+
+// version is the pool's version: it changes whenever a claim with a result in the pool
+// comes or goes.
+func (h heldClaims) version(pool string) uint64 { return h.x.versions[pool] }
+
+// charge charges the claims with results in pool name to p.
+func (h heldClaims) charge(name string, p *draPool) {
+	for _, cl := range h.x.pools[name] {
+		chargePool(name, p, cl.Status.Allocation)
+	}
+}
+
+// gpushareSlices is how many ResourceSlices of the driver there are.
+func (h heldClaims) gpushareSlices() int { return len(h.x.slices) }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -29,14 +30,17 @@ func waitDRASynced(t testing.TB, f *fixture) {
 	}
 }
 
-// indexedView is the view of every node the index gives over slices, with tracker d.
-func indexedView(t testing.TB, x *draIndex, sl []*resourceapi.ResourceSlice, d *fakeDRA) string {
+// indexedView is the view of every node the index gives over slices, with tracker d;
+// memo (nil: none kept) keeps nodes between calls.
+func indexedView(t testing.TB, x *draIndex, memo *draNodeMemo, sl []*resourceapi.ResourceSlice, d *fakeDRA) string {
 	t.Helper()
-	v, pools := readDRAPools(sl, nil, nil)
-	if err := x.charge(v, pools, d.ResourceClaims()); err != nil {
+	if memo == nil {
+		memo = &draNodeMemo{}
+	}
+	v, err := readIndexedView(x, memo, nil, sl, nil, d.ResourceClaims())
+	if err != nil {
 		t.Fatal(err)
 	}
-	v.finish()
 	return fullString(v)
 }
 
@@ -69,7 +73,9 @@ func TestDRAIndexFollowsInformers(t *testing.T) {
 	for !x.ready() {
 		time.Sleep(time.Millisecond)
 	}
-	// Readers run beside the handlers throughout (go test -race).
+	// Readers run beside the handlers throughout (go test -race), sharing one memo of nodes
+	// with the checks below, which keep another.
+	var shared, kept draNodeMemo
 	readers, stop := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(readers)
@@ -78,8 +84,8 @@ func TestDRAIndexFollowsInformers(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				v, pools := readDRAPools(nil, nil, nil)
-				_ = x.charge(v, pools, (&fakeDRA{}).ResourceClaims())
+				sl, _ := rf.ResourceSlices().Lister().List(labels.Everything())
+				_, _ = readIndexedView(x, &shared, nil, sl, nil, (&fakeDRA{}).ResourceClaims())
 				_ = x.hasSlices()
 			}
 		}
@@ -94,6 +100,10 @@ func TestDRAIndexFollowsInformers(t *testing.T) {
 	lost := allocated("lost", held{"n1", "gpu-7", "1Gi"})
 	newer := draSlice(t, "n1", gpushare.GiB, []int64{16, 16, 16})
 	newer.Spec.Pool.Generation = 2
+	extra := draSlice(t, "n2", gpushare.GiB, []int64{8})
+	extra.Name, extra.Spec.Pool.Name = "n2-extra", "n2-extra"
+	extra.Spec.Devices[0].Attributes[gpushare.DRAAttributeIndex] = resourceapi.DeviceAttribute{IntValue: ptr.To[int64](5)}
+	onExtra := allocated("e", held{"n2-extra", "gpu-0", "3Gi"})
 	deallocated := moved.DeepCopy()
 	deallocated.Status.Allocation = nil
 	steps := []struct {
@@ -120,6 +130,8 @@ func TestDRAIndexFollowsInformers(t *testing.T) {
 		}},
 		{"claim a moves to n2", func() error { _, err := claims.Update(ctx, moved, metav1.UpdateOptions{}); return err }},
 		{"claim a deallocated", func() error { _, err := claims.Update(ctx, deallocated, metav1.UpdateOptions{}); return err }},
+		{"a second pool on n2", func() error { _, err := slices.Create(ctx, extra, metav1.CreateOptions{}); return err }},
+		{"a claim in n2's second pool", func() error { _, err := claims.Create(ctx, onExtra, metav1.CreateOptions{}); return err }},
 		{"a claim on a device n1 does not list", func() error { _, err := claims.Create(ctx, lost, metav1.CreateOptions{}); return err }},
 		{"n1's next generation", func() error { _, err := slices.Update(ctx, newer, metav1.UpdateOptions{}); return err }},
 		{"claim lost deleted", func() error { return claims.Delete(ctx, "lost", metav1.DeleteOptions{}) }},
@@ -132,26 +144,27 @@ func TestDRAIndexFollowsInformers(t *testing.T) {
 		if err := st.do(); err != nil {
 			t.Fatalf("%s: %v", st.name, err)
 		}
-		var got, want string
+		var got, gotKept, want string
 		var gotAny, wantAny bool
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			sl, _ := sliceLister.List(labels.Everything())
 			cls, _ := claimLister.List(labels.Everything())
 			want = fullString(newDRAView(sl, cls, nil, nil))
-			got = indexedView(t, x, sl, &fakeDRA{})
+			got = indexedView(t, x, nil, sl, &fakeDRA{})
+			gotKept = indexedView(t, x, &kept, sl, &fakeDRA{})
 			wantAny = false
 			for _, s := range sl {
 				wantAny = wantAny || s.Spec.Driver == gpushare.DRADriverName
 			}
 			gotAny = x.hasSlices()
-			if got == want && gotAny == wantAny || time.Now().After(deadline) {
+			if got == want && gotKept == want && gotAny == wantAny || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(time.Millisecond)
 		}
-		if got != want || gotAny != wantAny {
-			t.Errorf("after %s: index view\n%s\nhasSlices %v; read from scratch\n%s\nhasSlices %v", st.name, got, gotAny, want, wantAny)
+		if got != want || gotKept != want || gotAny != wantAny {
+			t.Errorf("after %s: index view\n%s\nwith the nodes kept\n%s\nhasSlices %v; read from scratch\n%s\nhasSlices %v", st.name, got, gotKept, gotAny, want, wantAny)
 		}
 	}
 }
@@ -200,7 +213,7 @@ func TestDRAIndexEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			x := bareDRAIndex()
 			tc.do(x)
-			if got := indexedView(t, x, sl, &fakeDRA{}); got != tc.want {
+			if got := indexedView(t, x, nil, sl, &fakeDRA{}); got != tc.want {
 				t.Errorf("view %q, want %q", got, tc.want)
 			}
 			if x.hasSlices() != tc.any {
@@ -217,6 +230,7 @@ func bareDRAIndex() *draIndex {
 		claims:   map[types.NamespacedName]*resourceapi.ResourceClaim{},
 		pools:    map[string]map[types.NamespacedName]*resourceapi.ResourceClaim{},
 		inFlight: map[types.NamespacedName]types.UID{},
+		versions: map[string]uint64{},
 	}
 }
 
@@ -233,10 +247,14 @@ func TestDRAIndexInFlight(t *testing.T) {
 	x := bareDRAIndex()
 	x.putClaim(d.claims[0])
 	x.watch(key, []types.UID{nb.UID})
+	var kept draNodeMemo
 	check := func(when, want string) {
 		t.Helper()
-		if got := indexedView(t, x, sl, d); got != want {
+		if got := indexedView(t, x, nil, sl, d); got != want {
 			t.Errorf("%s: view %q, want %q", when, got, want)
+		}
+		if got := indexedView(t, x, &kept, sl, d); got != want {
+			t.Errorf("%s: with the nodes kept, view %q, want %q", when, got, want)
 		}
 	}
 	check("pending", "n1: 0:0/16 1:4/16")
@@ -253,9 +271,8 @@ func TestDRAIndexInFlight(t *testing.T) {
 	check("unwatched", "n1: 0:0/16 1:0/16")
 	d.err = errTracker
 	x.watch(key, []types.UID{nb.UID})
-	v, pools := readDRAPools(sl, nil, nil)
-	if err := x.charge(v, pools, d.ResourceClaims()); err == nil {
-		t.Error("charge with a failing tracker: no error")
+	if _, err := readIndexedView(x, &kept, nil, sl, nil, d.ResourceClaims()); err == nil {
+		t.Error("a failing tracker: no error")
 	}
 }
 
@@ -288,11 +305,11 @@ func TestReserveWatchesClaims(t *testing.T) {
 	if s := f.pl.Reserve(context.Background(), st, pod, "n1"); !s.IsSuccess() {
 		t.Fatal(s)
 	}
-	if got := indexedView(t, f.pl.draIndex, d.slices, d); got != "n1: 0:0/16 1:4/16" {
+	if got := indexedView(t, f.pl.draIndex, &f.pl.draNodes, d.slices, d); got != "n1: 0:0/16 1:4/16" {
 		t.Errorf("after Reserve: view %q, want the pending claim charged", got)
 	}
 	f.pl.Unreserve(context.Background(), st, pod, "n1")
-	if got := indexedView(t, f.pl.draIndex, d.slices, d); got != "n1: 0:0/16 1:0/16" {
+	if got := indexedView(t, f.pl.draIndex, &f.pl.draNodes, d.slices, d); got != "n1: 0:0/16 1:0/16" {
 		t.Errorf("after Unreserve: view %q, want nothing charged", got)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
@@ -51,6 +53,10 @@ func draCluster(b *testing.B, dra bool) (*fixture, []fwk.NodeInfo) {
 		d.claims = append(d.claims, cl)
 	}
 	d.claims = append(d.claims, pending("notebook", ask("4Gi", 1)))
+	d.byName = map[types.NamespacedName]*resourceapi.ResourceClaim{}
+	for _, cl := range d.claims {
+		d.byName[types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}] = cl
+	}
 	return startWithDRA(b, &GPUShareArgs{Policy: "fgd"}, d, objs...), infos
 }
 

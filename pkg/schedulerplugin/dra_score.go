@@ -38,9 +38,10 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 
 // readDRAView reads the DRA back end's nodes among nodes: the gpushare ResourceSlices from
 // the scheduler's DRA manager (with its DeviceTaintRules applied), the claims charged to
-// them from the plugin's index of claims by pool (draIndex), which costs the claims of
-// those nodes, not the cluster's. Until the index has synced, every claim is listed through
-// the manager (newDRAView). Errors: the manager's listers failing.
+// them from the plugin's index of claims by pool (readIndexedView), which costs the claims
+// of those nodes, not the cluster's, and nothing for a node whose slices and claims are
+// unchanged since an earlier cycle. Until the index has synced, every claim is listed
+// through the manager (newDRAView). Errors: the manager's listers or tracker failing.
 func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
 	sl, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
@@ -59,13 +60,7 @@ func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
 		}
 		return newDRAView(sl, claims, want, &p.slices), nil
 	}
-	v, pools := readDRAPools(sl, want, &p.slices)
-	if err := p.draIndex.charge(v, pools, p.dra.ResourceClaims()); err != nil {
-		return nil, err
-	}
-	v.finish()
-	p.slices.prune(sl)
-	return v, nil
+	return readIndexedView(p.draIndex, &p.draNodes, &p.slices, sl, want, p.dra.ResourceClaims())
 }
 
 // readDRACards is, for a pod that asks no GPU memory at all scored by a workload-aware

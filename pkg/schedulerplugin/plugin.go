@@ -47,6 +47,7 @@ type Plugin struct {
 	dra           fwk.SharedDRAManager // the scheduler's DRA objects; nil when it runs without DRA
 	draIndex      *draIndex            // the gpushare slices and allocated claims by pool; nil without DRA
 	slices        sliceMemo            // the gpushare ResourceSlices' devices as read, for PreScore
+	draNodes      draNodeMemo          // the DRA nodes as charged from draIndex, for PreScore
 	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
 }
 
