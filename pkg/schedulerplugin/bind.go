@@ -23,6 +23,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 	}
 	if s.req.IsZero() {
 		p.watchClaims(pod)
+		p.narrowed.forget(pod.UID)
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, reserveWait)

@@ -29,17 +29,17 @@ const (
 // cards holding benchClaims allocated claims of 1-3 GiB between them, or (dra false)
 // nodes without a gpushare ResourceSlice whose claims are another driver's; and the
 // pending claim "notebook" of 4 GiB. It returns the plugin and the NodeInfos PreScore is
-// given.
-func draCluster(b *testing.B, dra bool) (*fixture, []fwk.NodeInfo) {
+// given (all: every node's, PreFilter's).
+func draCluster(b *testing.B, dra bool) (f *fixture, infos, all []fwk.NodeInfo) {
 	d := &fakeDRA{}
 	var objs []runtime.Object
-	var infos []fwk.NodeInfo
 	for i := range benchNodes {
 		node := fmt.Sprintf("n%04d", i)
 		if dra {
 			d.slices = append(d.slices, draSlice(b, node, gpushare.GiB, []int64{16, 16, 16, 16}))
 		}
 		objs = append(objs, ct.BareNode(node))
+		all = append(all, nodeInfo(node))
 		if i%benchScoredEvery == 0 {
 			infos = append(infos, nodeInfo(node))
 		}
@@ -57,7 +57,7 @@ func draCluster(b *testing.B, dra bool) (*fixture, []fwk.NodeInfo) {
 	for _, cl := range d.claims {
 		d.byName[types.NamespacedName{Namespace: cl.Namespace, Name: cl.Name}] = cl
 	}
-	return startWithDRA(b, &GPUShareArgs{Policy: "fgd"}, d, objs...), infos
+	return startWithDRA(b, &GPUShareArgs{Policy: "fgd"}, d, objs...), infos, all
 }
 
 // benchPreScore runs PreFilter, PreScore and NormalizeScore for a pod on infos, as one
@@ -106,7 +106,7 @@ func BenchmarkPreScoreCPUOnlyPod(b *testing.B) {
 		dra  bool
 	}{{"dra-nodes", true}, {"no-gpushare-slices", false}} {
 		b.Run(tc.name, func(b *testing.B) {
-			f, infos := draCluster(b, tc.dra)
+			f, infos, _ := draCluster(b, tc.dra)
 			benchPreScore(b, f, infos, false)
 		})
 	}
@@ -115,6 +115,25 @@ func BenchmarkPreScoreCPUOnlyPod(b *testing.B) {
 // BenchmarkPreScoreClaimPod is PreScore under fgd for a pod with a pending 4 GiB gpushare
 // claim, rating 500 DRA nodes of 5000 with 10,000 claims in the cluster.
 func BenchmarkPreScoreClaimPod(b *testing.B) {
-	f, infos := draCluster(b, true)
+	f, infos, _ := draCluster(b, true)
 	benchPreScore(b, f, infos, true)
+}
+
+// BenchmarkPreFilterClaimPod is PreFilter under fgd for a pod with a pending 4 GiB gpushare
+// claim given all 5000 DRA nodes with 10,000 claims: reading them and keeping the
+// draNarrowNodes best-rated that hold the claim (narrowDRA).
+func BenchmarkPreFilterClaimPod(b *testing.B) {
+	f, _, all := draCluster(b, true)
+	ctx := context.Background()
+	p := claimPod("nb", "notebook")
+	b.ReportAllocs()
+	start := processCPU(b)
+	for b.Loop() {
+		f.pl.narrowed.forget(p.UID)
+		res, s := f.pl.PreFilter(ctx, newState(), p, all)
+		if !s.IsSuccess() || res.NodeNames.Len() != draNarrowNodes {
+			b.Fatalf("PreFilter = %v, %v", res, s)
+		}
+	}
+	b.ReportMetric(float64(processCPU(b)-start)/float64(b.N), "cpu-ns/op")
 }

@@ -48,6 +48,8 @@ type Plugin struct {
 	draIndex      *draIndex            // the gpushare slices and allocated claims by pool; nil without DRA
 	slices        sliceMemo            // the gpushare ResourceSlices' devices as read, for PreScore
 	draNodes      draNodeMemo          // the DRA nodes as charged from draIndex, for PreScore
+	narrowed      narrowedPods         // claim pods PreFilter narrowed, not placed since (narrowDRA)
+	narrowNext    atomic.Uint64        // where narrowDRA's next window of nodes starts
 	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
 }
 
