@@ -40,9 +40,13 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 // the scheduler's DRA manager (with its DeviceTaintRules applied), the claims charged to
 // them from the plugin's index of claims by pool (readIndexedView), which costs the claims
 // of those nodes, not the cluster's, and nothing for a node whose slices and claims are
-// unchanged since an earlier cycle. Until the index has synced, every claim is listed
+// unchanged since an earlier cycle; in a cluster without a gpushare ResourceSlice
+// (draIndex.hasSlices) nothing is listed. Until the index has synced, every claim is listed
 // through the manager (newDRAView). Errors: the manager's listers or tracker failing.
 func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
+	if p.draIndex != nil && p.draIndex.ready() && !p.draIndex.hasSlices() {
+		return &draView{nodes: map[string]*draNode{}}, nil // no gpushare slice: nothing to list
+	}
 	sl, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
@@ -66,13 +70,9 @@ func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
 // readDRACards is, for a pod that asks no GPU memory at all scored by a workload-aware
 // policy, the DRA back end's nodes among nodes: fgd weighs what the pod's CPU and memory
 // leave the cards of each node, and the ledger does not see a DRA node's cards. nil when the
-// scheduler runs without DRA or no node of nodes has a gpushare ResourceSlice; where the
-// cluster has none at all (draIndex.hasSlices), nothing is read.
+// scheduler runs without DRA or no node of nodes has a gpushare ResourceSlice.
 func (p *Plugin) readDRACards(nodes []fwk.NodeInfo) (*draView, error) {
 	if p.dra == nil || !p.workloadAware {
-		return nil, nil
-	}
-	if p.draIndex != nil && p.draIndex.ready() && !p.draIndex.hasSlices() {
 		return nil, nil
 	}
 	view, err := p.readDRAView(nodes)
