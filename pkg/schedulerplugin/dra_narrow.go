@@ -19,32 +19,27 @@ import (
 // constraints).
 const draNarrowNodes = 32
 
-// draNarrowScan is how many nodes narrowDRA rates at most before falling back to all of
-// them: kube-scheduler's own share of a 5000-node cluster (it filters nodes from a rotating
-// start until it has found 10% of them feasible, and scores only those). Rating is most of
-// PreFilter's cost for a claim pod; the window keeps it at one PreScore's.
-const draNarrowScan = 500
-
 // narrowDRA is, for a pod without gpu-mem whose gpushare claims ask memory, the nodes its
 // Filter should run on: those whose DRA cards hold the claims where kube-scheduler's
 // allocator will put them (draRater), and under fgd or binpack only the draNarrowNodes
-// best-rated of them. It looks at a window of draNarrowScan nodes, from a start that
-// rotates from pod to pod as kube-scheduler's does, and at every node when none there holds
-// the claims. It reads the pod's claims and the DRA nodes into s.dra, which PreScore then
-// reuses. nil (every node) when there is nothing to narrow: no such claims, the claim index
+// best-rated of them. It rates a window of GPUShareArgs.ClaimNodesToRate nodes (rating is
+// most of its cost), from a start that rotates from pod to pod as kube-scheduler's does,
+// and every node when none there holds the claims. It reads the pod's claims and the DRA nodes into s.dra, which PreScore then
+// reuses. nil (every node) when there is nothing to narrow: narrowing turned off
+// (GPUShareArgs.ClaimNarrowing), no such claims, the claim index
 // not synced yet, no node that holds them (the allocator then gives every node's reason),
 // or a pod narrowed before that was not placed since (its retry sees every node, so that a
 // node set the allocator refuses cannot hold it back). Errors: the DRA manager's listers or
 // tracker failing.
 func (p *Plugin) narrowDRA(ctx context.Context, s *cycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, error) {
-	if p.draIndex == nil || len(pod.Spec.ResourceClaims) == 0 || !p.draIndex.ready() || p.narrowed.has(pod.UID) {
+	if p.narrowScan < 0 || p.draIndex == nil || len(pod.Spec.ResourceClaims) == 0 || !p.draIndex.ready() || p.narrowed.has(pod.UID) {
 		return nil, nil
 	}
 	window := nodes
-	if len(nodes) > draNarrowScan {
-		start := int((p.narrowNext.Add(draNarrowScan) - draNarrowScan) % uint64(len(nodes)))
-		window = make([]fwk.NodeInfo, 0, draNarrowScan)
-		for i := range draNarrowScan {
+	if n := p.narrowScan; n > 0 && len(nodes) > n {
+		start := int((p.narrowNext.Add(uint64(n)) - uint64(n)) % uint64(len(nodes)))
+		window = make([]fwk.NodeInfo, 0, n)
+		for i := range n {
 			window = append(window, nodes[(start+i)%len(nodes)])
 		}
 	}

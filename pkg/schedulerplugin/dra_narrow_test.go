@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
@@ -117,19 +118,28 @@ func TestDRANarrowFallsBack(t *testing.T) {
 	}
 }
 
-// TestDRANarrowWindow: PreFilter rates a window of draNarrowScan nodes, and every node
-// when none in the window holds the claim.
+// TestDRANarrowWindow: PreFilter rates a window of claimNodesToRate nodes from a rotating
+// start, and every node when none in the window holds the claim; with claimNarrowing off it
+// skips claim pods.
 func TestDRANarrowWindow(t *testing.T) {
-	used := map[string]int{}
-	for i := range draNarrowScan + 10 {
-		used[fmt.Sprintf("n%03d", i)] = 16
+	used := map[string]int{"n0": 16, "n1": 0, "n2": 16, "n3": 0, "n4": 16}
+	d, objs, infos := narrowCluster(t, used) // cpu, n0 .. n4
+	f := startWithDRA(t, &GPUShareArgs{Policy: "binpack", ClaimNodesToRate: ptr.To[int32](2)}, d, objs...)
+	ctx := context.Background()
+	for i, want := range []sets.Set[string]{
+		sets.New("n1", "n3"), // window cpu, n0: none holds the claim, every node is rated
+		sets.New("n1"),       // window n1, n2
+		sets.New("n3"),       // window n3, n4
+		sets.New("n1", "n3"), // round again
+	} {
+		res, status := f.pl.PreFilter(ctx, newState(), claimPod(fmt.Sprintf("nb%d", i), "notebook"), infos)
+		if !status.IsSuccess() || res == nil || !res.NodeNames.Equal(want) {
+			t.Errorf("pod %d: PreFilter = %v, %v; want %v", i, res, status, sets.List(want))
+		}
 	}
-	last := fmt.Sprintf("n%03d", draNarrowScan+9)
-	used[last] = 0 // the only node with room, outside the first window
-	d, objs, infos := narrowCluster(t, used)
-	f := startWithDRA(t, &GPUShareArgs{Policy: "binpack"}, d, objs...)
-	res, status := f.pl.PreFilter(context.Background(), newState(), claimPod("nb", "notebook"), infos)
-	if !status.IsSuccess() || res == nil || !res.NodeNames.Equal(sets.New(last)) {
-		t.Errorf("PreFilter = %v, %v; want %s alone", res, status, last)
+
+	off := startWithDRA(t, &GPUShareArgs{Policy: "binpack", ClaimNarrowing: ptr.To(false)}, d, objs...)
+	if res, status := off.pl.PreFilter(ctx, newState(), claimPod("nb", "notebook"), infos); !status.IsSkip() || res != nil {
+		t.Errorf("claimNarrowing false: PreFilter = %v, %v; want Skip", res, status)
 	}
 }

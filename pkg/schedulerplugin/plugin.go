@@ -50,6 +50,7 @@ type Plugin struct {
 	draNodes      draNodeMemo          // the DRA nodes as charged from draIndex, for PreScore
 	narrowed      narrowedPods         // claim pods PreFilter narrowed, not placed since (narrowDRA)
 	narrowNext    atomic.Uint64        // where narrowDRA's next window of nodes starts
+	narrowScan    int                  // nodes narrowDRA rates (GPUShareArgs.ClaimNodesToRate; 0: all); -1: no narrowing
 	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
 }
 
@@ -151,9 +152,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	// a standby may lead, ending any Binding in flight with the process.
 	return &Plugin{
 		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
-		parallelizer: h.Parallelizer(), dra: h.SharedDRAManager(), draIndex: idx,
+		parallelizer: h.Parallelizer(), dra: h.SharedDRAManager(), draIndex: idx, narrowScan: narrowScan(args),
 		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
+}
+
+// narrowScan is Plugin.narrowScan from the arguments.
+func narrowScan(a *GPUShareArgs) int {
+	if !*a.ClaimNarrowing {
+		return -1
+	}
+	return int(*a.ClaimNodesToRate)
 }
 
 // Name implements fwk.Plugin.
