@@ -24,13 +24,13 @@ const draNarrowNodes = 32
 // allocator will put them (draRater), and under fgd or binpack only the draNarrowNodes
 // best-rated of them. It rates a window of GPUShareArgs.ClaimNodesToRate nodes (rating is
 // most of its cost), from a start that rotates from pod to pod as kube-scheduler's does,
-// and every node when none there holds the claims. It reads the pod's claims and the DRA nodes into s.dra, which PreScore then
-// reuses. nil (every node) when there is nothing to narrow: narrowing turned off
-// (GPUShareArgs.ClaimNarrowing), no such claims, the claim index
-// not synced yet, no node that holds them (the allocator then gives every node's reason),
-// or a pod narrowed before that was not placed since (its retry sees every node, so that a
-// node set the allocator refuses cannot hold it back). Errors: the DRA manager's listers or
-// tracker failing.
+// and every node when none there holds the claims. It reads the pod's claims and the DRA
+// nodes into s.dra, which PreScore then reuses. nil (every node) when there is nothing to
+// narrow: narrowing turned off (GPUShareArgs.ClaimNarrowing), no such claims, the claim
+// index not synced yet, no node that holds them (the allocator then gives every node's
+// reason), or a pod narrowed before that was not placed since (its retry sees every node,
+// so that a node set the allocator refuses cannot hold it back). Errors: the DRA manager's
+// listers or tracker failing.
 func (p *Plugin) narrowDRA(ctx context.Context, s *cycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, error) {
 	if p.narrowScan < 0 || p.draIndex == nil || len(pod.Spec.ResourceClaims) == 0 || !p.draIndex.ready() || p.narrowed.has(pod.UID) {
 		return nil, nil
@@ -43,9 +43,9 @@ func (p *Plugin) narrowDRA(ctx context.Context, s *cycleState, pod *v1.Pod, node
 			window = append(window, nodes[(start+i)%len(nodes)])
 		}
 	}
-	names, err := p.narrowIn(ctx, s, pod, window)
-	if err == nil && len(names) == 0 && len(window) < len(nodes) {
-		names, err = p.narrowIn(ctx, s, pod, nodes)
+	names, asks, err := p.narrowIn(ctx, s, pod, window)
+	if err == nil && asks && len(names) == 0 && len(window) < len(nodes) {
+		names, _, err = p.narrowIn(ctx, s, pod, nodes)
 	}
 	if err != nil || len(names) == 0 {
 		s.dra = nil // PreScore reads afresh
@@ -55,12 +55,12 @@ func (p *Plugin) narrowDRA(ctx context.Context, s *cycleState, pod *v1.Pod, node
 	return &fwk.PreFilterResult{NodeNames: sets.New(names...)}, nil
 }
 
-// narrowIn is narrowDRA's choice among nodes; nil when the pod has no claims to narrow for
-// or none of nodes holds them.
-func (p *Plugin) narrowIn(ctx context.Context, s *cycleState, pod *v1.Pod, nodes []fwk.NodeInfo) ([]string, error) {
+// narrowIn is narrowDRA's choice among nodes: nil when none of them holds the claims; asks
+// is false when the pod has no claims that ask memory (nothing to narrow for).
+func (p *Plugin) narrowIn(ctx context.Context, s *cycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (names []string, asks bool, err error) {
 	d, err := p.readDRAScoring(pod, nodes)
 	if err != nil || d == nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.dra = d
 	p.learnClaimShape(s, pod, nodes)
@@ -70,7 +70,7 @@ func (p *Plugin) narrowIn(ctx context.Context, s *cycleState, pod *v1.Pod, nodes
 	if name := p.pol.Name(); name == "fgd" || name == "binpack" {
 		keep = draNarrowNodes
 	}
-	return r.best(keep), nil
+	return r.best(keep), true, nil
 }
 
 // best are the names of the fitting nodes, the n best-rated of them (0: all), best first.
