@@ -36,7 +36,16 @@ type Result struct {
 	// SigBits: the leading binary digits kept of the pods' cpu and memory (-1: exact; 0:
 	// cpu and memory dropped).
 	SigBits int
+	// Stop says why the rounds ended: StopConverged, StopRounds, or the simplex's error in
+	// the last round (the bound is then the round before's).
+	Stop string
 }
+
+// Why the rounds of cuts ended (Result.Stop).
+const (
+	StopConverged = "converged" // no cut is violated: more rounds would not move the bound
+	StopRounds    = "max-rounds"
+)
 
 func (o Options) withDefaults() Options {
 	if o.MaxPodClasses <= 0 {
@@ -85,28 +94,42 @@ func Compute(ctx context.Context, nodes []Node, pods []Pod, o Options) (Result, 
 	res.PlainPct = res.pct(cards)
 	families := p.binFamilies(o.MaxK)
 	added := map[string]bool{}
+	rows := map[string]bool{}
+	for _, r := range p.rows {
+		rows[r.key()] = true
+	}
 	for res.Rounds < o.MaxRounds {
 		if err := ctx.Err(); err != nil {
 			return res, fmt.Errorf("bound: %w", err)
 		}
-		n := 0
+		var cuts []row
 		for i := range families {
 			if r, ok := families[i].mostViolated(x, 1e-6, added); ok {
 				added[r.name] = true
-				p.rows = append(p.rows, r)
-				n++
+				// Families can give the same inequality (the cards and the node of a
+				// one-card node): twice the same row leaves the simplex a singular basis.
+				if k := r.key(); !rows[k] {
+					rows[k] = true
+					cuts = append(cuts, r)
+				}
 			}
 		}
-		if n == 0 {
+		if len(cuts) == 0 {
+			res.Stop = StopConverged
 			break
 		}
 		res.Rounds++
-		res.Cuts += n
+		res.Cuts += len(cuts)
+		p.rows = append(p.rows, cuts...)
 		c, xc, err := p.solve()
 		if err != nil {
-			break // the rounds before gave a valid bound
+			res.Stop = err.Error() // the rounds before gave a valid bound
+			break
 		}
 		cards, x = min(cards, c), xc
+	}
+	if res.Stop == "" {
+		res.Stop = StopRounds
 	}
 	res.AllocatedMilli = cards * cardMilli
 	res.UnallocatedPct = res.pct(cards)

@@ -1,8 +1,12 @@
 package bound
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize/convex/lp"
@@ -78,7 +82,7 @@ func newProgram(nodes []nodeClass, pods []podClass) *program {
 			}
 		}
 		for _, r := range []row{gpu, cpu, mem} {
-			if len(r.terms) > 0 {
+			if !p.redundant(r) {
 				p.rows = append(p.rows, r)
 			}
 		}
@@ -86,10 +90,53 @@ func newProgram(nodes []nodeClass, pods []podClass) *program {
 	return p
 }
 
+// key identifies the inequality whatever its scale: the coefficients over the right-hand
+// side, to 12 digits.
+func (r row) key() string {
+	terms := slices.SortedFunc(slices.Values(r.terms), func(a, b term) int { return cmp.Compare(a.v, b.v) })
+	var b strings.Builder
+	for _, t := range terms {
+		fmt.Fprintf(&b, "%d:%.12g ", t.v, t.coef/r.rhs)
+	}
+	return b.String()
+}
+
+// redundant reports whether r holds even with every pod of every class in it placed: then it
+// never binds and leaving it out (fewer rows for the simplex) changes no optimum.
+func (p *program) redundant(r row) bool {
+	lhs := 0.0
+	for _, t := range r.terms {
+		lhs += t.coef * float64(p.pods[p.vars[t.v].pod].count)
+	}
+	return lhs <= r.rhs
+}
+
 // solve returns the program's optimum (GPU cards allocated) and the placements there.
 // The program is in the form max obj·x, rows·x ≤ rhs, x ≥ 0 with rhs ≥ 0, so the slacks
 // are a feasible first basis and gonum's simplex needs no phase 1.
+//
+// gonum's dense simplex has no safeguard against degenerate pivots, and the program is
+// highly degenerate (many pods of one size, cuts through the same vertex): a run can end
+// on a singular basis. So each right-hand side is raised by a random fraction of
+// perturbation (at most 1e-7 of itself), which breaks the ties; raising a right-hand side
+// only relaxes the program, so the optimum stays an upper bound of the allocation (by at
+// most that fraction more). A singular basis is retried with other draws.
 func (p *program) solve() (float64, []float64, error) {
+	var err error
+	for try := int64(1); try <= 4; try++ {
+		var cards float64
+		var x []float64
+		if cards, x, err = p.solveOnce(rand.New(rand.NewSource(try))); err == nil {
+			return cards, x, nil
+		}
+	}
+	return 0, nil, err
+}
+
+// perturbation is the largest relative raise of a right-hand side (solve).
+const perturbation = 1e-7
+
+func (p *program) solveOnce(rng *rand.Rand) (float64, []float64, error) {
 	n, m := len(p.vars), len(p.rows)
 	if n == 0 {
 		return 0, nil, nil
@@ -101,7 +148,7 @@ func (p *program) solve() (float64, []float64, error) {
 			a.Set(r, t.v, a.At(r, t.v)+t.coef)
 		}
 		a.Set(r, n+r, 1)
-		b[r] = rw.rhs
+		b[r] = rw.rhs * (1 + perturbation*rng.Float64())
 	}
 	c := make([]float64, n+m)
 	for v, o := range p.obj {

@@ -29,6 +29,7 @@ type BoundSummary struct {
 	PodClasses  int     `json:"podClasses"`
 	NodeClasses int     `json:"nodeClasses"`
 	SigBits     int     `json:"sigBits"` // pods' cpu and memory rounded down to so many binary digits (-1: exact)
+	Stop        string  `json:"stop"`    // why the rounds of cuts ended (bound.Result.Stop)
 	WallSeconds float64 `json:"wallSeconds"`
 }
 
@@ -49,7 +50,7 @@ func RunBound(ctx context.Context, o Options, bo bound.Options) (BoundSummary, e
 	s := BoundSummary{
 		Trace: pr.Trace, Seed: o.Seed, Tune: o.Tune, Pods: len(pr.Pods),
 		BoundPct: res.UnallocatedPct, PlainPct: res.PlainPct, Rounds: res.Rounds, Cuts: res.Cuts,
-		PodClasses: res.PodClasses, NodeClasses: res.NodeClasses, SigBits: res.SigBits,
+		PodClasses: res.PodClasses, NodeClasses: res.NodeClasses, SigBits: res.SigBits, Stop: res.Stop,
 		WallSeconds: time.Since(start).Seconds(),
 	}
 	if err := os.MkdirAll(o.OutDir, 0o755); err != nil {
@@ -67,8 +68,8 @@ func RunBound(ctx context.Context, o Options, bo bound.Options) (BoundSummary, e
 
 // Line is the one-line report of the bound.
 func (s BoundSummary) Line() string {
-	return fmt.Sprintf("bound trace=%s seed=%d pods=%d bound=%.2f%% plain=%.2f%% rounds=%d cuts=%d classes=%d×%d sigbits=%d wall=%.1fs",
-		s.Trace, s.Seed, s.Pods, s.BoundPct, s.PlainPct, s.Rounds, s.Cuts, s.PodClasses, s.NodeClasses, s.SigBits, s.WallSeconds)
+	return fmt.Sprintf("bound trace=%s seed=%d pods=%d bound=%.2f%% plain=%.2f%% rounds=%d cuts=%d classes=%d×%d sigbits=%d stop=%q wall=%.1fs",
+		s.Trace, s.Seed, s.Pods, s.BoundPct, s.PlainPct, s.Rounds, s.Cuts, s.PodClasses, s.NodeClasses, s.SigBits, s.Stop, s.WallSeconds)
 }
 
 // CollectBounds finds every bound.json under the given folders and returns, per trace, the
