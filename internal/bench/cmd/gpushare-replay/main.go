@@ -218,7 +218,11 @@ func newFamiliesCommand() *cobra.Command {
 			if replay.Summarize(rows).Families == 0 && len(bounds) == 0 {
 				return fmt.Errorf("no %s results of policy %s for a trace family below %s", mode, policy, strings.Join(dirs, ", "))
 			}
-			if err := replay.WriteFamilies(os.Stdout, fmt.Sprintf("%s (%s)", policy, mode), rows); err != nil {
+			label := fmt.Sprintf("%s (%s)", policy, mode)
+			if len(ss) == 0 {
+				label = "no policy's results"
+			}
+			if err := replay.WriteFamilies(os.Stdout, label, rows); err != nil {
 				return err
 			}
 			if chart == "" {
