@@ -38,8 +38,9 @@
 #             ranked by kube-scheduler's default scorers; POLICIES is ignored, the cells are
 #             $ROOT/$TRACE/kube-scheduler-dra) or gpushare (POLICIES score the allocator's
 #             placement, as the GPUShare plugin does; cells $ROOT/$TRACE/$POLICY-dra)
-#   BOUND     yes (default): also the bound of each trace and seed (gpushare-replay bound:
-#             the least unallocated GPU % any scheduler can reach, bounded from below;
+#   BOUND     yes (default; make bench-families: no): also the bound of each trace and seed
+#             (gpushare-replay bound: the least unallocated GPU % any scheduler can reach,
+#             bounded from below; about 30 s a cell on an idle core;
 #             $ROOT/$TRACE/bound/seed$SEED/bound.json, skipped when there), in the family
 #             tables beside the policies' results; no: none
 # Any other hack/bench/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
