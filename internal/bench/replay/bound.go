@@ -21,16 +21,16 @@ type BoundSummary struct {
 	Tune  float64 `json:"tune"`
 	Pods  int     `json:"pods"` // arrived pods, CPU-only ones included
 	// BoundPct: no scheduler leaves less GPU unallocated with these pods, in % of capacity.
-	BoundPct float64 `json:"boundPct"`
+	BoundPct float64 `json:"bound_pct"`
 	// PlainPct: the linear program's bound without cuts.
-	PlainPct    float64 `json:"plainPct"`
+	PlainPct    float64 `json:"plain_pct"`
 	Rounds      int     `json:"rounds"`
 	Cuts        int     `json:"cuts"`
-	PodClasses  int     `json:"podClasses"`
-	NodeClasses int     `json:"nodeClasses"`
-	SigBits     int     `json:"sigBits"` // pods' cpu and memory rounded down to so many binary digits (-1: exact)
-	Stop        string  `json:"stop"`    // why the rounds of cuts ended (bound.Result.Stop)
-	WallSeconds float64 `json:"wallSeconds"`
+	PodClasses  int     `json:"pod_classes"`
+	NodeClasses int     `json:"node_classes"`
+	SigBits     int     `json:"sig_bits"` // pods' cpu and memory rounded down to so many binary digits (-1: exact)
+	Stop        string  `json:"stop"`     // why the rounds of cuts ended (bound.Result.Stop)
+	WallSeconds float64 `json:"wall_seconds"`
 }
 
 // RunBound builds the workload as a replay with o does (o.StopAtPct is taken as 100, o.Limit
