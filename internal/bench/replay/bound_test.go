@@ -109,3 +109,38 @@ func TestBoundBelowBruteForce(t *testing.T) {
 		t.Errorf("the bound is up to %.2f points below the optimum; want within 10 on these toys", worst)
 	}
 }
+
+// TestRunBound bounds the sample's workload as the replay builds it and reads the result
+// back as the family table does.
+func TestRunBound(t *testing.T) {
+	dir := t.TempDir()
+	o := Options{
+		NodesPath: sampleDir + "openb_node_list_gpu_node.csv",
+		PodsPath:  sampleDir + "openb_pod_list_multigpu20.csv",
+		Seed:      42, Tune: 1.3, Unit: UnitMilli, OutDir: dir + "/multigpu20/bound/seed42",
+	}
+	s, err := RunBound(context.Background(), o, bound.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Trace != "multigpu20" || s.Pods == 0 || s.BoundPct < 0 || s.BoundPct > 100 || s.PlainPct > s.BoundPct {
+		t.Errorf("summary %+v", s)
+	}
+	// The same pods through the offline replay never leave less unallocated.
+	o.OutDir, o.StopAtPct = dir+"/fgd", 100
+	run, err := RunOffline(context.Background(), "fgd", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.UnallocatedAt100 == nil || *run.UnallocatedAt100 < s.BoundPct-1e-6 {
+		t.Errorf("fgd leaves %v %%, below the bound %.3f %%", run.UnallocatedAt100, s.BoundPct)
+	}
+	cells, err := CollectBounds([]string{dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cells["multigpu20"]; c == nil || c.Runs != 1 || c.Mean != s.BoundPct {
+		t.Errorf("collected %+v, want one run of %v", c, s.BoundPct)
+	}
+	t.Log(s.Line())
+}
