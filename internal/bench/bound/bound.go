@@ -92,6 +92,19 @@ func Compute(ctx context.Context, nodes []Node, pods []Pod, o Options) (Result, 
 		return res, fmt.Errorf("bound: %w", err)
 	}
 	res.PlainPct = res.pct(cards)
+	if cards, err = tighten(ctx, p, o, cards, x, &res); err != nil {
+		return res, err
+	}
+	res.AllocatedMilli = cards * cardMilli
+	res.UnallocatedPct = res.pct(cards)
+	return res, nil
+}
+
+// tighten adds rounds of cuts to p, whose optimum without them is cards at x, and
+// returns the last optimum; res gets the rounds, the cuts and why they stopped. Each round
+// adds, per bin family, the cut that the current optimum violates most, unless the program
+// has it already.
+func tighten(ctx context.Context, p *program, o Options, cards float64, x []float64, res *Result) (float64, error) {
 	families := p.binFamilies(o.MaxK)
 	added := map[string]bool{}
 	rows := map[string]bool{}
@@ -100,7 +113,7 @@ func Compute(ctx context.Context, nodes []Node, pods []Pod, o Options) (Result, 
 	}
 	for res.Rounds < o.MaxRounds {
 		if err := ctx.Err(); err != nil {
-			return res, fmt.Errorf("bound: %w", err)
+			return cards, fmt.Errorf("bound: %w", err)
 		}
 		var cuts []row
 		for i := range families {
@@ -131,9 +144,7 @@ func Compute(ctx context.Context, nodes []Node, pods []Pod, o Options) (Result, 
 	if res.Stop == "" {
 		res.Stop = StopRounds
 	}
-	res.AllocatedMilli = cards * cardMilli
-	res.UnallocatedPct = res.pct(cards)
-	return res, nil
+	return cards, nil
 }
 
 // pct is the unallocated % of capacity when cards are allocated, never below 0.
