@@ -29,10 +29,28 @@ func dffs(c int64, sizes []int64, maxK int) []dff {
 			out = append(out, uEps(c, e))
 		}
 	}
+	eps := len(out)
 	for k := 1; k <= maxK; k++ {
 		out = append(out, uK(c, int64(k)))
+		for _, u := range out[:eps] {
+			out = append(out, composed(u, uK(c, int64(k))))
+		}
 	}
 	return out
+}
+
+// composed is outer ∘ inner for U^(ε) inner (Fekete and Schepers 2001, Lemma 2: a
+// composition of dual-feasible functions is one). U^(ε) keeps a middle item's size, so
+// outer sees its integer size, and outer(0) = 0, outer(whole bin) = 1.
+func composed(inner, outer dff) dff {
+	return dff{name: outer.name + "∘" + inner.name, of: func(v int64) float64 {
+		switch u := inner.of(v); u {
+		case 0, 1:
+			return u
+		default:
+			return outer.of(v)
+		}
+	}}
 }
 
 // uEps is Fekete and Schepers' U^(ε) (2001, Theorem 2) with ε = e/c, 1 ≤ 2e ≤ c: an item
