@@ -13,8 +13,9 @@ type dff struct {
 }
 
 // dffs returns the functions tried on bins of capacity c holding items of the given
-// sizes (each in 0..c): U^(ε) for every ε at which an item changes value, and u^(k) for
-// k = 1..maxK. The identity (the plain capacity row) is not among them.
+// sizes (each in 0..c): U^(ε) for every ε at which an item changes value, u^(k) for
+// k = 1..maxK, and each u^(k) ∘ U^(ε). The identity (the plain capacity row) is not among
+// them.
 func dffs(c int64, sizes []int64, maxK int) []dff {
 	var out []dff
 	seen := map[int64]bool{}

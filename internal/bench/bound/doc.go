@@ -15,7 +15,8 @@
 // cluster's GPU capacity) is at most the least unallocated GPU %.
 //
 // Sources: S. P. Fekete and J. Schepers, "New classes of fast lower bounds for bin packing
-// problems", Math. Program. 91 (2001) 11–31 (the functions u^(k) and U^(ε));
+// problems", Math. Program. 91 (2001) 11–31 (the functions u^(k) and U^(ε), and their
+// composition);
 // F. Clautiaux, C. Alves, J. M. Valério de Carvalho, "A survey of dual-feasible and
 // superadditive functions", Ann. Oper. Res. 179 (2010) 317–342 (their use as valid
 // inequalities of a relaxation).
