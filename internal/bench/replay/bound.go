@@ -89,6 +89,11 @@ func CollectBounds(roots []string) (map[string]*Cell, error) {
 			if err := json.Unmarshal(b, &s); err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
+			// A file without the figure would count as a bound of 0.
+			var keys map[string]json.RawMessage
+			if err := json.Unmarshal(b, &keys); err != nil || keys["bound_pct"] == nil || s.Trace == "" {
+				return fmt.Errorf("%s: not a bound: no trace or bound_pct", path)
+			}
 			vals[s.Trace] = append(vals[s.Trace], s.BoundPct)
 			return nil
 		})

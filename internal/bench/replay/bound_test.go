@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/gpushare/gpushare/internal/bench/bound"
@@ -143,4 +144,10 @@ func TestRunBound(t *testing.T) {
 		t.Errorf("collected %+v, want one run of %v", c, s.BoundPct)
 	}
 	t.Log(s.Line())
+	if err := os.WriteFile(dir+"/multigpu20/bound/seed42/bound.json", []byte(`{"trace":"multigpu20","boundPct":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CollectBounds([]string{dir}); err == nil {
+		t.Error("a bound.json without bound_pct: want an error")
+	}
 }
