@@ -130,10 +130,14 @@ bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [MODE=extend
 	MODE=$(MODE) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
 .PHONY: bench-families
-bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd ROOT]: families-<policy>.md and .svg beside FGD's published figures in _output/replay-families-<commit>
-	OFFLINE=yes POLICIES=$(or $(POLICY),fgd) TRACES=families SEEDS=42-51 \
+bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd ROOT BOUND=no]: families-<policy>.md and .svg beside FGD's published figures (and the bound: BOUND=yes or make bench-bound) in _output/replay-families-<commit>
+	OFFLINE=yes POLICIES=$(or $(POLICY),fgd) TRACES=families SEEDS=42-51 BOUND=$(or $(BOUND),no) \
 		ROOT=$(or $(ROOT),$(CURDIR)/_output/replay-families-$(shell git rev-parse --short HEAD)) hack/bench/replay-matrix.sh
 
+.PHONY: bench-bound
+bench-bound: ## The bound (least unallocated GPU % any scheduler can reach, bounded) of the 13 trace families, seeds 42-51, no cluster [TRACES SEEDS ROOT]; with bench-families' results when in the same ROOT
+	ROOT=$(or $(ROOT),$(CURDIR)/_output/replay-families-$(shell git rev-parse --short HEAD)) hack/bench/bound.sh
+
 .PHONY: bench-replay-matrix
-bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
+bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no BOUND=yes]; table.md, charts and family tables with the bound in _output/replay-matrix
 	MODE=$(MODE) hack/bench/replay-matrix.sh
