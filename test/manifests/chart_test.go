@@ -634,7 +634,7 @@ func TestChartMonitoring(t *testing.T) {
 			alerts = append(alerts, r.Alert)
 			check(topology+" alert "+r.Alert, r.Expr)
 		}
-		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered", "GPUSharePodUnclaimedGPUMemory"} {
+		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered", "GPUSharePodUnclaimedGPUMemory", "GPUShareMPSEscape"} {
 			if !slices.Contains(alerts, want) {
 				t.Errorf("%s: alerts %v lack %s", topology, alerts, want)
 			}
