@@ -246,3 +246,29 @@ func TestWatchdogMPSEscapeEpisodes(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchdogMPSNodeReadFails: while the node cannot be read the watchdog does not take it
+// for an MPS node, and reads it again at the next sample, not only after Resync.
+func TestWatchdogMPSNodeReadFails(t *testing.T) {
+	e := newWatchdogEnv(t, OverGrant{Threshold: 10})
+	e.labelIsolation(t, "mps")
+	// The first read and the first usage annotation write (whose answer is a read of the
+	// node too) fail.
+	failing := map[string]int{"get": 1, "patch": 1}
+	e.client.PrependReactor("*", "nodes", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if failing[a.GetVerb()] > 0 {
+			failing[a.GetVerb()]--
+			return true, nil, apierrors.NewServiceUnavailable("the API server is away")
+		}
+		return false, nil, nil
+	})
+	e.listProcs(proc{0, 100, 3000, gpunvml.ProcessDirect})
+	e.at(0)
+	if ev := e.eventsWith(gpushare.EventGPUMPSEscape); len(ev) != 0 {
+		t.Errorf("events %q while the node could not be read", ev)
+	}
+	e.at(15)
+	if ev := e.eventsWith(gpushare.EventGPUMPSEscape); len(ev) != 1 {
+		t.Errorf("%d events %q once the node was read, want 1", len(ev), ev)
+	}
+}

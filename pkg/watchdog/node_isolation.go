@@ -14,14 +14,17 @@ import (
 // mpsNode reports whether the node is labelled gpushare.io/isolation=mps, reading the node
 // from the API server when the last read is Resync old or more (and so at the first sample):
 // a relabelled node counts within Resync, at one GET per Resync rather than per Interval.
-// A failed read keeps the last answer (none yet: not mps); an invalid label value is not mps
-// (Allocate refuses the node's GPU containers then, so none runs with MPS settings).
+// A failed read keeps the last answer (none yet: not mps), is logged once per failure streak
+// and tried again at the next sample; an invalid label value is not mps (Allocate refuses the
+// node's GPU containers then, so none runs with MPS settings).
 func (w *Watchdog) mpsNode(ctx context.Context, now time.Time) bool {
 	if w.isolationReadAt.IsZero() || now.Sub(w.isolationReadAt) >= w.cfg.Resync {
 		node, err := w.cfg.Client.CoreV1().Nodes().Get(ctx, w.cfg.NodeName, metav1.GetOptions{})
-		if err != nil {
+		if err != nil && !w.isolationFailing {
 			klog.ErrorS(err, "Reading the node's isolation label failed; will retry", "node", w.cfg.NodeName, "label", gpushare.LabelIsolation)
-		} else {
+		}
+		w.isolationFailing = err != nil
+		if err == nil {
 			w.noteIsolation(node, now)
 		}
 	}

@@ -47,10 +47,12 @@ type Watchdog struct {
 	// mpsBlind holds the cards on which NVML does not tell MPS clients apart (logged once).
 	mpsBlind map[int]bool
 	// isolation is the node's gpushare.LabelIsolation as last read, at isolationReadAt
-	// (zero: never); isolationInvalid: the label's value was invalid (logged once).
+	// (zero: never); isolationInvalid: the label's value was invalid (logged once);
+	// isolationFailing: the last read failed (logged once).
 	isolation        gpushare.Isolation
 	isolationReadAt  time.Time
 	isolationInvalid bool
+	isolationFailing bool
 
 	mu   sync.Mutex   // guards last
 	last *usageSample // read by the metrics collector
