@@ -59,6 +59,7 @@ type options struct {
 	overGrantThreshold float64
 	overGrantGrace     time.Duration
 	overGrantAction    string
+	mpsEscapeAction    string
 	procRoot           string
 	unclaimedExempt    []string
 	simulateProcesses  string
@@ -105,6 +106,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.overGrantGrace, "over-grant-grace", time.Minute, "how long a container must stay over its grant before the event and the action")
 	fs.StringVar(&o.overGrantAction, "over-grant-action", string(watchdog.OverGrantNone),
 		"what follows the GPUMemoryOverGrant event: none, annotate (pod annotation "+gpushare.AnnotationOverGrant+") or evict (Eviction API; PodDisruptionBudgets apply; needs the pods/eviction RBAC rule)")
+	fs.StringVar(&o.mpsEscapeAction, "mps-escape-action", string(watchdog.OverGrantEvict),
+		"on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS)+": what follows the "+gpushare.EventGPUMPSEscape+" event about a pod's process that bypasses MPS: none, annotate (pod annotation "+gpushare.AnnotationMPSEscape+") or evict (Eviction API; needs the pods/eviction RBAC rule)")
 	fs.StringSliceVar(&o.unclaimedExempt, "unclaimed-exempt-namespaces", []string{"kube-system"},
 		"namespaces whose pods may use cards without gpu-mem (an MPS daemon, a GPU operator's monitoring): the watchdog reports no "+gpushare.EventGPUMemoryUnclaimed+" event about them")
 	fs.StringVar(&o.procRoot, "proc-root", "/proc", "where the watchdog reads /proc/<pid>/cgroup of the processes NVML lists (the host's PID namespace)")

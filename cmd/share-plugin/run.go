@@ -26,6 +26,7 @@ type parsed struct {
 	res        gpushare.Resources
 	backend    gpushare.Backend
 	action     watchdog.OverGrantAction
+	mpsEscape  watchdog.OverGrantAction
 }
 
 // run opens the node (noderuntime.Open) and serves it with the back end --backend names
@@ -72,6 +73,9 @@ func parseOptions(o options) (parsed, error) {
 	if p.action, err = watchdog.ParseOverGrantAction(o.overGrantAction); err != nil {
 		return p, fmt.Errorf("--over-grant-action: %w", err)
 	}
+	if p.mpsEscape, err = watchdog.ParseMPSEscapeAction(o.mpsEscapeAction); err != nil {
+		return p, fmt.Errorf("--mps-escape-action: %w", err)
+	}
 	return p, nil
 }
 
@@ -83,7 +87,7 @@ func nodeOptions(o options, p parsed) noderuntime.Options {
 			FaultsFile: o.faultsFile, SimulateProcesses: o.simulateProcesses},
 		Unit: p.unit, HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, NVIDIARuntimeConfig: o.nvidiaConfig,
 		Usage: noderuntime.Usage{Interval: o.usageInterval, ProcRoot: o.procRoot, UnclaimedExemptNamespaces: o.unclaimedExempt,
-			OverGrant: watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: p.action}},
+			OverGrant: watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: p.action, MPSEscape: p.mpsEscape}},
 	}
 }
 

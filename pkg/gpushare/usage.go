@@ -29,6 +29,28 @@ const EventGPUMemoryOverGrant = "GPUMemoryOverGrant"
 // share-plugin's usage watchdog finds the pod from the process's cgroup.
 const EventGPUMemoryUnclaimed = "GPUMemoryUnclaimed"
 
+// EventGPUMPSEscape is the reason of the Warning event on a pod one of whose processes holds
+// a context of its own on a card of a node labelled LabelIsolation=IsolationMPS, outside the
+// card's MPS server: no MPS memory limit holds it. share-plugin's usage watchdog tells it
+// from NVML's process lists.
+const EventGPUMPSEscape = "GPUMPSEscape"
+
+// AnnotationMPSEscape is the pod annotation share-plugin's usage watchdog writes, with
+// --mps-escape-action=annotate, when a process of the pod bypasses the card's MPS server on
+// a node labelled IsolationMPS (JSON MPSEscape of the latest one). It is not removed when the
+// process ends. Tenants cannot write or remove it: it has the gpushare.io/ prefix the
+// allocation-annotations admission policy guards.
+const AnnotationMPSEscape = "gpushare.io/mps-escape"
+
+// MPSEscape is the JSON value of AnnotationMPSEscape: which container ran which host PID on
+// which card outside MPS, since when.
+type MPSEscape struct {
+	Container string    `json:"container"` // empty when the pod's status does not name it yet
+	Card      string    `json:"card"`      // the card's UUID
+	PID       uint32    `json:"pid"`       // in the host's PID namespace
+	Since     time.Time `json:"since"`
+}
+
 // UsageVersion is the version of Usage this package writes and reads.
 const UsageVersion = 1
 

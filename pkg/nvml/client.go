@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"path"
+	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"k8s.io/klog/v2"
@@ -106,38 +108,70 @@ func (c *Client) UsedMemoryMiB(index int) (int64, error) {
 	return int64(mem.Used >> 20), nil
 }
 
-// Processes lists the compute and graphics processes of card index, one entry per PID
-// (mergeProcesses). A list the card does not support (ERROR_NOT_SUPPORTED) is empty.
+// Processes lists the compute, graphics and MPS client processes of card index, one entry
+// per PID (mergeProcesses), each with its Kind: an MPS client when NVML lists it among the
+// card's MPS compute processes, else the MPS server when NVML names it MPSServerName, else
+// direct; ProcessKindUnknown for all when the card or driver has no MPS list. A list the
+// card does not support (ERROR_NOT_SUPPORTED; for the MPS list also a driver without the
+// call) is empty.
 func (c *Client) Processes(index int) ([]Process, error) {
 	h, ret := c.lib.DeviceGetHandleByIndex(index)
 	if ret != nvml.SUCCESS {
 		return nil, fmt.Errorf("getting NVML device %d: %v", index, ret)
 	}
-	lists := make([][]Process, 0, 2)
+	lists := make([][]Process, 0, 3)
+	mpsListed := false
 	for _, l := range []struct {
 		kind string
 		get  func() ([]nvml.ProcessInfo, nvml.Return)
-	}{{"compute", h.GetComputeRunningProcesses}, {"graphics", h.GetGraphicsRunningProcesses}} {
+		as   ProcessKind
+	}{
+		{"compute", h.GetComputeRunningProcesses, ProcessDirect},
+		{"graphics", h.GetGraphicsRunningProcesses, ProcessDirect},
+		{"MPS compute", h.GetMPSComputeRunningProcesses, ProcessMPSClient},
+	} {
 		infos, ret := l.get()
-		switch ret {
-		case nvml.SUCCESS:
-		case nvml.ERROR_NOT_SUPPORTED:
+		switch {
+		case ret == nvml.SUCCESS:
+		case ret == nvml.ERROR_NOT_SUPPORTED, l.as == ProcessMPSClient && ret == nvml.ERROR_FUNCTION_NOT_FOUND:
 			continue
 		default:
 			return nil, fmt.Errorf("listing %s processes of NVML device %d: %v", l.kind, index, ret)
 		}
-		procs := make([]Process, 0, len(infos))
-		for _, in := range infos {
-			p := Process{PID: in.Pid}
-			// NVML_VALUE_NOT_AVAILABLE is -1 as an unsigned long long: unknown, not 16 EiB.
-			if in.UsedGpuMemory != uint64(math.MaxUint64) {
-				p.UsedBytes, p.UsedKnown = in.UsedGpuMemory, true
-			}
-			procs = append(procs, p)
-		}
-		lists = append(lists, procs)
+		mpsListed = mpsListed || l.as == ProcessMPSClient
+		lists = append(lists, processesOf(infos, l.as))
 	}
-	return mergeProcesses(lists...), nil
+	procs := mergeProcesses(lists...)
+	for i, p := range procs {
+		switch {
+		case !mpsListed:
+			procs[i].Kind = ProcessKindUnknown
+		case p.Kind == ProcessDirect && c.isMPSServer(p.PID):
+			procs[i].Kind = ProcessMPSServer
+		}
+	}
+	return procs, nil
+}
+
+// processesOf converts NVML's entries to Processes of kind.
+func processesOf(infos []nvml.ProcessInfo, kind ProcessKind) []Process {
+	procs := make([]Process, 0, len(infos))
+	for _, in := range infos {
+		p := Process{PID: in.Pid, Kind: kind}
+		// NVML_VALUE_NOT_AVAILABLE is -1 as an unsigned long long: unknown, not 16 EiB.
+		if in.UsedGpuMemory != uint64(math.MaxUint64) {
+			p.UsedBytes, p.UsedKnown = in.UsedGpuMemory, true
+		}
+		procs = append(procs, p)
+	}
+	return procs
+}
+
+// isMPSServer reports whether NVML names process pid MPSServerName (as a bare name or a
+// path); false when it cannot tell (the process is gone, or not in NVML's PID namespace).
+func (c *Client) isMPSServer(pid uint32) bool {
+	name, ret := c.lib.SystemGetProcessName(int(pid))
+	return ret == nvml.SUCCESS && path.Base(strings.TrimSpace(name)) == MPSServerName
 }
 
 // WatchFaults registers every card for critical XID events and forwards the ones that are

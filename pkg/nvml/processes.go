@@ -13,21 +13,26 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// mergeProcesses joins NVML's compute and graphics lists into one entry per PID, in PID
-// order. A process in both lists (nvidia-smi's type "C+G") holds one set of allocations that
-// NVML reports in each list, so the entries are not added: the larger known figure wins.
+// mergeProcesses joins NVML's compute, graphics and MPS lists into one entry per PID, in PID
+// order. A process in several lists (nvidia-smi's type "C+G", "M+C") holds one set of
+// allocations that NVML reports in each list, so the entries are not added: the larger known
+// figure wins. A process in the MPS list is an MPS client whatever the other lists say.
 func mergeProcesses(lists ...[]Process) []Process {
 	byPID := map[uint32]Process{}
 	for _, l := range lists {
 		for _, p := range l {
 			q, seen := byPID[p.PID]
-			switch {
-			case !seen, !q.UsedKnown && p.UsedKnown:
+			if !seen {
 				byPID[p.PID] = p
-			case p.UsedKnown && p.UsedBytes > q.UsedBytes:
-				q.UsedBytes = p.UsedBytes
-				byPID[p.PID] = q
+				continue
 			}
+			if p.UsedKnown && (!q.UsedKnown || p.UsedBytes > q.UsedBytes) {
+				q.UsedBytes, q.UsedKnown = p.UsedBytes, true
+			}
+			if p.Kind == ProcessMPSClient {
+				q.Kind = ProcessMPSClient
+			}
+			byPID[p.PID] = q
 		}
 	}
 	out := make([]Process, 0, len(byPID))
@@ -51,11 +56,24 @@ const (
 //   - card: 0          # the card's NVML index, or its UUID ("GPU-…")
 //     pid: 4242        # a host PID; the watchdog maps it to a pod through /proc/<pid>/cgroup
 //     usedMiB: 5120    # omitted: NVML "not available"
+//     type: mps        # direct (omitted), mps or server
+//
+// The type is how the process reaches the card (ProcessKind): "direct" (the default, what
+// every process on a card without MPS is) lists it as a compute process of its own, "mps"
+// also among the card's MPS clients, "server" as a compute process named MPSServerName.
 type SimProcess struct {
 	Card    SimCardRef `json:"card"`
 	PID     uint32     `json:"pid"`
 	UsedMiB *int64     `json:"usedMiB,omitempty"`
+	Type    string     `json:"type,omitempty"`
 }
+
+// simKinds are the SimProcess types and the kinds they stand for.
+var simKinds = map[string]ProcessKind{"": ProcessDirect, "direct": ProcessDirect, "mps": ProcessMPSClient, "server": ProcessMPSServer}
+
+// Kind is the ProcessKind of the entry's type (ProcessKindUnknown for a type
+// ParseSimProcesses refuses).
+func (p SimProcess) Kind() ProcessKind { return simKinds[p.Type] }
 
 // SimCardRef names a simulated card by index (a YAML number) or UUID (a string).
 type SimCardRef struct {
@@ -83,7 +101,8 @@ func (r *SimCardRef) UnmarshalJSON(b []byte) error {
 }
 
 // ParseSimProcesses decodes and checks the simulated processes file against the node's
-// cards: every entry names one of them, has a positive PID and 0 <= usedMiB <= 1 PiB.
+// cards: every entry names one of them, has a positive PID, 0 <= usedMiB <= 1 PiB and a
+// type of direct, mps or server (or none).
 func ParseSimProcesses(b []byte, devices []Device) ([]SimProcess, error) {
 	if len(b) > maxSimProcessesBytes {
 		return nil, fmt.Errorf("%d bytes, at most %d", len(b), maxSimProcessesBytes)
@@ -103,6 +122,8 @@ func ParseSimProcesses(b []byte, devices []Device) ([]SimProcess, error) {
 			return nil, fmt.Errorf("entry %d: pid must be positive", i)
 		case p.UsedMiB != nil && (*p.UsedMiB < 0 || *p.UsedMiB > maxSimUsedMiB):
 			return nil, fmt.Errorf("entry %d: usedMiB %d out of range 0..%d", i, *p.UsedMiB, int64(maxSimUsedMiB))
+		case p.Kind() == ProcessKindUnknown:
+			return nil, fmt.Errorf("entry %d: type %q: want direct, mps or server", i, p.Type)
 		}
 	}
 	return list, nil
@@ -125,9 +146,9 @@ func simCardIndex(r SimCardRef, devices []Device) int {
 	return -1
 }
 
-// simProcessesOf reads the simulated processes file at path, on every call so a test can
-// change it, and returns the processes of card index. No path or no file: no processes.
-func simProcessesOf(path string, devices []Device, index int) ([]Process, error) {
+// readSimProcesses reads the simulated processes file at path, on every call so a test can
+// change it. No path or no file: no processes.
+func readSimProcesses(path string, devices []Device) ([]SimProcess, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -147,12 +168,22 @@ func simProcessesOf(path string, devices []Device, index int) ([]Process, error)
 	if err != nil {
 		return nil, fmt.Errorf("simulated processes file %s: %w", path, err)
 	}
+	return list, nil
+}
+
+// simProcessesOf returns the processes of card index in the simulated processes file at
+// path (readSimProcesses), each of the kind its type says.
+func simProcessesOf(path string, devices []Device, index int) ([]Process, error) {
+	list, err := readSimProcesses(path, devices)
+	if err != nil {
+		return nil, err
+	}
 	var out []Process
 	for _, p := range list {
 		if simCardIndex(p.Card, devices) != index {
 			continue
 		}
-		q := Process{PID: p.PID}
+		q := Process{PID: p.PID, Kind: p.Kind()}
 		if p.UsedMiB != nil {
 			q.UsedBytes, q.UsedKnown = uint64(*p.UsedMiB)<<20, true
 		}

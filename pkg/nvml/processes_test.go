@@ -22,6 +22,8 @@ func TestParseSimProcesses(t *testing.T) {
 		{name: "negative used", in: "- {card: 0, pid: 1, usedMiB: -1}\n", wantErr: "out of range"},
 		{name: "absurd used", in: "- {card: 0, pid: 1, usedMiB: 9999999999999}\n", wantErr: "out of range"},
 		{name: "unknown field", in: "- {card: 0, pid: 1, used: 3}\n", wantErr: "unknown field"},
+		{name: "types", in: "- {card: 0, pid: 1, type: mps}\n- {card: 0, pid: 2, type: server}\n- {card: 1, pid: 3, type: direct}\n", wantN: 3},
+		{name: "unknown type", in: "- {card: 0, pid: 1, type: M+C}\n", wantErr: `type "M+C": want direct, mps or server`},
 		{name: "not a list", in: "card: 0\n", wantErr: "cannot unmarshal"},
 		{name: "too large", in: strings.Repeat("#", maxSimProcessesBytes+1), wantErr: "at most"},
 		{name: "too many", in: strings.Repeat("- {card: 0, pid: 1}\n", maxSimProcesses+1), wantErr: "at most"},

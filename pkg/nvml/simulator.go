@@ -35,7 +35,8 @@ func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
 		}
 		s.cards = append(s.cards, Device{Index: i, UUID: c.UUID, Model: c.Model, MemoryMiB: c.MemoryMiB, Minor: i})
 		d := newSimDevice(i, c)
-		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return s.processInfos(i) }
+		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return s.processInfos(i, false) }
+		d.GetMPSComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return s.processInfos(i, true) }
 		s.devices = append(s.devices, d)
 	}
 	s.lib = &mock.Interface{
@@ -54,6 +55,7 @@ func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
 		EventSetCreateFunc: func() (nvml.EventSet, nvml.Return) {
 			return s.eventSet(), nvml.SUCCESS
 		},
+		SystemGetProcessNameFunc: s.processName,
 	}
 	return s, nil
 }
@@ -78,15 +80,16 @@ func newSimDevice(i int, c SimCard) *mock.Device {
 	}
 }
 
-// SetProcessesFile makes the cards list, as compute processes, the entries of the YAML file
-// at path (ParseSimProcesses), read again on every call. Not synchronised: call it before
-// the processes are listed.
+// SetProcessesFile makes the cards list the entries of the YAML file at path
+// (ParseSimProcesses), read again on every call: every entry as a compute process, those of
+// type mps also as MPS clients, and those of type server named MPSServerName. Not
+// synchronised: call it before the processes are listed.
 func (s *Simulator) SetProcessesFile(path string) { s.procFile = path }
 
-// processInfos is what NVML would list for card i, with NVML's "not available" value for
-// an entry without usedMiB. An unreadable file is logged and reported as NVML's
-// ERROR_UNKNOWN.
-func (s *Simulator) processInfos(i int) ([]nvml.ProcessInfo, nvml.Return) {
+// processInfos is what NVML would list for card i, its MPS clients only when mps, with
+// NVML's "not available" value for an entry without usedMiB. An unreadable file is logged
+// and reported as NVML's ERROR_UNKNOWN.
+func (s *Simulator) processInfos(i int, mps bool) ([]nvml.ProcessInfo, nvml.Return) {
 	procs, err := simProcessesOf(s.procFile, s.cards, i)
 	if err != nil {
 		klog.ErrorS(err, "Reading simulated processes")
@@ -94,6 +97,9 @@ func (s *Simulator) processInfos(i int) ([]nvml.ProcessInfo, nvml.Return) {
 	}
 	out := make([]nvml.ProcessInfo, 0, len(procs))
 	for _, p := range procs {
+		if mps && p.Kind != ProcessMPSClient {
+			continue
+		}
 		used := uint64(math.MaxUint64)
 		if p.UsedKnown {
 			used = p.UsedBytes
@@ -101,6 +107,22 @@ func (s *Simulator) processInfos(i int) ([]nvml.ProcessInfo, nvml.Return) {
 		out = append(out, nvml.ProcessInfo{Pid: p.PID, UsedGpuMemory: used})
 	}
 	return out, nvml.SUCCESS
+}
+
+// processName is NVML's name of process pid: MPSServerName for an entry of type server, else
+// NVML's answer for a process it cannot see (ERROR_NOT_FOUND).
+func (s *Simulator) processName(pid int) (string, nvml.Return) {
+	list, err := readSimProcesses(s.procFile, s.cards)
+	if err != nil {
+		klog.ErrorS(err, "Reading simulated processes")
+		return "", nvml.ERROR_UNKNOWN
+	}
+	for _, p := range list {
+		if int(p.PID) == pid && p.Kind() == ProcessMPSServer {
+			return MPSServerName, nvml.SUCCESS
+		}
+	}
+	return "", nvml.ERROR_NOT_FOUND
 }
 
 func (s *Simulator) eventSet() nvml.EventSet {

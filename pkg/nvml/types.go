@@ -34,6 +34,44 @@ type Process struct {
 	// NVML_VALUE_NOT_AVAILABLE, e.g. on Windows WDDM or for some MIG and vGPU setups): the
 	// process is listed but its use is unknown, not huge.
 	UsedKnown bool
+	// Kind is how the process reaches the card: through an MPS server or with a context of
+	// its own.
+	Kind ProcessKind
+}
+
+// ProcessKind is how a process reaches a card, as NVML's process lists and names tell it.
+type ProcessKind uint8
+
+const (
+	// ProcessKindUnknown: NVML does not list the card's MPS clients (a driver or card
+	// without nvmlDeviceGetMPSComputeRunningProcesses), so a client cannot be told from a
+	// process of its own.
+	ProcessKindUnknown ProcessKind = iota
+	// ProcessDirect holds a context of its own on the card (nvidia-smi's type C, G or C+G):
+	// no MPS server stands between it and the card's memory, so no MPS limit holds it.
+	ProcessDirect
+	// ProcessMPSClient reaches the card through an MPS server (nvidia-smi's type M+C or M):
+	// NVML lists it among the card's MPS compute processes.
+	ProcessMPSClient
+	// ProcessMPSServer is an MPS server, the context in which its clients' work runs: a
+	// process of its own named MPSServerName.
+	ProcessMPSServer
+)
+
+// MPSServerName is the process name of NVIDIA's MPS server (nvidia-smi's process name), which
+// the MPS control daemon starts for its clients.
+const MPSServerName = "nvidia-cuda-mps-server"
+
+func (k ProcessKind) String() string {
+	switch k {
+	case ProcessDirect:
+		return "direct"
+	case ProcessMPSClient:
+		return "mps"
+	case ProcessMPSServer:
+		return "server"
+	}
+	return "unknown"
 }
 
 // Interface is what share-plugin needs from NVML.
@@ -42,8 +80,9 @@ type Interface interface {
 	Devices() ([]Device, error)
 	// UsedMemoryMiB returns the memory in use on the card with the given NVML index, in MiB.
 	UsedMemoryMiB(index int) (int64, error)
-	// Processes lists the processes running on the card with the given NVML index, compute
-	// and graphics together, one entry per PID in ascending PID order.
+	// Processes lists the processes running on the card with the given NVML index, compute,
+	// graphics and MPS clients together, one entry per PID in ascending PID order, each with
+	// its Kind.
 	Processes(index int) ([]Process, error)
 	// WatchFaults sends a Fault on out for every critical, non-application XID until ctx is
 	// done. It returns nil when ctx ends and an error when the watch cannot be set up.

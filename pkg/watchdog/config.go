@@ -41,7 +41,18 @@ func ParseOverGrantAction(s string) (OverGrantAction, error) {
 // the watchdog would report nothing worth the name.
 const MaxOverGrantThreshold = 10
 
-// OverGrant configures the watchdog's judgement (Config.OverGrant).
+// ParseMPSEscapeAction reads --mps-escape-action: the values of --over-grant-action.
+func ParseMPSEscapeAction(s string) (OverGrantAction, error) {
+	switch a := OverGrantAction(s); a {
+	case OverGrantNone, OverGrantAnnotate, OverGrantEvict:
+		return a, nil
+	}
+	return "", fmt.Errorf("MPS escape action %q: want %s, %s or %s", s, OverGrantNone, OverGrantAnnotate, OverGrantEvict)
+}
+
+// OverGrant configures the watchdog's judgement (Config.OverGrant): of containers above
+// their grant, and of processes that bypass MPS, so that no MPS limit holds them, on a node
+// labelled gpushare.io/isolation=mps.
 type OverGrant struct {
 	// Threshold is the fraction above the grant a container may use: over when used >
 	// granted × (1 + Threshold). 0 ≤ Threshold ≤ MaxOverGrantThreshold.
@@ -51,10 +62,15 @@ type OverGrant struct {
 	Grace time.Duration
 	// Action is what follows the event (default OverGrantNone).
 	Action OverGrantAction
+	// MPSEscape is what follows the GPUMPSEscape event about a pod's process that bypasses
+	// MPS on a node labelled gpushare.io/isolation=mps, with the same meanings as Action but
+	// the annotation gpushare.AnnotationMPSEscape (default, also when empty: OverGrantEvict).
+	MPSEscape OverGrantAction
 }
 
-// Validate checks the threshold and grace and defaults Action to OverGrantNone. Errors: a
-// threshold outside 0..MaxOverGrantThreshold, a negative grace, an unknown action.
+// Validate checks the threshold and grace, defaults Action to OverGrantNone and MPSEscape to
+// OverGrantEvict. Errors: a threshold outside 0..MaxOverGrantThreshold, a negative grace, an
+// unknown action.
 func (o *OverGrant) Validate() error {
 	switch {
 	case math.IsNaN(o.Threshold) || o.Threshold < 0 || o.Threshold > MaxOverGrantThreshold:
@@ -65,8 +81,22 @@ func (o *OverGrant) Validate() error {
 	if o.Action == "" {
 		o.Action = OverGrantNone
 	}
-	_, err := ParseOverGrantAction(string(o.Action))
+	if o.MPSEscape == "" {
+		o.MPSEscape = OverGrantEvict
+	}
+	if _, err := ParseOverGrantAction(string(o.Action)); err != nil {
+		return err
+	}
+	_, err := ParseMPSEscapeAction(string(o.MPSEscape))
 	return err
+}
+
+// mpsEscapeAction is MPSEscape, OverGrantEvict when unset.
+func (o OverGrant) mpsEscapeAction() OverGrantAction {
+	if o.MPSEscape == "" {
+		return OverGrantEvict
+	}
+	return o.MPSEscape
 }
 
 // Config is what New needs; every field is required but ProcRoot and Unclaimed.
@@ -85,7 +115,9 @@ type Config struct {
 	Interval time.Duration
 	// Resync is how often the node's usage annotation is written even when nothing moved.
 	Resync time.Duration
-	// OverGrant is the threshold, grace and action (Validate'd by the caller).
+	// OverGrant is the threshold, grace and actions (Validate'd by the caller). Whether the
+	// node isolates its cards with MPS, which MPSEscape needs, the watchdog reads from the
+	// node's gpushare.LabelIsolation itself, at most once per Resync.
 	OverGrant OverGrant
 	// Unclaimed is what is exempt from, and how often, the reports of pods using cards
 	// they hold nothing on.

@@ -264,7 +264,7 @@ func scrape(t *testing.T, w *Watchdog) string {
 	b, err := testutil.CollectAndFormat(w.Collector(), expfmt.TypeTextPlain,
 		"gpushare_container_over_grant_total", "gpushare_container_gpu_memory_used_bytes",
 		"gpushare_container_gpu_memory_granted_bytes", "gpushare_card_unattributed_memory_used_bytes",
-		"gpushare_pod_unclaimed_gpu_memory_used_bytes")
+		"gpushare_pod_unclaimed_gpu_memory_used_bytes", "gpushare_mps_escapes_total")
 	if err != nil {
 		t.Fatal(err)
 	}

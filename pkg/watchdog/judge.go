@@ -2,13 +2,9 @@ package watchdog
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -18,9 +14,8 @@ import (
 // judge opens, continues and closes episodes, and after Grace over reports each episode
 // once (event, counter) and acts on it until the action succeeds. Containers of cards NVML
 // did not list this time keep their episode as it is.
-func (w *Watchdog) judge(ctx context.Context, s usageSample) {
+func (w *Watchdog) judge(ctx context.Context, s usageSample, evicted map[types.UID]bool) {
 	cfg := w.cfg.OverGrant
-	evicted := map[types.UID]bool{}
 	for key, u := range s.ctrs {
 		if !s.listed[key.card] || u.pod.DeletionTimestamp != nil {
 			continue // a terminating pod is going anyway
@@ -70,51 +65,13 @@ func actionNote(a OverGrantAction) string {
 // act carries out the action for one over-grant episode and reports whether it is done.
 // Failures are logged; the caller tries again at the next sample while the episode lasts.
 func (w *Watchdog) act(ctx context.Context, u *ctrUsage, ep *episode, evicted map[types.UID]bool) bool {
-	pods := w.cfg.Client.CoreV1().Pods(u.pod.Namespace)
+	const why = "over its GPU memory grant"
 	switch w.cfg.OverGrant.Action {
 	case OverGrantAnnotate:
-		v, err := json.Marshal(gpushare.OverGrant{Container: u.container, Card: u.card.UUID,
-			UsedMiB: int64(u.used >> 20), GrantedMiB: int64(u.granted >> 20), Since: ep.since.UTC().Truncate(time.Second)})
-		if err != nil {
-			return false
-		}
-		// The UID precondition keeps a re-created pod of the same name untouched.
-		body, err := json.Marshal(map[string]any{"metadata": map[string]any{"uid": u.pod.UID,
-			"annotations": map[string]string{gpushare.AnnotationOverGrant: string(v)}}})
-		if err != nil {
-			return false
-		}
-		if _, err := pods.Patch(ctx, u.pod.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-			if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-				return true // the pod is gone or replaced
-			}
-			klog.ErrorS(err, "Annotating a pod over its GPU memory grant failed; will retry", "pod", klog.KObj(u.pod))
-			return false
-		}
-		return true
+		return w.annotatePod(ctx, u.pod, gpushare.AnnotationOverGrant, gpushare.OverGrant{Container: u.container, Card: u.card.UUID,
+			UsedMiB: int64(u.used >> 20), GrantedMiB: int64(u.granted >> 20), Since: ep.since.UTC().Truncate(time.Second)}, why)
 	case OverGrantEvict:
-		if evicted[u.pod.UID] {
-			return true
-		}
-		uid := u.pod.UID
-		err := pods.EvictV1(ctx, &policyv1.Eviction{
-			ObjectMeta:    metav1.ObjectMeta{Name: u.pod.Name, Namespace: u.pod.Namespace},
-			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
-		})
-		switch {
-		case err == nil:
-			evicted[uid] = true
-			klog.InfoS("Evicted a pod over its GPU memory grant", "pod", klog.KObj(u.pod), "container", u.container, "card", u.card.UUID)
-			return true
-		case apierrors.IsNotFound(err) || apierrors.IsConflict(err):
-			return true
-		case apierrors.IsTooManyRequests(err):
-			klog.InfoS("Eviction of a pod over its GPU memory grant refused (a PodDisruptionBudget allows no disruption now); will retry",
-				"pod", klog.KObj(u.pod), "err", err)
-		default:
-			klog.ErrorS(err, "Evicting a pod over its GPU memory grant failed; will retry", "pod", klog.KObj(u.pod))
-		}
-		return false
+		return w.evictPod(ctx, u.pod, evicted, why, "container", u.container, "card", u.card.UUID)
 	}
 	return true
 }

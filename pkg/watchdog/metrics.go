@@ -18,7 +18,7 @@ type usageCollector struct {
 	unclaimed    *prometheus.Desc
 }
 
-// Collector exports the watchdog's figures: the over-grant counter and, from the last
+// Collector exports the watchdog's figures: the over-grant and MPS escape counters and, from the last
 // sample, each container's used and granted bytes per card, each card's unattributed bytes
 // and each pod's bytes used per card without a grant.
 func (w *Watchdog) Collector() prometheus.Collector { return newUsageCollector(w) }
@@ -48,10 +48,12 @@ func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.unattributed
 	ch <- c.unclaimed
 	c.w.overGrant.Describe(ch)
+	c.w.mpsEscapes.Describe(ch)
 }
 
 func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 	c.w.overGrant.Collect(ch)
+	c.w.mpsEscapes.Collect(ch)
 	c.w.mu.Lock()
 	s := c.w.last
 	c.w.mu.Unlock()

@@ -55,6 +55,10 @@ type usageSample struct {
 	unclaimed map[podCard]*unclaimedUsage
 	// podSeen holds the UIDs of the pods of the node's pod view at the sample.
 	podSeen map[types.UID]bool
+	// escapes are the processes that bypass MPS on the cards of a node labelled
+	// gpushare.io/isolation=mps (empty on other nodes): per container and card for a pod's,
+	// per process and card for others.
+	escapes map[escapeKey]*escape
 }
 
 // sample lists the processes of every card and charges each to its container: through
@@ -67,12 +71,50 @@ type usageSample struct {
 // the pod holds nothing on (none of its containers has units there, or it requested no
 // gpu-mem) is charged to the pod as use without a grant (GPUMemoryUnclaimed), when its cgroup
 // names the pod.
-func (w *Watchdog) sample() usageSample {
+func (w *Watchdog) sample(mps bool) usageSample {
 	s := usageSample{at: w.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{},
-		unclaimed: map[podCard]*unclaimedUsage{}, podSeen: map[types.UID]bool{}}
-	pods := map[types.UID]*corev1.Pod{} // GPU-sharing pods
-	all := map[types.UID]*corev1.Pod{}  // every pod of the node
-	holds := map[podCard]bool{}         // a card a GPU-sharing pod holds units on
+		unclaimed: map[podCard]*unclaimedUsage{}, podSeen: map[types.UID]bool{}, escapes: map[escapeKey]*escape{}}
+	pods, all, holds := w.grants(&s)
+	for _, card := range w.cfg.Cards {
+		procs, err := w.cfg.Processes(card.Index)
+		if err != nil {
+			w.nvmlFailed(card.Index, err)
+			continue
+		}
+		w.nvmlAnswered(card.Index)
+		s.listed[card.Index] = true
+		for _, pr := range procs {
+			pod, name, origin := w.attribute(pr.PID, all)
+			if mps {
+				w.checkMPS(&s, card, pr, pod, name, origin)
+			}
+			if pod != nil && !holds[podCard{pod.UID, card.Index}] && !w.exempt[pod.Namespace] {
+				s.addUnclaimed(pod, card, pr)
+			}
+			if pod == nil || pods[pod.UID] == nil || name == "" {
+				s.unattributed[card.Index] += pr.UsedBytes // 0 when unknown
+				continue
+			}
+			key := usageKey{pod.UID, name, card.Index}
+			u := s.ctrs[key]
+			if u == nil {
+				u = &ctrUsage{pod: pod, container: name, card: card}
+				s.ctrs[key] = u
+			}
+			u.used += pr.UsedBytes
+			u.unknown = u.unknown || !pr.UsedKnown
+		}
+	}
+	return s
+}
+
+// grants puts every container of the node's GPU-sharing pods in the sample with its grant on
+// each of its cards, and returns those pods (by UID), every pod of the node, and the cards
+// each GPU-sharing pod holds units on.
+func (w *Watchdog) grants(s *usageSample) (pods, all map[types.UID]*corev1.Pod, holds map[podCard]bool) {
+	pods = map[types.UID]*corev1.Pod{} // GPU-sharing pods
+	all = map[types.UID]*corev1.Pod{}  // every pod of the node
+	holds = map[podCard]bool{}         // a card a GPU-sharing pod holds units on
 	unitBytes := uint64(w.cfg.Unit.MiB) << 20
 	for _, pc := range w.ledger.Claims() {
 		pod, claim := pc.Pod, pc.Claim
@@ -106,39 +148,20 @@ func (w *Watchdog) sample() usageSample {
 			}
 		}
 	}
-	for _, card := range w.cfg.Cards {
-		procs, err := w.cfg.Processes(card.Index)
-		if err != nil {
-			w.nvmlFailed(card.Index, err)
-			continue
-		}
-		w.nvmlAnswered(card.Index)
-		s.listed[card.Index] = true
-		for _, pr := range procs {
-			pod, name := w.attribute(pr.PID, all)
-			if pod != nil && !holds[podCard{pod.UID, card.Index}] && !w.exempt[pod.Namespace] {
-				s.addUnclaimed(pod, card, pr)
-			}
-			if pod == nil || pods[pod.UID] == nil || name == "" {
-				s.unattributed[card.Index] += pr.UsedBytes // 0 when unknown
-				continue
-			}
-			key := usageKey{pod.UID, name, card.Index}
-			u := s.ctrs[key]
-			if u == nil {
-				u = &ctrUsage{pod: pod, container: name, card: card}
-				s.ctrs[key] = u
-			}
-			u.used += pr.UsedBytes
-			u.unknown = u.unknown || !pr.UsedKnown
-		}
-	}
-	return s
+	return pods, all, holds
 }
 
-// attribute returns the pod (among pods, by UID) and container name process pid runs in;
-// nil when it runs in none of them, "" when its container is not in the pod's status yet.
-func (w *Watchdog) attribute(pid uint32, pods map[types.UID]*corev1.Pod) (*corev1.Pod, string) {
+// Where a process NVML lists runs, as attribute tells it.
+const (
+	originPod     = "pod"     // in a pod of the node's pod view
+	originHost    = "host"    // outside every pod: its cgroup is not under kubepods
+	originUnknown = "unknown" // its cgroup cannot be read, or names a pod the pod view lacks
+)
+
+// attribute returns the pod (among pods, by UID) and container name process pid runs in, and
+// where it runs (originPod, originHost, originUnknown); the pod is nil unless originPod, the
+// name "" when its container is not in the pod's status yet.
+func (w *Watchdog) attribute(pid uint32, pods map[types.UID]*corev1.Pod) (*corev1.Pod, string, string) {
 	c, err := w.procs.Lookup(pid)
 	switch {
 	case errors.Is(err, cgroups.ErrNoProcess):
@@ -146,22 +169,22 @@ func (w *Watchdog) attribute(pid uint32, pods map[types.UID]*corev1.Pod) (*corev
 			w.warnedNoProc = true
 			klog.ErrorS(err, "A process NVML lists is not under the proc root: share-plugin must run in the host's PID namespace (hostPID: true) for the usage watchdog to attribute GPU memory to pods; such processes count as unattributed", "pid", pid, "procRoot", w.procs.ProcRoot)
 		}
-		return nil, ""
+		return nil, "", originUnknown
 	case err != nil:
 		klog.V(2).InfoS("Cannot tell the pod of a GPU process; counted as unattributed", "pid", pid, "err", err)
-		return nil, ""
+		return nil, "", originUnknown
 	case !c.InPod():
-		return nil, ""
+		return nil, "", originHost
 	}
 	pod := pods[types.UID(c.PodUID)]
 	if pod == nil {
-		return nil, ""
+		return nil, "", originUnknown
 	}
 	name := containerByID(pod, c.ID)
 	if name == "" {
 		klog.V(2).InfoS("GPU process of a pod in no container its status lists yet; counted as unattributed", "pod", klog.KObj(pod), "pid", pid, "containerID", c.ID)
 	}
-	return pod, name
+	return pod, name, originPod
 }
 
 // containerByID returns the name of the pod's container (app, init or ephemeral) whose

@@ -29,6 +29,9 @@ type Watchdog struct {
 	// increase() over time, and a pod's series would carry one increment before the pod,
 	// and so the series, goes; the per-container detail is on the gauges and in the event.
 	overGrant *prometheus.CounterVec
+	// mpsEscapes counts processes that bypass MPS on an MPS node, per namespace and card
+	// for the same reason: the pod and container are in the event and the log.
+	mpsEscapes *prometheus.CounterVec
 
 	// Owned by the run goroutine (or a test calling step).
 	episodes     map[usageKey]*episode
@@ -39,6 +42,17 @@ type Watchdog struct {
 	// unclaimedReported is when each pod's use of a card without a grant was last reported.
 	unclaimedReported map[podCard]time.Time
 	exempt            map[string]bool // Unclaimed.ExemptNamespaces
+	// escapes are the processes outside MPS reported, by escape; acted as for episodes.
+	escapes map[escapeKey]*episode
+	// mpsBlind holds the cards on which NVML does not tell MPS clients apart (logged once).
+	mpsBlind map[int]bool
+	// isolation is the node's gpushare.LabelIsolation as last read, at isolationReadAt
+	// (zero: never); isolationInvalid: the label's value was invalid (logged once);
+	// isolationFailing: the last read failed (logged once).
+	isolation        gpushare.Isolation
+	isolationReadAt  time.Time
+	isolationInvalid bool
+	isolationFailing bool
 
 	mu   sync.Mutex   // guards last
 	last *usageSample // read by the metrics collector
@@ -71,7 +85,13 @@ func New(cfg Config, ledger Ledger) *Watchdog {
 			Name: "gpushare_container_over_grant_total",
 			Help: "Episodes of a container staying above its GPU memory grant on a card for the grace period, by the pod's namespace.",
 		}, []string{"node", "namespace"}),
+		mpsEscapes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpushare_mps_escapes_total",
+			Help: "Processes holding a context of their own on a card of a node labelled gpushare.io/isolation=mps, outside the card's MPS server, so no MPS memory limit holds them: one per container and card for a pod's process, per process and card for others; by the pod's namespace (empty for none) and reason (pod: a tenant's pod, evented and acted on; exempt: a pod of an exempt namespace; host: a process of no pod; unknown: one whose pod cannot be told).",
+		}, []string{"node", "namespace", "card", "reason"}),
 		episodes:          map[usageKey]*episode{},
+		escapes:           map[escapeKey]*episode{},
+		mpsBlind:          map[int]bool{},
 		nvmlFailing:       map[int]bool{},
 		unclaimedReported: map[podCard]time.Time{},
 		exempt:            exempt,
@@ -83,7 +103,7 @@ func (w *Watchdog) Run(ctx context.Context) {
 	tick := w.cfg.Clock.NewTicker(w.cfg.Interval)
 	defer tick.Stop()
 	klog.InfoS("GPU memory usage watchdog started", "interval", w.cfg.Interval, "threshold", w.cfg.OverGrant.Threshold,
-		"grace", w.cfg.OverGrant.Grace, "action", w.cfg.OverGrant.Action)
+		"grace", w.cfg.OverGrant.Grace, "action", w.cfg.OverGrant.Action, "mpsEscapeAction", w.cfg.OverGrant.mpsEscapeAction())
 	for {
 		w.step(ctx)
 		select {
@@ -94,13 +114,16 @@ func (w *Watchdog) Run(ctx context.Context) {
 	}
 }
 
-// step takes one sample, judges it, and publishes it.
+// step takes one sample, judges it, and publishes it. On a node labelled
+// gpushare.io/isolation=mps the sample holds the processes that bypass MPS too.
 func (w *Watchdog) step(ctx context.Context) {
-	s := w.sample()
+	s := w.sample(w.mpsNode(ctx, w.cfg.Clock.Now()))
 	w.mu.Lock()
 	w.last = &s
 	w.mu.Unlock()
-	w.judge(ctx, s)
+	evicted := map[types.UID]bool{} // one eviction per pod and sample
+	w.judge(ctx, s, evicted)
+	w.judgeEscapes(ctx, s, evicted)
 	w.reportUnclaimed(s)
 	w.publish(ctx, s)
 }
@@ -128,11 +151,13 @@ func (w *Watchdog) publish(ctx context.Context, s usageSample) {
 	if err != nil {
 		return
 	}
-	if _, err := w.cfg.Client.CoreV1().Nodes().Patch(ctx, w.cfg.NodeName, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	node, err := w.cfg.Client.CoreV1().Nodes().Patch(ctx, w.cfg.NodeName, types.MergePatchType, body, metav1.PatchOptions{})
+	if err != nil {
 		klog.ErrorS(err, "Publishing GPU usage on the node failed; will retry", "node", w.cfg.NodeName)
 		return
 	}
 	w.published, w.publishedAt = &u, s.at
+	w.noteIsolation(node, s.at) // the patch's answer is a read of the node too
 }
 
 // nvmlFailed logs a card's failed process listing once per failure streak.

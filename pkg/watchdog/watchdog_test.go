@@ -293,6 +293,8 @@ func TestOverGrantValidate(t *testing.T) {
 		{OverGrant{Threshold: 10.5}, true},
 		{OverGrant{Grace: -time.Second}, true},
 		{OverGrant{Action: "delete"}, true},
+		{OverGrant{MPSEscape: OverGrantAnnotate}, false},
+		{OverGrant{MPSEscape: "kill"}, true},
 	}
 	for _, tc := range tests {
 		err := tc.og.Validate()
@@ -302,8 +304,8 @@ func TestOverGrantValidate(t *testing.T) {
 	}
 	og := OverGrant{}
 	_ = og.Validate()
-	if og.Action != OverGrantNone {
-		t.Errorf("default action %q, want none", og.Action)
+	if og.Action != OverGrantNone || og.MPSEscape != OverGrantEvict {
+		t.Errorf("default actions %q and MPS escape %q, want none and evict", og.Action, og.MPSEscape)
 	}
 }
 

@@ -45,6 +45,7 @@ var suite = []struct {
 	{"UsageWatchdogUnclaimed", CaseUsageWatchdogUnclaimed},
 	{"NodePreflight", CaseNodePreflight},
 	{"MPSIsolation", CaseMPSIsolation},
+	{"MPSEscape", CaseMPSEscape},
 	{"LimitHookRecordsGrant", CaseLimitHookRecordsGrant},
 	{"VerifyIsolation", CaseVerifyIsolation},
 	{"ChaosExtenderKills", CaseChaosExtenderKills},

@@ -101,6 +101,9 @@ func TestChartMatchesDeploy(t *testing.T) {
 		{"scheduler", "share-plugin/rbac.yaml", sharePluginSA, nil, ""},
 		{"extender", "share-plugin/rbac.yaml", sharePluginSA, []string{evict}, "share-plugin/rbac-evict.yaml"},
 		{"scheduler", "share-plugin/rbac.yaml", sharePluginSA, []string{evict}, "share-plugin/rbac-evict.yaml"},
+		// mps.enabled: sharePlugin.watchdog.mpsEscapeAction's default evict needs it too.
+		{"extender", "share-plugin/rbac.yaml", sharePluginSA, []string{"mps.enabled=true"}, "share-plugin/rbac-evict.yaml"},
+		{"extender", "share-plugin/rbac.yaml", sharePluginSA, []string{"mps.enabled=true", "sharePlugin.watchdog.mpsEscapeAction=annotate"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(append([]string{tt.topology, tt.deployFile}, tt.sets...), "/"), func(t *testing.T) {
@@ -631,7 +634,7 @@ func TestChartMonitoring(t *testing.T) {
 			alerts = append(alerts, r.Alert)
 			check(topology+" alert "+r.Alert, r.Expr)
 		}
-		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered", "GPUSharePodUnclaimedGPUMemory"} {
+		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered", "GPUSharePodUnclaimedGPUMemory", "GPUShareMPSEscape"} {
 			if !slices.Contains(alerts, want) {
 				t.Errorf("%s: alerts %v lack %s", topology, alerts, want)
 			}
