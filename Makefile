@@ -132,6 +132,10 @@ bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd ROOT]:
 	OFFLINE=yes POLICIES=$(or $(POLICY),fgd) TRACES=families SEEDS=42-51 \
 		ROOT=$(or $(ROOT),$(CURDIR)/_output/replay-families-$(shell git rev-parse --short HEAD)) hack/bench/replay-matrix.sh
 
+.PHONY: bench-churn
+bench-churn: ## Offline replay under churn (pods leave after their run time, FIFO pending queue): [FAMILY=<one family; default all 13> SCHEDULERS="fgd binpack kube-scheduler-dra fgd-dra" SEED=42]; churn.md and churn-default.svg in _output/replay-churn
+	$(if $(FAMILY),FAMILIES=$(FAMILY)) $(if $(POLICY),SCHEDULERS="$(POLICY)") hack/bench/churn.sh
+
 .PHONY: bench-replay-matrix
 bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
 	MODE=$(MODE) hack/bench/replay-matrix.sh

@@ -94,7 +94,7 @@ func newCommand() *cobra.Command {
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
 	flagenv.Bind(fs, flagenv.LegacyPrefix("GPUSHARE_REPLAY_"))
-	cmd.AddCommand(newChartCommand(), newTableCommand(), newFamiliesCommand())
+	cmd.AddCommand(newChartCommand(), newTableCommand(), newFamiliesCommand(), newChurnCommand(), newChurnReportCommand())
 	return cmd
 }
 
