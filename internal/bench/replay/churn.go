@@ -12,10 +12,12 @@ import (
 
 // ChurnSample is the cluster right after the events at one replay time.
 type ChurnSample struct {
-	Time            float64 // replay seconds
-	AllocatedMilli  int64   // GPU request of the pods running, GPU-milli
-	PendingPods     int     // pods waiting, CPU-only ones included
-	PendingGPUMilli int64   // GPU request of the pods waiting, GPU-milli
+	Time           float64 // replay seconds
+	AllocatedMilli int64   // GPU request of the pods running, GPU-milli
+	PendingPods    int     // pods waiting, CPU-only ones and those that never fit included
+	// PendingGPUMilli is the GPU request of the pods waiting that an empty node could hold,
+	// GPU-milli.
+	PendingGPUMilli int64
 }
 
 // churnResult is what replayChurn saw.
@@ -27,8 +29,8 @@ type churnResult struct {
 	// Waits is each placed pod's pending time, replay seconds, in placement order.
 	Waits []float64
 	// NeverPlaced counts the pods still waiting when no departure was left to free room;
-	// NeverPlacedGPU those of them with a GPU request.
-	NeverPlaced, NeverPlacedGPU int
+	// NeverPlacedGPU those of them with a GPU request, NeverFit those no empty node holds.
+	NeverPlaced, NeverPlacedGPU, NeverFit int
 }
 
 // running is a placed pod until it leaves.
@@ -67,6 +69,8 @@ type churn struct {
 	nodeIdx map[string]int
 	running departures
 	pending []int // stream positions, FIFO
+	// unfit marks the pods that no empty node holds (set when a pod first waits).
+	unfit   map[int]bool
 	res     churnResult
 	alloc   int64
 	pendGPU int64
@@ -87,7 +91,7 @@ func replayChurn(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, strea
 	if err != nil {
 		return churnResult{}, err
 	}
-	c := &churn{o: o, learn: newLearner(o.cfg.Policy, capacity), stream: stream, nodeIdx: map[string]int{}}
+	c := &churn{o: o, learn: newLearner(o.cfg.Policy, capacity), stream: stream, nodeIdx: map[string]int{}, unfit: map[int]bool{}}
 	c.res.CapacityMilli = totalGPUMilli(nodes)
 	c.res.Nodes = make([]string, len(stream))
 	for i, n := range o.state {
@@ -117,6 +121,9 @@ func replayChurn(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, strea
 		if stream[i].NumGPU > 0 {
 			c.res.NeverPlacedGPU++
 		}
+		if c.unfit[i] {
+			c.res.NeverFit++
+		}
 	}
 	return c.res, nil
 }
@@ -129,7 +136,26 @@ func (c *churn) arrive(i int, now float64) {
 		return
 	}
 	c.pending = append(c.pending, i)
-	c.pendGPU += c.stream[i].TotalGPUMilli()
+	if c.fitsEmpty(c.stream[i].PodSpec) {
+		c.pendGPU += c.stream[i].TotalGPUMilli()
+	} else {
+		c.unfit[i] = true
+	}
+}
+
+// fitsEmpty says whether some node, empty, holds pod: its model, cpu, memory, cards and
+// units per card. A pod that fits none waits for ever and is left out of the pending GPU
+// request, which would otherwise count the whole replay as waiting.
+func (c *churn) fitsEmpty(pod PodSpec) bool {
+	perCard := c.o.cfg.Units.PodUnitsPerCard(pod)
+	for _, n := range c.o.state {
+		s := n.spec
+		if pod.AllowsModel(s.Model) && pod.MilliCPU <= s.MilliCPU && pod.MemoryMiB <= s.MemoryMiB &&
+			pod.NumGPU <= s.GPUs && perCard <= c.o.cfg.Units.CardUnits(s.Model) {
+			return true
+		}
+	}
+	return false
 }
 
 // start records pod i placed on node at now and schedules its departure.
@@ -162,7 +188,9 @@ func (c *churn) depart(r running, now float64) {
 		pod := c.stream[i].PodSpec
 		if c.fitsOn(n, pod) {
 			if node := c.o.place(c.cur, pod); node != "" {
-				c.pendGPU -= pod.TotalGPUMilli()
+				if !c.unfit[i] {
+					c.pendGPU -= pod.TotalGPUMilli()
+				}
 				c.start(i, node, now)
 				continue
 			}

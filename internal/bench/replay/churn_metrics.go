@@ -14,9 +14,11 @@ type ChurnMetrics struct {
 	Pods   int `json:"pods"`
 	Placed int `json:"placed"`
 	// NeverPlaced: pods still waiting when no departure was left; NeverPlacedGPU: those
-	// with a GPU request.
+	// with a GPU request; NeverFit: those no empty node holds (a GPU model no node has, more
+	// cards than any node).
 	NeverPlaced    int `json:"never_placed"`
 	NeverPlacedGPU int `json:"never_placed_gpu"`
+	NeverFit       int `json:"never_fit"`
 	// Waited: placed pods that waited at all.
 	Waited int `json:"waited"`
 	// PendingP50, PendingP99, PendingMax: pending time of the placed pods (nearest rank).
@@ -27,7 +29,8 @@ type ChurnMetrics struct {
 	AllocatedMeanPct float64 `json:"allocated_mean_pct"`
 	// AllocatedPeakPct: the highest allocated share.
 	AllocatedPeakPct float64 `json:"allocated_peak_pct"`
-	// WaitingTimePct: share of the window with a GPU pod waiting.
+	// WaitingTimePct: share of the window with a GPU pod waiting (one that an empty node
+	// would hold: NeverFit pods do not count here nor in FreeWhileWaitingPct).
 	WaitingTimePct float64 `json:"waiting_time_pct"`
 	// FreeWhileWaitingPct: unallocated GPU share, time average over the part of the window
 	// with a GPU pod waiting: GPU left free while pods that want GPU cannot use it
@@ -49,7 +52,7 @@ func churnWindow(stream []ChurnPod) (first, last float64) {
 // churnMetrics computes the metrics of r for a stream of pods pods, its window from first
 // to last.
 func churnMetrics(r churnResult, pods int, first, last float64) ChurnMetrics {
-	m := ChurnMetrics{Pods: pods, Placed: len(r.Waits), NeverPlaced: r.NeverPlaced, NeverPlacedGPU: r.NeverPlacedGPU, Window: last - first}
+	m := ChurnMetrics{Pods: pods, Placed: len(r.Waits), NeverPlaced: r.NeverPlaced, NeverPlacedGPU: r.NeverPlacedGPU, NeverFit: r.NeverFit, Window: last - first}
 	waits := slices.Clone(r.Waits)
 	slices.Sort(waits)
 	for _, w := range waits {

@@ -67,13 +67,13 @@ func CollectChurn(dirs []string) ([]ChurnRun, error) {
 // and the churn metrics (ChurnMetrics).
 func WriteChurnTable(w io.Writer, runs []ChurnRun) error {
 	var b strings.Builder
-	b.WriteString("| trace | scheduler | seed | offered % | allocated % (mean) | free while GPU pods wait % | time with GPU pods waiting % | pending p50 s | pending p99 s | waited | never placed (GPU) |\n")
+	b.WriteString("| trace | scheduler | seed | offered % | allocated % (mean) | free while GPU pods wait % | time with GPU pods waiting % | pending p50 s | pending p99 s | waited | never placed (GPU, no node fits) |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range runs {
 		s := r.Summary
-		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.2f | %.2f | %.1f | %.0f | %.0f | %d | %d (%d) |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %.1f | %.2f | %.2f | %.1f | %.0f | %.0f | %d | %d (%d, %d) |\n",
 			s.Trace, s.Scheduler, s.Seed, s.OfferedLoadPct, s.AllocatedMeanPct, s.FreeWhileWaitingPct,
-			s.WaitingTimePct, s.PendingP50, s.PendingP99, s.Waited, s.NeverPlaced, s.NeverPlacedGPU)
+			s.WaitingTimePct, s.PendingP50, s.PendingP99, s.Waited, s.NeverPlaced, s.NeverPlacedGPU, s.NeverFit)
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("writing churn table: %w", err)

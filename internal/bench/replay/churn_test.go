@@ -60,10 +60,11 @@ func TestReplayChurn(t *testing.T) {
 		{Time: 20, AllocatedMilli: 2000, PendingPods: 1, PendingGPUMilli: 500},
 		{Time: 30, AllocatedMilli: 2000, PendingPods: 2, PendingGPUMilli: 1500},
 		{Time: 60, AllocatedMilli: 1500, PendingPods: 1, PendingGPUMilli: 1000},
-		{Time: 70, AllocatedMilli: 1500, PendingPods: 2, PendingGPUMilli: 3000},
-		{Time: 100, AllocatedMilli: 1500, PendingPods: 1, PendingGPUMilli: 2000},
-		{Time: 110, AllocatedMilli: 500, PendingPods: 1, PendingGPUMilli: 2000},
-		{Time: 240, AllocatedMilli: 0, PendingPods: 1, PendingGPUMilli: 2000},
+		// e fits no empty node: it waits, but not in the pending GPU request.
+		{Time: 70, AllocatedMilli: 1500, PendingPods: 2, PendingGPUMilli: 1000},
+		{Time: 100, AllocatedMilli: 1500, PendingPods: 1},
+		{Time: 110, AllocatedMilli: 500, PendingPods: 1},
+		{Time: 240, AllocatedMilli: 0, PendingPods: 1},
 	}
 	if diff := cmp.Diff(want, res.Samples); diff != "" {
 		t.Errorf("samples (-want +got):\n%s", diff)
@@ -74,8 +75,8 @@ func TestReplayChurn(t *testing.T) {
 	if diff := cmp.Diff([]float64{0, 0, 40, 70}, res.Waits); diff != "" {
 		t.Errorf("waits (-want +got):\n%s", diff)
 	}
-	if res.NeverPlaced != 1 || res.NeverPlacedGPU != 1 {
-		t.Errorf("never placed %d (GPU %d), want 1 (1)", res.NeverPlaced, res.NeverPlacedGPU)
+	if res.NeverPlaced != 1 || res.NeverPlacedGPU != 1 || res.NeverFit != 1 {
+		t.Errorf("never placed %d (GPU %d, no node fits %d), want 1 (1, 1)", res.NeverPlaced, res.NeverPlacedGPU, res.NeverFit)
 	}
 
 	// The window is 0..70 (the pod at 1 % of five is the first): allocated 50 % for 10 s,
@@ -84,7 +85,7 @@ func TestReplayChurn(t *testing.T) {
 	first, last := churnWindow(stream)
 	got := churnMetrics(res, len(stream), first, last)
 	wantM := ChurnMetrics{
-		Pods: 5, Placed: 4, NeverPlaced: 1, NeverPlacedGPU: 1, Waited: 2,
+		Pods: 5, Placed: 4, NeverPlaced: 1, NeverPlacedGPU: 1, NeverFit: 1, Waited: 2,
 		PendingP50: 0, PendingP99: 70, PendingMax: 70,
 		AllocatedMeanPct: (10*50 + 50*100 + 10*75) / 70.0, AllocatedPeakPct: 100,
 		WaitingTimePct: 100 * 50 / 70.0, FreeWhileWaitingPct: 10 * 25 / 50.0,
