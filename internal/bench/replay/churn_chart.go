@@ -56,31 +56,33 @@ func ReadChurnSeries(dir string) ([]Point, error) {
 }
 
 // WriteChurnSVG draws allocated GPU % over replay time (minutes), one line per scheduler,
-// from 0 to xMax seconds (<= 0: the longest line's end), in the style of WriteSVG.
-func WriteChurnSVG(w io.Writer, title string, lines []ChurnLine, xMax float64) error {
+// from from to to (seconds; to <= from: the longest line's end), in the style of WriteSVG.
+func WriteChurnSVG(w io.Writer, title string, lines []ChurnLine, from, to float64) error {
 	const (
 		plotW, plotH = 560, 420
 		left, top    = 70, 40
 		bot, right   = 60, 230
 		yMax         = 100.0
 	)
-	if xMax <= 0 {
+	if to <= from {
 		for _, l := range lines {
 			if n := len(l.Points); n > 0 {
-				xMax = math.Max(xMax, l.Points[n-1].Arrived)
+				to = math.Max(to, l.Points[n-1].Arrived)
 			}
 		}
 	}
-	minutes := math.Max(10, math.Ceil(xMax/60/10)*10)
+	// Whole minutes, the span a multiple of 10.
+	m0 := math.Floor(from / 60)
+	minutes := math.Max(10, math.Ceil((to/60-m0)/10)*10)
 	width, height := left+plotW+right, top+plotH+bot
-	px := func(s float64) float64 { return left + s/60/minutes*plotW }
+	px := func(s float64) float64 { return left + (s/60-m0)/minutes*plotW }
 	py := func(y float64) float64 { return top + (1-y/yMax)*plotH }
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
 	fmt.Fprintf(&b, `<text x="%d" y="24" font-size="15" font-weight="bold">%s</text>`+"\n", left, html.EscapeString(title))
 	step := minutes / 10
-	for x := 0.0; x <= minutes+1e-9; x += step {
+	for x := m0; x <= m0+minutes+1e-9; x += step {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#e5e5e5"/>`+"\n", px(x*60), top, px(x*60), top+plotH)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>`+"\n", px(x*60), top+plotH+18, x)
 	}
@@ -94,10 +96,7 @@ func WriteChurnSVG(w io.Writer, title string, lines []ChurnLine, xMax float64) e
 	for i, l := range lines {
 		color := palette[i%len(palette)]
 		var pts strings.Builder
-		for _, p := range thin(l.Points, 2000) {
-			if p.Arrived > minutes*60 {
-				break
-			}
+		for _, p := range thin(clip(l.Points, m0*60, (m0+minutes)*60), 2000) {
 			fmt.Fprintf(&pts, "%.1f,%.1f ", px(p.Arrived), py(math.Min(p.Allocated, yMax)))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`+"\n", color, strings.TrimSpace(pts.String()))
@@ -110,4 +109,22 @@ func WriteChurnSVG(w io.Writer, title string, lines []ChurnLine, xMax float64) e
 		return fmt.Errorf("writing churn chart: %w", err)
 	}
 	return nil
+}
+
+// clip keeps the points from from to to (seconds), led by the last point before from: the
+// value at from.
+func clip(pts []Point, from, to float64) []Point {
+	var out []Point
+	for i, p := range pts {
+		if p.Arrived > to {
+			break
+		}
+		if p.Arrived >= from {
+			if len(out) == 0 && i > 0 && p.Arrived > from {
+				out = append(out, Point{Arrived: from, Allocated: pts[i-1].Allocated})
+			}
+			out = append(out, p)
+		}
+	}
+	return out
 }

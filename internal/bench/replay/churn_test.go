@@ -203,3 +203,20 @@ func TestRunChurn(t *testing.T) {
 		t.Errorf("series %v", pts)
 	}
 }
+
+func TestClip(t *testing.T) {
+	pts := []Point{{0, 10}, {5, 20}, {10, 30}, {20, 40}}
+	for _, tc := range []struct {
+		from, to float64
+		want     []Point
+	}{
+		{0, 20, pts},
+		{7, 12, []Point{{7, 20}, {10, 30}}},
+		{5, 5, []Point{{5, 20}}},
+		{30, 40, nil},
+	} {
+		if diff := cmp.Diff(tc.want, clip(pts, tc.from, tc.to)); diff != "" {
+			t.Errorf("clip %g..%g (-want +got):\n%s", tc.from, tc.to, diff)
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 // the chart of one trace.
 func newChurnReportCommand() *cobra.Command {
 	var chart, trace, title string
-	var minutes float64
+	var fromMin, toMin float64
 	cmd := &cobra.Command{
 		Use:   "churn-report [--chart f.svg --trace default] DIR...",
 		Short: "Print the markdown table of every churn.json below DIR; chart allocated GPU over time for one trace, a line per scheduler",
@@ -33,9 +33,13 @@ func newChurnReportCommand() *cobra.Command {
 				return nil
 			}
 			var lines []replay.ChurnLine
+			from, to := fromMin*60, toMin*60
 			for _, r := range runs {
 				if r.Summary.Trace != trace {
 					continue
+				}
+				if fromMin == 0 && toMin == 0 { // the arrival window and a quarter of it after
+					from, to = r.Summary.WindowFrom, r.Summary.WindowFrom+1.25*r.Summary.Window
 				}
 				pts, err := replay.ReadChurnSeries(r.Dir)
 				if err != nil {
@@ -54,7 +58,7 @@ func newChurnReportCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("creating chart: %w", err)
 			}
-			if err := replay.WriteChurnSVG(f, title, lines, minutes*60); err != nil {
+			if err := replay.WriteChurnSVG(f, title, lines, from, to); err != nil {
 				f.Close()
 				return err
 			}
@@ -64,6 +68,7 @@ func newChurnReportCommand() *cobra.Command {
 	cmd.Flags().StringVar(&chart, "chart", "", "also write an SVG of allocated GPU % over time for --trace")
 	cmd.Flags().StringVar(&trace, "trace", "default", "the trace charted")
 	cmd.Flags().StringVar(&title, "title", "", "chart title")
-	cmd.Flags().Float64Var(&minutes, "minutes", 0, "chart the first N minutes (0: all)")
+	cmd.Flags().Float64Var(&fromMin, "from", 0, "chart from this replay minute (--from and --to 0: the arrival window and a quarter of it after)")
+	cmd.Flags().Float64Var(&toMin, "to", 0, "chart up to this replay minute")
 	return cmd
 }
