@@ -8,6 +8,9 @@
 //	gpushare-replay table DIR...    # markdown table of every summary.json below DIR
 //	gpushare-replay families [--mode M --policy fgd --chart f.svg] DIR...
 //	                                # the 13 trace families against FGD's published figures
+//	gpushare-replay churn --policy fgd --nodes N.csv --pods P.csv --out DIR
+//	                                # offline under churn: pods leave, a pending queue
+//	gpushare-replay churn-report [--chart f.svg --trace default] DIR...
 package main
 
 import (
