@@ -96,7 +96,7 @@ func WriteChurnSVG(w io.Writer, title string, lines []ChurnLine, from, to float6
 	for i, l := range lines {
 		color := palette[i%len(palette)]
 		var pts strings.Builder
-		for _, p := range thin(clip(l.Points, m0*60, (m0+minutes)*60), 2000) {
+		for _, p := range thin(clip(l.Points, m0*60, (m0+minutes)*60), 600) {
 			fmt.Fprintf(&pts, "%.1f,%.1f ", px(p.Arrived), py(math.Min(p.Allocated, yMax)))
 		}
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`+"\n", color, strings.TrimSpace(pts.String()))
