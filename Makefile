@@ -10,7 +10,7 @@ IMAGE_TAG ?= $(shell cat $(CURDIR)/VERSION)
 LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION)
 # Packages with concurrency run under the race detector.
 RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/binding/... ./pkg/deviceplugin/... ./pkg/dra/... ./pkg/nodecards/... ./pkg/limithook/... ./pkg/watchdog/... ./pkg/inspect/... ./pkg/serving/... ./pkg/leader/... ./internal/bench/parallel/... ./pkg/schedulerplugin/... ./internal/broadcast/...
-COMMANDS  := extender share-plugin gpushare-limit-hook kubectl-inspect-gpushare
+COMMANDS  := extender share-plugin gpushare-limit-hook gpushare-probe kubectl-inspect-gpushare
 # Benchmark tools (internal/bench/cmd/*), built into ./bin beside the product commands.
 BENCH_COMMANDS := $(wildcard internal/bench/cmd/*)
 # share-plugin and gpushare-limit-hook reach the driver's NVML through cgo (go-nvml dlopens libnvidia-ml at run time,
@@ -58,10 +58,12 @@ unit:
 race:
 	$(GO) test -count=1 -race $(RACE_PKGS)
 
-lint: ## go vet + gofmt check + import rules (test/imports) + shellcheck of hack/ and deploy/ + no committed binaries
+lint: ## go vet + gofmt check + import rules (test/imports) + no product function over 80 lines (test/funclen) + shellcheck of hack/ and deploy/ + no committed binaries
 	$(GO) vet ./...
 	@# The back ends never import each other, the node layer neither, only pkg/nvml imports go-nvml.
 	$(GO) test -count=1 ./test/imports/
+	@# No function of cmd/, pkg/ or internal/ (tests aside) is over 80 lines.
+	$(GO) test -count=1 ./test/funclen/
 	@# CGO_ENABLED=0 as make build builds it: vet then reuses the same compiled dependencies.
 	cd $(SCHED_MOD) && CGO_ENABLED=0 $(GO) vet ./...
 	@out=$$(gofmt -l $$(git ls-files '*.go') 2>/dev/null); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -128,14 +130,18 @@ bench-replay: ## Trace replay: TRACE=default POLICY=binpack SEED=42 [MODE=extend
 	MODE=$(MODE) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),binpack) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
 .PHONY: bench-families
-bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd ROOT]: families-<policy>.md and .svg beside FGD's published figures in _output/replay-families-<commit>
-	OFFLINE=yes POLICIES=$(or $(POLICY),fgd) TRACES=families SEEDS=42-51 \
+bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd ROOT BOUND=no]: families-<policy>.md and .svg beside FGD's published figures (and the bound: BOUND=yes or make bench-bound) in _output/replay-families-<commit>
+	OFFLINE=yes POLICIES=$(or $(POLICY),fgd) TRACES=families SEEDS=42-51 BOUND=$(or $(BOUND),no) \
 		ROOT=$(or $(ROOT),$(CURDIR)/_output/replay-families-$(shell git rev-parse --short HEAD)) hack/bench/replay-matrix.sh
 
+.PHONY: bench-bound
+bench-bound: ## The bound (least unallocated GPU % any scheduler can reach, bounded) of the 13 trace families, seeds 42-51, no cluster [TRACES SEEDS ROOT]; with bench-families' results when in the same ROOT
+	ROOT=$(or $(ROOT),$(CURDIR)/_output/replay-families-$(shell git rev-parse --short HEAD)) hack/bench/bound.sh
+
 .PHONY: bench-churn
-bench-churn: ## Offline replay under churn (pods leave after their run time, FIFO pending queue): [FAMILY=<one family; default all 13> SCHEDULERS="fgd binpack kube-scheduler-dra fgd-dra" SEED=42]; churn.md and churn-default.svg in _output/replay-churn
+bench-churn: ## Offline replay under churn (pods leave after their run time, FIFO pending queue): [FAMILY=<one family; default all 13> POLICY=<one scheduler; default binpack fgd kube-scheduler-dra fgd-dra> SEED=42]; churn.md and churn-default.svg in _output/replay-churn
 	$(if $(FAMILY),FAMILIES=$(FAMILY)) $(if $(POLICY),SCHEDULERS="$(POLICY)") hack/bench/churn.sh
 
 .PHONY: bench-replay-matrix
-bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no]; table.md and charts in _output/replay-matrix
+bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no BOUND=yes]; table.md, charts and family tables with the bound in _output/replay-matrix
 	MODE=$(MODE) hack/bench/replay-matrix.sh

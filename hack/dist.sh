@@ -3,8 +3,9 @@
 # hack/tools/go.mod, built by `go tool` on first use) builds every command per platform, the
 # kubectl plugin's archives, their sha256 checksums and the krew manifest (.goreleaser.yaml);
 # then imagepack packs the linux binaries of extender, gpushare-scheduler and share-plugin
-# (gpushare-limit-hook beside it) into image tarballs tagged with the same version (there is
-# no docker engine to build them), and helm packages the chart at that version.
+# (gpushare-limit-hook and the static gpushare-probe beside it) into image tarballs tagged
+# with the same version (there is no docker engine to build them), and helm packages the
+# chart at that version.
 #
 # Version: `git describe --tags --always --dirty` (a snapshot). RELEASE=1 builds the release
 # of the VERSION file and refuses unless HEAD is the clean commit tagged with it.
@@ -77,6 +78,11 @@ for c in extender gpushare-scheduler share-plugin; do
       hook=dist/gpushare-limit-hook_${version}_linux_${arch}
       [ -f "$hook" ] || die "$hook: goreleaser did not build it"
       files+=("$hook=/usr/bin/gpushare-limit-hook")
+      # The isolation probe `kubectl inspect gpushare --verify` runs from this image: the
+      # static build (the image has no C library to load libcuda with).
+      probe=dist/gpushare-probe-static_${version}_linux_${arch}
+      [ -f "$probe" ] || die "$probe: goreleaser did not build it"
+      files+=("$probe=/usr/bin/gpushare-probe")
     fi
     "$imagepack" -o "$images/${c}_${version}_linux_${arch}.tar" -tag "gpushare/$c:$version" \
       -arch "$arch" "${user[@]}" "${files[@]}"

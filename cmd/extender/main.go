@@ -8,42 +8,25 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/informers"
-	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
 	"github.com/gpushare/gpushare/pkg/cache"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/leader"
-	"github.com/gpushare/gpushare/pkg/metrics"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/routes"
 	"github.com/gpushare/gpushare/pkg/serving"
-	"github.com/gpushare/gpushare/pkg/version"
 )
 
 // eventComponent is the source of the events the extender records.
@@ -230,247 +213,4 @@ func main() {
 		os.Exit(1)
 	}
 	klog.Flush()
-}
-
-func run(ctx context.Context, o *options) error {
-	pol, res, sel, err := o.validate()
-	if err != nil {
-		return err
-	}
-	transport, err := serving.New(o.servingOptions())
-	if err != nil {
-		return err
-	}
-	host := o.servingOptions().Host()
-	klog.InfoS("starting gpushare extender", "version", version.Version, "tls", !transport.Insecure(), "clientAllowedNames", o.clientNames,
-		"verbsAddress", net.JoinHostPort(host, strconv.Itoa(o.port)), "diagnosticsAddress", net.JoinHostPort(host, strconv.Itoa(o.diagnosticsPort)),
-		"policy", pol.Name(), "nodeSelector", sel.String(), "memResource", res.Mem, "countResource", res.Count,
-		"reservationTTL", o.reservationTTL, "unrecordedGrace", o.unrecordedGrace, "maxRequestBytes", o.maxRequestBytes, "kubeconfig", o.kubeconfig)
-
-	cfg, err := restConfig(o.kubeconfig)
-	if err != nil {
-		return err
-	}
-	cfg.QPS, cfg.Burst = o.qps, o.burst
-	// Protobuf, as kube-scheduler and the controllers speak it: the API server encodes each
-	// watch event once per format, and the scheduler already asks for protobuf, so the
-	// extender's pod and node watches and its bind writes cost the API server less than in
-	// JSON, and decoding costs the extender less.
-	cfg.ContentType = runtime.ContentTypeProtobuf
-	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building the kubernetes client: %w", err)
-	}
-
-	factory := informers.NewSharedInformerFactory(client, 0)
-	nodes := factory.InformerFor(&corev1.Node{}, func(c kubernetes.Interface, resync time.Duration) toolscache.SharedIndexInformer {
-		return coreinformers.NewFilteredNodeInformer(c, resync, toolscache.Indexers{}, func(lo *metav1.ListOptions) {
-			lo.LabelSelector = sel.String()
-		})
-	})
-	// The cache turns both informers' stores into slim objects: no lister of them works.
-	pods := factory.Core().V1().Pods().Informer()
-	// A workload-aware policy (fgd) needs free CPU/memory per node and the pod shapes seen.
-	_, track := pol.(policy.WorkloadAware)
-	// Warnings about pods whose allocation record the ledger does not take as written go to
-	// the pods' events, where their owners look.
-	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
-	defer broadcaster.Shutdown()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	recorder := broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: eventComponent})
-	c, err := cache.New(cache.Config{Nodes: nodes, Pods: pods, PodClient: client.CoreV1(), Resources: res, ReservationTTL: o.reservationTTL,
-		UnrecordedGrace: o.unrecordedGrace, TrackWorkload: track, Recorder: recorder})
-	if err != nil {
-		return err
-	}
-	m := metrics.New(c)
-	rc := routes.Config{
-		Cache: c, Policy: pol, Resources: res, Client: client,
-		Metrics: m, NodeSelector: sel.String(), MaxRequestBytes: o.maxRequestBytes,
-		MaxNodesPerRequest: o.maxNodesPerRequest, MaxInflight: o.maxInflight, PodGetQPS: o.podGetQPS, PodGetBurst: o.podGetBurst,
-		SchedulerNames: o.schedulerNames, BindNonGPUPods: o.bindNonGPUPods, Version: version.Version,
-	}
-	var elector *leader.Elector
-	if o.leaderElect {
-		onChange := m.SetLeader
-		if o.podName != "" {
-			// A label left by an earlier run of this pod must not draw the scheduler's calls.
-			label := newLeaderLabel(client, o.podNamespace, o.podName)
-			label.set(false)
-			go label.run(ctx)
-			onChange = func(leading bool) { m.SetLeader(leading); label.set(leading) }
-		}
-		if elector, err = newElector(o.leaderElection, client, onChange); err != nil {
-			return err
-		}
-		rc.Leadership = elector
-	} else {
-		m.SetLeader(true)
-	}
-	handlers, err := routes.New(rc)
-	if err != nil {
-		return err
-	}
-
-	diagnostics := handlers.Diagnostics()
-	if o.profiling {
-		diagnostics = withProfiling(diagnostics)
-	}
-	servers := []*endpoint{
-		// The verbs' listener refuses clients without a certificate at the handshake, and
-		// answers only the clients --client-allowed-names names: any other holder of a
-		// certificate of the client CA could bind any pod.
-		{name: "verbs", port: o.port, auth: serving.RequireClientCert, handler: transport.AllowNames(handlers.Verbs(), m.Forbidden)},
-		// The probes carry no certificate: the handshake lets them through and Authenticate
-		// serves them, and only them, without one.
-		{name: "diagnostics", port: o.diagnosticsPort, auth: serving.VerifyClientCertIfGiven,
-			handler: transport.Authenticate(diagnostics, routes.HealthzPath, routes.ReadyzPath)},
-	}
-	for _, e := range servers {
-		if e.ln, err = transport.Listen(ctx, e.port, e.auth); err != nil {
-			closeAll(servers)
-			return fmt.Errorf("opening the %s listener: %w", e.name, err)
-		}
-	}
-
-	tctx, stopTransport := context.WithCancel(ctx)
-	defer stopTransport()
-	go transport.Run(tctx)
-	// Their own stop, ended on every return: Shutdown waits for the informers to stop, and
-	// ctx is not done when run returns for a lost lease or a server error.
-	informersCtx, stopInformers := context.WithCancel(ctx)
-	factory.Start(informersCtx.Done())
-	defer factory.Shutdown()
-	defer stopInformers()
-	cacheDone := make(chan error, 1)
-	go func() { cacheDone <- c.Run(ctx) }()
-
-	serveDone := make(chan error, len(servers))
-	for _, e := range servers {
-		if e.srv, err = routes.NewServer(e.ln.Addr().String(), e.handler, o.timeouts); err != nil {
-			closeAll(servers)
-			return err
-		}
-		go func() { serveDone <- fmt.Errorf("serving %s on %s: %w", e.name, e.ln.Addr(), e.srv.Serve(e.ln)) }()
-	}
-
-	// The campaign starts once the cache is ready, so that a replica still listing pods never
-	// takes the lease from a warm standby. Its context outlives ctx: the lease is released
-	// only after the servers drained their in-flight binds (see stopElection).
-	electLost := make(chan error, 1)
-	electExited := make(chan struct{})
-	ectx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElect()
-	if elector != nil {
-		go func() {
-			defer close(electExited)
-			if err := campaign(ctx, ectx, c, elector); err != nil {
-				electLost <- err
-			}
-		}()
-	}
-	stopElection := func() {
-		if elector != nil {
-			stopElect()
-			<-electExited
-		}
-	}
-
-	select {
-	case err := <-serveDone:
-		shutdown(ctx, servers, 0)
-		stopElection()
-		return err
-	case err := <-cacheDone:
-		if ctx.Err() == nil {
-			shutdown(ctx, servers, 0)
-			stopElection()
-			return fmt.Errorf("cache stopped: %w", err)
-		}
-	case err := <-electLost:
-		// The lease is lost: the verbs answer 503 already (Leading is false). Let binds in
-		// flight finish, then exit non-zero; the restarted process rejoins as a follower.
-		klog.ErrorS(err, "leader election lost; draining and exiting", "timeout", o.shutdownTimeout)
-		return errors.Join(err, shutdown(ctx, servers, o.shutdownTimeout))
-	case <-ctx.Done():
-	}
-	klog.InfoS("shutting down", "timeout", o.shutdownTimeout)
-	err = shutdown(ctx, servers, o.shutdownTimeout)
-	stopElection()
-	return err
-}
-
-// newElector builds the leader elector of --leader-elect on client, with a fresh identity,
-// calling onChange when this replica starts or stops leading.
-func newElector(cfg leader.Config, client kubernetes.Interface, onChange func(bool)) (*leader.Elector, error) {
-	id, err := leader.NewIdentity()
-	if err != nil {
-		return nil, err
-	}
-	cfg.Client, cfg.Identity, cfg.OnChange = client, id, onChange
-	klog.InfoS("leader election enabled", "lease", cfg.Namespace+"/"+cfg.Name, "identity", id,
-		"leaseDuration", cfg.LeaseDuration, "renewDeadline", cfg.RenewDeadline, "retryPeriod", cfg.RetryPeriod)
-	return leader.New(cfg)
-}
-
-// campaign waits (until ctx ends) for the cache to be ready, then runs e until ectx ends. It
-// returns leader.ErrLost when the lease is lost, nil otherwise.
-func campaign(ctx, ectx context.Context, c *cache.Cache, e *leader.Elector) error {
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) { return c.Ready(), nil })
-	if err != nil {
-		return nil // shutting down before the cache synced: never campaigned
-	}
-	return e.Run(ectx)
-}
-
-// endpoint is one of the extender's listeners and its server.
-type endpoint struct {
-	name    string
-	port    int
-	auth    serving.ClientAuth
-	handler http.Handler
-	ln      net.Listener
-	srv     *http.Server
-}
-
-func closeAll(es []*endpoint) {
-	for _, e := range es {
-		if e.ln != nil {
-			_ = e.ln.Close()
-		}
-	}
-}
-
-// shutdown stops every server, letting in-flight requests finish within timeout (0: close
-// at once).
-func shutdown(ctx context.Context, es []*endpoint, timeout time.Duration) error {
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
-	defer cancel()
-	var errs []error
-	for _, e := range es {
-		if e.srv == nil {
-			continue
-		}
-		if err := e.srv.Shutdown(sctx); err != nil {
-			errs = append(errs, fmt.Errorf("graceful shutdown of the %s listener: %w", e.name, err))
-			_ = e.srv.Close()
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (pass --kubeconfig outside a cluster): %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
 }

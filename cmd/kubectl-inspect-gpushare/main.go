@@ -1,6 +1,6 @@
 // Command kubectl-inspect-gpushare is the kubectl plugin `kubectl inspect gpushare`: GPU
-// memory per card on GPU-sharing nodes, and why gpu-mem pods are pending. See
-// docs/inspect.md.
+// memory per card on GPU-sharing nodes, why gpu-mem pods are pending, and (--verify) whether
+// each node isolates its pods as its labels promise. See docs/inspect.md.
 package main
 
 import (
@@ -28,7 +28,8 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "error: %v\n", err)
 		stop()
-		// --check's statuses: 1 disagreement, 2 could not check (inspect.ExitCode).
+		// --check's and --verify's statuses: 1 disagreement or NOT enforced, 2 could not
+		// check or verify (inspect.ExitCode).
 		os.Exit(inspect.ExitCode(err))
 	}
 }

@@ -63,7 +63,8 @@ func TestHelp(t *testing.T) {
 	help := out.String()
 	want := []string{"(env GPUSHARE_DETAILS)", "(env GPUSHARE_OUTPUT)", "(env GPUSHARE_PENDING)", "(env GPUSHARE_MEM_RESOURCE)", "(env GPUSHARE_COUNT_RESOURCE)",
 		"(env GPUSHARE_CHECK)", "(env GPUSHARE_EXTENDER_URL)", "(env GPUSHARE_EXTENDER_NAMESPACE)", "(env GPUSHARE_EXTENDER_SERVICE)", "(env GPUSHARE_SHARE_PLUGIN_URLS)",
-		"(env GPUSHARE_EXTENDER_CLIENT_CERT)", "(env GPUSHARE_EXTENDER_CLIENT_KEY)", "(env GPUSHARE_EXTENDER_CA)"}
+		"(env GPUSHARE_EXTENDER_CLIENT_CERT)", "(env GPUSHARE_EXTENDER_CLIENT_KEY)", "(env GPUSHARE_EXTENDER_CA)",
+		"(env GPUSHARE_VERIFY)", "(env GPUSHARE_PROBE_IMAGE)", "(env GPUSHARE_VERIFY_TIMEOUT)"}
 	for _, want := range want {
 		if !strings.Contains(help, want) {
 			t.Errorf("help lacks %q:\n%s", want, help)
@@ -97,6 +98,8 @@ func TestExitCode(t *testing.T) {
 		{name: "bad output", args: []string{"-o", "xml"}, want: 1},
 		{name: "bad output with --check", args: []string{"--check", "-o", "xml"}, want: 2},
 		{name: "--check from the environment", args: []string{"-o", "xml"}, env: map[string]string{"GPUSHARE_CHECK": "true"}, want: 2},
+		{name: "bad output with --verify", args: []string{"--verify", "-o", "xml"}, want: 2},
+		{name: "--verify with --check", args: []string{"--verify", "--check"}, want: 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

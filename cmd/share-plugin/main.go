@@ -1,37 +1,25 @@
-// Command share-plugin is gpushare's kubelet device plugin. It advertises aliyun.com/gpu-mem
-// units of every card, gives each container the card the scheduler extender chose, and
-// publishes the node's per-card inventory. See docs/share-plugin.md.
+// Command share-plugin is gpushare's node agent: it opens the node (pkg/noderuntime) and
+// serves it with one back end, the kubelet device plugin (pkg/deviceplugin: aliyun.com/gpu-mem
+// units of every card, each container the card the scheduler extender chose, the node's
+// per-card inventory) or, with --backend=dra, the kubelet DRA plugin (pkg/dra). main.go
+// holds the flags, run.go the start-up steps. See docs/share-plugin.md and docs/dra.md.
 package main
 
 import (
 	"context"
-	"errors"
 	goflag "flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/pflag"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/flagenv"
 	"github.com/gpushare/gpushare/pkg/deviceplugin"
-	"github.com/gpushare/gpushare/pkg/dra"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/limithook"
 	"github.com/gpushare/gpushare/pkg/nodecards"
@@ -160,225 +148,5 @@ func main() {
 		klog.ErrorS(err, "share-plugin failed")
 		klog.Flush()
 		os.Exit(1)
-	}
-}
-
-func run(ctx context.Context, o options) error {
-	deviceList, err := deviceplugin.ParseDeviceListStrategy(o.deviceList)
-	if err != nil {
-		return fmt.Errorf("--device-list-strategy: %w", err)
-	}
-	unit, err := gpushare.ParseUnit(o.memoryUnit)
-	if err != nil {
-		return err
-	}
-	res := gpushare.Resources{Mem: corev1.ResourceName(o.memResource), Count: corev1.ResourceName(o.countResource)}
-	if err := res.Validate(); err != nil {
-		return err
-	}
-	if o.nodeName == "" {
-		return errors.New("--node-name (or GPUSHARE_NODE_NAME) is required")
-	}
-	backend, err := gpushare.ParseBackend(o.backend)
-	if err != nil {
-		return fmt.Errorf("--backend: %w", err)
-	}
-	if d := o.limitHookFails; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
-		return fmt.Errorf("--limit-hook-failure-dir %q: want a clean absolute path", d)
-	}
-	action, err := watchdog.ParseOverGrantAction(o.overGrantAction)
-	if err != nil {
-		return fmt.Errorf("--over-grant-action: %w", err)
-	}
-
-	nv, simulated, err := openNVML(ctx, o)
-	if err != nil {
-		return err
-	}
-	usageInterval := o.usageInterval
-	if simulated && o.simulateProcesses == "" && usageInterval > 0 {
-		klog.InfoS("Usage watchdog off: simulated GPUs run no processes without --simulate-processes-file")
-		usageInterval = 0
-	}
-	defer func() {
-		if err := nv.Shutdown(); err != nil {
-			klog.ErrorS(err, "NVML shutdown")
-		}
-	}()
-
-	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	cfg.UserAgent = "share-plugin/" + version.Version
-	client, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("creating API client: %w", err)
-	}
-	events := record.NewBroadcaster(record.WithContext(ctx))
-	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deviceplugin.EventComponent, Host: o.nodeName})
-	// Limits and MPS hold only where the runtime gives a container no card it was not
-	// handed; read at each use, so fixing the runtime's configuration needs no restart.
-	isolationBlocker := func() error { return preflight.IsolationBlocker(o.nvidiaConfig) }
-	overGrant := watchdog.OverGrant{Threshold: o.overGrantThreshold, Grace: o.overGrantGrace, Action: action}
-	if backend == gpushare.BackendDRA {
-		var serve func(context.Context, http.Handler)
-		if o.metricsAddress != "" {
-			serve = func(ctx context.Context, h http.Handler) { serveMetrics(ctx, o.metricsAddress, h) }
-		}
-		usage := dra.UsageConfig{Interval: usageInterval, OverGrant: overGrant, UnclaimedExemptNamespaces: o.unclaimedExempt, ProcRoot: o.procRoot}
-		if usageInterval > 0 {
-			factory, pods := nodePodInformer(client, o.nodeName)
-			usage.Pods = pods
-			informersCtx, stopInformers := context.WithCancel(ctx)
-			factory.Start(informersCtx.Done())
-			defer factory.Shutdown()
-			defer stopInformers()
-		}
-		return dra.Run(ctx, dra.RunConfig{
-			NodeName: o.nodeName, Client: client, NVML: nv, Unit: unit, MemResource: res.Mem, CDISpecDir: o.cdiSpecDir, CDIKind: o.cdiKind, Simulated: simulated,
-			PluginDataDir: o.draPluginDir, RegistrarDir: o.draRegistrarDir, HealthRecovery: o.healthRecovery,
-			LimitHookPath: o.limitHookPath, LimitUnsupported: limitSupport(nv, simulated, o.nvmlLibrary), LimitHookFailureDir: o.limitHookFails, Serve: serve,
-			IsolationBlocker: isolationBlocker,
-			Recorder:         recorder, NodeResync: o.nodeResync, Usage: usage,
-		})
-	}
-	if err := checkNodeBackend(ctx, client, o.nodeName); err != nil {
-		return err
-	}
-	factory, pods := nodePodInformer(client, o.nodeName)
-	var simulatedCardDir string // the per-allocation specs mount simulated cards' files
-	if simulated && deviceList == deviceplugin.DeviceListCDIAllocation {
-		simulatedCardDir = nodecards.SimulatedCardDir(o.cdiSpecDir)
-	}
-
-	limitUnsupported := limitSupport(nv, simulated, o.nvmlLibrary)
-	klog.InfoS("Per-cgroup GPU memory limits (isolation "+string(gpushare.IsolationLimit)+")", "supported", limitUnsupported == nil, "why", limitUnsupported)
-
-	plugin, err := deviceplugin.New(deviceplugin.Config{
-		NodeName: o.nodeName, Resources: res, Unit: unit, PluginDir: o.pluginDir,
-		NVML: nv, Client: client, Pods: pods,
-		HealthRecovery: o.healthRecovery, NodeResync: o.nodeResync, AllocateWait: o.allocateWait,
-		ReportUsedMemory: !simulated, PodResourcesSocket: o.podResources, Recorder: recorder,
-		DeviceListStrategy: deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir, SimulatedCardDir: simulatedCardDir,
-		MPSRoot: o.mpsRoot, LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, LimitUnsupported: limitUnsupported, UsageInterval: usageInterval,
-		IsolationBlocker: isolationBlocker,
-		ProcRoot:         o.procRoot, NVIDIARuntimeConfig: o.nvidiaConfig,
-		OverGrant:                 overGrant,
-		UnclaimedExemptNamespaces: o.unclaimedExempt,
-	})
-	if err != nil {
-		return err
-	}
-	for _, c := range plugin.Cards() {
-		klog.InfoS("GPU", "index", c.Index, "uuid", c.UUID, "model", c.Model, "memoryMiB", c.MemoryMiB, "units", c.Units, "unit", unit)
-	}
-	if simulated && deviceList != deviceplugin.DeviceListEnvVar {
-		path, err := nodecards.WriteSimulatedCDISpec(o.cdiSpecDir, o.cdiKind, plugin.Cards())
-		if err != nil {
-			return fmt.Errorf("writing the simulated GPUs' CDI spec: %w", err)
-		}
-		klog.InfoS("Wrote the simulated GPUs' CDI spec", "path", path, "kind", o.cdiKind)
-	}
-	// Their own stop, ended on every return: Shutdown waits for the informers to stop, and
-	// ctx is not done when Run returns an error (a refused unit change).
-	informersCtx, stopInformers := context.WithCancel(ctx)
-	factory.Start(informersCtx.Done())
-	defer factory.Shutdown()
-	defer stopInformers()
-	if o.metricsAddress != "" {
-		go serveMetrics(ctx, o.metricsAddress, plugin.Handler())
-	}
-	return plugin.Run(ctx)
-}
-
-// nodePodInformer is an informer of the node's pods only: it never holds the whole cluster.
-// The caller starts the factory.
-func nodePodInformer(client kubernetes.Interface, nodeName string) (informers.SharedInformerFactory, cache.SharedIndexInformer) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(lo *metav1.ListOptions) {
-		lo.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-	}))
-	return factory, factory.Core().V1().Pods().Informer()
-}
-
-// limitSupport says why the node's driver or cgroups cannot enforce per-cgroup memory limits
-// (limithook.NVMLSupport), or nil: simulated cards always can (the hook records the limit).
-func limitSupport(nv gpunvml.Interface, simulated bool, nvmlLibrary string) error {
-	if simulated {
-		return nil
-	}
-	devs, err := nv.Devices()
-	if err != nil {
-		return fmt.Errorf("listing GPUs: %w", err)
-	}
-	uuids := make([]string, len(devs))
-	for i, d := range devs {
-		uuids[i] = d.UUID
-	}
-	return limithook.SystemSupport(nvmlLibrary, limithook.DefaultCgroupRoot, uuids)
-}
-
-// checkNodeBackend refuses a node labelled for another back end than the device plugin.
-func checkNodeBackend(ctx context.Context, client kubernetes.Interface, nodeName string) error {
-	node, err := client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("reading node %s: %w", nodeName, err)
-	}
-	return gpushare.CheckBackend(node.Labels, gpushare.BackendDevicePlugin)
-}
-
-// openNVML opens the real library, or the simulated node when --simulate or
-// --simulate-file is set (then also watching the faults file). simulated reports the latter.
-func openNVML(ctx context.Context, o options) (nv gpunvml.Interface, simulated bool, err error) {
-	if o.simulate == "" && o.simulateFile == "" {
-		if o.faultsFile != "" || o.simulateProcesses != "" {
-			return nil, false, errors.New("--simulate-faults-file and --simulate-processes-file need --simulate or --simulate-file")
-		}
-		c, err := gpunvml.New(gpunvml.SystemLibrary(o.nvmlLibrary))
-		if err != nil {
-			return nil, false, err
-		}
-		return c, false, nil
-	}
-	if o.simulate != "" && o.simulateFile != "" {
-		return nil, true, errors.New("use --simulate or --simulate-file, not both")
-	}
-	var cards []gpunvml.SimCard
-	if o.simulate != "" {
-		cards, err = gpunvml.ParseSimSpec(o.simulate)
-	} else {
-		cards, err = gpunvml.LoadSimFile(o.simulateFile)
-	}
-	if err != nil {
-		return nil, true, err
-	}
-	sim, err := gpunvml.NewSimulator(o.nodeName, cards)
-	if err != nil {
-		return nil, true, err
-	}
-	if o.faultsFile != "" {
-		go gpunvml.WatchFaultsFile(ctx, o.faultsFile, time.Second, sim)
-	}
-	sim.SetProcessesFile(o.simulateProcesses)
-	c, err := gpunvml.New(sim.Library())
-	if err != nil {
-		return nil, true, err
-	}
-	return c, true, nil
-}
-
-func serveMetrics(ctx context.Context, addr string, h http.Handler) {
-	srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	klog.InfoS("Serving metrics", "address", addr)
-	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		klog.ErrorS(err, "Metrics server stopped")
 	}
 }

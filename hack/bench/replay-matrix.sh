@@ -38,6 +38,11 @@
 #             ranked by kube-scheduler's default scorers; POLICIES is ignored, the cells are
 #             $ROOT/$TRACE/kube-scheduler-dra) or gpushare (POLICIES score the allocator's
 #             placement, as the GPUShare plugin does; cells $ROOT/$TRACE/$POLICY-dra)
+#   BOUND     yes (default; make bench-families: no): also the bound of each trace and seed
+#             (gpushare-replay bound: the least unallocated GPU % any scheduler can reach,
+#             bounded from below; about 30 s a cell on an idle core;
+#             $ROOT/$TRACE/bound/seed$SEED/bound.json, skipped when there), in the family
+#             tables beside the policies' results; no: none
 # Any other hack/bench/replay.sh setting (TUNE, UNIT, REPLAY_ALL_PODS, ports) passes through.
 set -o errexit -o nounset -o pipefail
 {
@@ -134,6 +139,19 @@ for seed in $SEEDS; do
 done
 
 bin=${GPUSHARE_REPLAY_BIN:-$REPO/_output/replay-bin}/gpushare-replay
+if [ "${BOUND:-yes}" = yes ]; then
+  # The bound depends on the trace, seed and tune only: one per cell of every policy.
+  for seed in $SEEDS; do
+    for trace in $TRACES; do
+      out=$ROOT/$trace/bound/seed$seed
+      [ -f "$out/bound.json" ] && continue
+      echo "[matrix] $(date -u +%H:%M:%S) $trace bound seed $seed"
+      "$bin" bound --seed "$seed" --tune "${TUNE:-1.3}" --nodes "$TRACES_DIR/openb_node_list_gpu_node.csv" \
+        --pods "$TRACES_DIR/openb_pod_list_$trace.csv" --out "$out" >"$ROOT/run-$RUNNER.log" 2>&1 ||
+        { echo "[matrix] $trace bound seed $seed FAILED; log: $out.log"; mkdir -p "$out" && cp "$ROOT/run-$RUNNER.log" "$out.log"; failed=$((failed + 1)); }
+    done
+  done
+fi
 "$bin" table "$ROOT" | tee "$ROOT/table.md"
 for trace in $TRACES; do
   runs=()

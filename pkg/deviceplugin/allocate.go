@@ -16,9 +16,6 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// EventComponent is the source component of share-plugin's events.
-const EventComponent = "gpushare-share-plugin"
-
 // Event reasons on pods.
 const (
 	// eventAllocateRefused (Warning): a container's cards lack room; kubelet fails the pod.
@@ -73,7 +70,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	if refused == nil {
 		if why := p.isolationUnavailable(iso); why != nil {
 			refused = &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node %s is labelled %s=%s but cannot enforce it: %v",
-				c.cont.Name, klog.KObj(c.pod), p.cfg.NodeName, gpushare.LabelIsolation, iso, why)}
+				c.cont.Name, klog.KObj(c.pod), p.node.Name(), gpushare.LabelIsolation, iso, why)}
 		}
 	}
 	if refused != nil {
@@ -110,7 +107,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	env := containerEnv(c, d.cards)
 	maps.Copy(env, mpsEnv)
 	if d.placed {
-		p.cfg.Recorder.Eventf(c.pod, corev1.EventTypeNormal, eventCardChosen,
+		p.node.Recorder().Eventf(c.pod, corev1.EventTypeNormal, eventCardChosen,
 			"share-plugin chose the pod's cards (%s) because it had no valid allocation: %v", usageString(d.claim.CardUsage(c.pod)), d.why)
 	}
 	klog.InfoS("Allocated", "pod", klog.KObj(c.pod), "container", c.cont.Name, "units", n,

@@ -207,7 +207,7 @@ func TestAllocateDoesNotWaitForTheInformer(t *testing.T) {
 	defer cancel()
 	factory.Start(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
-	e.plugin.cfg.Pods = inf
+	e.plugin.pods = inf
 
 	var got []string
 	for i := 0; i < 3; i++ {

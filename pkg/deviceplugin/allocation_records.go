@@ -27,7 +27,7 @@ const restoreEvery = 5 * time.Second
 // every gpu-mem container this plugin served, when the record says anything else: its
 // tenant can edit it, and the extender's ledger and `kubectl inspect gpushare` read it.
 func (p *Plugin) keepAllocationRecordsTrue(ctx context.Context) {
-	t := p.cfg.Clock.NewTicker(restoreEvery)
+	t := p.node.Clock().NewTicker(restoreEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -54,7 +54,7 @@ func (p *Plugin) restoreAllocationRecords(ctx context.Context, pods []*corev1.Po
 			continue
 		}
 		klog.InfoS("Restored the allocation record of a served pod", "pod", klog.KObj(pod), "found", found)
-		p.cfg.Recorder.Eventf(pod, corev1.EventTypeWarning, eventAllocationRestored,
+		p.node.Recorder().Eventf(pod, corev1.EventTypeWarning, eventAllocationRestored,
 			"allocation record %s=%q does not name the cards its containers run on; restored to %s",
 			gpushare.AnnotationAllocation, clip(found), usageString(truth.CardUsage(pod)))
 	}
@@ -63,7 +63,7 @@ func (p *Plugin) restoreAllocationRecords(ctx context.Context, pods []*corev1.Po
 // drifted returns what the pod's allocation record must say when this plugin served
 // (grants) every gpu-mem container of the live pod and the record says something else.
 func (p *Plugin) drifted(pod *corev1.Pod, grants snapshot) (gpushare.PodAllocation, bool) {
-	if !holdsMemory(pod, p.cfg.NodeName) {
+	if !holdsMemory(pod, p.node.Name()) {
 		return gpushare.PodAllocation{}, false
 	}
 	req, err := p.cfg.Resources.PodRequest(pod)
@@ -81,7 +81,7 @@ func (p *Plugin) drifted(pod *corev1.Pod, grants snapshot) (gpushare.PodAllocati
 		return gpushare.PodAllocation{}, false
 	}
 	got, ok, err := p.cfg.Resources.ReadAllocation(pod)
-	if err == nil && ok && sameAllocation(got, truth) && gpushare.CheckRecordUnit(pod, p.cfg.Unit) == nil {
+	if err == nil && ok && sameAllocation(got, truth) && gpushare.CheckRecordUnit(pod, p.node.Unit()) == nil {
 		return gpushare.PodAllocation{}, false
 	}
 	return truth, true
@@ -105,7 +105,7 @@ func sameAllocation(a, b gpushare.PodAllocation) bool {
 // DEV when it holds one card, the unit they count in) to truth, leaving the progress and assume-time annotations as
 // they are, under the pod's UID precondition.
 func (p *Plugin) writeAllocationRecord(ctx context.Context, pod *corev1.Pod, truth gpushare.PodAllocation) error {
-	bind := gpushare.BindAnnotations(truth, 0, p.cardUnits(), p.cfg.Unit, time.Time{})
+	bind := gpushare.BindAnnotations(truth, 0, p.cardUnits(), p.node.Unit(), time.Time{})
 	ann := map[string]*string{}
 	for _, k := range []string{gpushare.AnnotationAllocation, gpushare.AnnotationInitAllocation,
 		gpushare.AnnotationIndex, gpushare.AnnotationDevUnits, gpushare.AnnotationUnit} {
@@ -119,7 +119,7 @@ func (p *Plugin) writeAllocationRecord(ctx context.Context, pod *corev1.Pod, tru
 	if err != nil {
 		return err
 	}
-	if _, err := p.cfg.Client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := p.node.Client().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("patching the allocation record of pod %s: %w", klog.KObj(pod), err)
 	}
 	return nil
@@ -140,7 +140,7 @@ func clip(s string) string {
 func (p *Plugin) adoptServedPods(pods []*corev1.Pod) int {
 	n := 0
 	for _, pod := range pods {
-		if !holdsMemory(pod, p.cfg.NodeName) {
+		if !holdsMemory(pod, p.node.Name()) {
 			continue
 		}
 		req, alloc, err := p.validAllocation(pod)

@@ -48,7 +48,7 @@ func (p *Plugin) removeStaleAllocationSpecs(pods []*corev1.Pod) int {
 	byUID := podsByUID(pods)
 	gone, n, err := nodecards.RemoveAllocationSpecs(p.cfg.CDISpecDir, func(uid types.UID) bool {
 		pod, ok := byUID[uid]
-		return !ok || !holdsMemory(pod, p.cfg.NodeName)
+		return !ok || !holdsMemory(pod, p.node.Name())
 	})
 	if err != nil {
 		klog.ErrorS(err, "Removing the per-allocation CDI specs of pods that are gone failed")
@@ -64,5 +64,5 @@ func (p *Plugin) removeStaleAllocationSpecs(pods []*corev1.Pod) int {
 // CDISpecDir, as device nodes by the cards' minor numbers or, on simulated cards, as their
 // files in SimulatedCardDir.
 func (p *Plugin) cardSpecs() nodecards.CardSpecs {
-	return nodecards.CardSpecs{Dir: p.cfg.CDISpecDir, Minors: p.minors, SimulatedCardDir: p.cfg.SimulatedCardDir}
+	return nodecards.CardSpecs{Dir: p.cfg.CDISpecDir, Minors: p.node.Minors(), SimulatedCardDir: p.cfg.SimulatedCardDir}
 }

@@ -5,44 +5,21 @@ import (
 	"path/filepath"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/record"
-	"k8s.io/utils/clock"
-
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/nodecards"
-	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
-	"github.com/gpushare/gpushare/pkg/watchdog"
 )
 
-// Config is what New needs. Zero durations take the defaults.
+// Config is what New needs beside the node (noderuntime.Node): the device plugin's own
+// flags. Zero durations take the defaults.
 type Config struct {
-	NodeName  string
 	Resources gpushare.Resources
-	Unit      gpushare.Unit
 	// PluginDir is kubelet's device-plugin folder holding kubelet.sock.
 	PluginDir string
-	NVML      gpunvml.Interface
-	Client    kubernetes.Interface
-	// Pods is an informer over the pods of NodeName only (field selector
-	// spec.nodeName=NodeName); its owner starts it.
-	Pods cache.SharedIndexInformer
-	// Clock drives health recovery and node resync (default: the real clock).
-	Clock clock.WithTicker
-	// HealthRecovery is how long a card must be free of faults to be healthy again (5m).
-	HealthRecovery time.Duration
-	// NodeResync is how often node facts are re-checked (1m); kubelet may zero gpu-count.
-	NodeResync time.Duration
 	// AllocateWait bounds how long Allocate waits for the informer to show the pod (5s).
 	AllocateWait time.Duration
-	// ReportUsedMemory exports NVML used memory per card (real NVML only).
-	ReportUsedMemory bool
 	// PodResourcesSocket is kubelet's PodResources API socket, which tells Allocate the pod
 	// being admitted; empty: Allocate picks the oldest matching pod.
 	PodResourcesSocket string
-	// Recorder receives the events on pods (default: none are sent).
-	Recorder record.EventRecorder
 	// DeviceListStrategy is how Allocate hands cards to the runtime (default
 	// DeviceListEnvVar); CDIKind prefixes the CDI device names of DeviceListCDICRI
 	// (default nodecards.DefaultCDIKind).
@@ -58,24 +35,17 @@ type Config struct {
 	CDIRegistryDirs []string
 	// SimulatedCardDir, for simulated cards, is the folder of their files
 	// (nodecards.SimulatedCardDir(CDISpecDir), written by nodecards.WriteSimulatedCDISpec),
-	// which the per-allocation specs mount instead of device nodes; empty: real cards.
+	// which the per-allocation specs mount instead of device nodes; empty: real cards, or,
+	// on a simulated node with DeviceListCDIAllocation, New sets it.
 	SimulatedCardDir string
 	// MPSRoot is the host folder of the cards' MPS daemon folders, <MPSRoot>/<UUID>/..., used
 	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
 	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
 	MPSRoot string
-	// UsageInterval is how often the usage watchdog (pkg/watchdog) lists the cards'
-	// processes and judges each container against its grant; 0: no watchdog.
-	UsageInterval time.Duration
-	// OverGrant is the watchdog's threshold, grace and action.
-	OverGrant watchdog.OverGrant
 	// NVIDIARuntimeConfig is the node's NVIDIA container runtime configuration file
 	// (preflight.DefaultNVIDIAConfigPath), read at each node publication: its verdict goes
 	// to the node label gpushare.LabelEnvDeviceRequests. Empty: not read, no label.
 	NVIDIARuntimeConfig string
-	// UnclaimedExemptNamespaces hold pods the watchdog does not report for using cards they
-	// hold no gpu-mem on (watchdog.Unclaimed).
-	UnclaimedExemptNamespaces []string
 	// LimitHookPath is the host path of gpushare-limit-hook, which the per-allocation CDI
 	// specs name on nodes labelled gpushare.io/isolation=limit (default DefaultLimitHookPath).
 	LimitHookPath string
@@ -83,20 +53,6 @@ type Config struct {
 	// --failure-dir, host path, share-plugin sees it at the same path), counted on /metrics
 	// as gpushare_limit_hook_failures_total; empty: no records, no counter.
 	LimitHookFailureDir string
-	// LimitUnsupported says why the node's driver or cgroups cannot enforce per-cgroup
-	// memory limits (limithook.NVMLSupport); nil: they can (simulated cards always can: the
-	// hook records the limit).
-	LimitUnsupported error
-	// IsolationBlocker says why the node's container runtime gives a container cards
-	// beyond those it was handed, outside any limit or MPS daemon
-	// (preflight.IsolationBlocker of the NVIDIA runtime configuration): on a node labelled
-	// gpushare.IsolationLimit or gpushare.IsolationMPS Allocate then refuses GPU
-	// containers and the node's enforced isolation is none. Called at each Allocate and node
-	// publication, so a fixed configuration counts without a restart. nil: not checked.
-	IsolationBlocker func() error
-	// ProcRoot is where the watchdog reads /proc/<pid>/cgroup (default /proc; share-plugin
-	// needs the host's PID namespace).
-	ProcRoot string
 }
 
 // checkCDIConfig defaults CDIKind and, with the cdi-cri strategy, refuses a kind that is not
@@ -122,27 +78,11 @@ func checkCDIConfig(c *Config) error {
 }
 
 func (c *Config) validate() error {
-	switch {
-	case c.NodeName == "":
-		return fmt.Errorf("node name is empty")
-	case c.Unit.MiB <= 0:
-		return fmt.Errorf("memory unit is not set")
-	case c.PluginDir == "":
+	if c.PluginDir == "" {
 		return fmt.Errorf("device plugin folder is empty")
-	case c.NVML == nil || c.Client == nil || c.Pods == nil:
-		return fmt.Errorf("NVML, API client and pod informer are required")
 	}
 	if err := c.Resources.Validate(); err != nil {
 		return err
-	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
-	}
-	if c.HealthRecovery <= 0 {
-		c.HealthRecovery = 5 * time.Minute
-	}
-	if c.NodeResync <= 0 {
-		c.NodeResync = time.Minute
 	}
 	if c.AllocateWait <= 0 {
 		c.AllocateWait = 5 * time.Second
@@ -170,15 +110,6 @@ func (c *Config) validate() error {
 	}
 	if !filepath.IsAbs(c.MPSRoot) || filepath.Clean(c.MPSRoot) != c.MPSRoot {
 		return fmt.Errorf("MPS root %q: want a clean absolute path", c.MPSRoot)
-	}
-	if c.UsageInterval < 0 {
-		return fmt.Errorf("usage interval %v is negative", c.UsageInterval)
-	}
-	if err := c.OverGrant.Validate(); err != nil {
-		return err
-	}
-	if c.Recorder == nil {
-		c.Recorder = &record.FakeRecorder{} // no Events channel: drops every event
 	}
 	return nil
 }

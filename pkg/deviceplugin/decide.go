@@ -46,9 +46,9 @@ func (r *refusal) Error() string { return r.msg }
 // the very next container, with nothing to go stale. labelErr: the label's value is invalid
 // (gpushare.ParseIsolation's error, naming the label); err: the node could not be read.
 func (p *Plugin) nodeIsolation(ctx context.Context) (iso gpushare.Isolation, labelErr, err error) {
-	node, err := p.cfg.Client.CoreV1().Nodes().Get(ctx, p.cfg.NodeName, metav1.GetOptions{})
+	node, err := p.node.Client().CoreV1().Nodes().Get(ctx, p.node.Name(), metav1.GetOptions{})
 	if err != nil {
-		return "", nil, fmt.Errorf("reading node %s for its %s label: %w", p.cfg.NodeName, gpushare.LabelIsolation, err)
+		return "", nil, fmt.Errorf("reading node %s for its %s label: %w", p.node.Name(), gpushare.LabelIsolation, err)
 	}
 	iso, labelErr = gpushare.NodeIsolation(node.Labels)
 	return iso, labelErr, nil
@@ -61,7 +61,7 @@ func (p *Plugin) isolationRefusal(c candidate, iso gpushare.Isolation, isoErr er
 	if isoErr != nil {
 		// Fail closed: an administrator's typo must not silently run pods unisolated.
 		return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node %s's isolation is unknown: %v",
-			c.cont.Name, klog.KObj(c.pod), p.cfg.NodeName, isoErr)}
+			c.cont.Name, klog.KObj(c.pod), p.node.Name(), isoErr)}
 	}
 	if err := iso.Admits(c.req); err != nil {
 		return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: %v", c.cont.Name, klog.KObj(c.pod), err)}
@@ -87,7 +87,7 @@ func (p *Plugin) decideCards(c candidate, view nodeView) (cardDecision, error) {
 		pl, err := p.place(c, held)
 		if err != nil {
 			return cardDecision{}, &refusal{msg: fmt.Sprintf("pod %s has no valid allocation (%v) and no card of node %s has room for it: %v; %s",
-				klog.KObj(c.pod), why, p.cfg.NodeName, err, p.heldString(held))}
+				klog.KObj(c.pod), why, p.node.Name(), err, p.heldString(held))}
 		}
 		d.claim, d.placed, d.why = mergeClaim(pl, granted), true, why
 	}
@@ -128,7 +128,7 @@ func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare
 	case !has:
 		return req, gpushare.PodAllocation{}, fmt.Errorf("no allocation annotation")
 	}
-	if err := gpushare.CheckRecordUnit(pod, p.cfg.Unit); err != nil {
+	if err := gpushare.CheckRecordUnit(pod, p.node.Unit()); err != nil {
 		return req, gpushare.PodAllocation{}, err
 	}
 	if err := req.ValidateAllocationOn(a, p.cards.Has); err != nil {
@@ -158,7 +158,7 @@ func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits 
 	shown := map[types.UID]bool{}
 	for _, pod := range view.pods {
 		shown[pod.UID] = true
-		if pod.UID == skip || !holdsMemory(pod, p.cfg.NodeName) {
+		if pod.UID == skip || !holdsMemory(pod, p.node.Name()) {
 			continue
 		}
 		for c, u := range p.claimOf(pod, view.grants).CardUsage(pod) {
@@ -179,7 +179,7 @@ func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits 
 // place chooses cards for every gpu-mem container of c's pod on the room held leaves, among
 // the cards the pod's card choice allows, in the order of its card-policy if it names one.
 func (p *Plugin) place(c candidate, held gpushare.CardUnits) (gpushare.PodAllocation, error) {
-	node := policy.Node{Name: p.cfg.NodeName, Cards: make([]policy.Card, 0, len(p.cards.List()))}
+	node := policy.Node{Name: p.node.Name(), Cards: make([]policy.Card, 0, len(p.cards.List()))}
 	for _, card := range p.cards.List() {
 		if !c.req.Choice.Allows(card.Model, card.UUID) {
 			continue

@@ -19,7 +19,7 @@
 //   - ledger.go: the grants this process made, by pod, and the states of a grant; a pod
 //     whose grant goes takes its allocation specs with it.
 //
-// Around it: config.go and plugin.go (New), run.go (Run's goroutines), register.go (the
+// Around it: config.go and plugin.go (New over the node), run.go (Run's goroutines), register.go (the
 // gRPC socket and kubelet registration), listandwatch.go and preferred.go (the other
 // device-plugin calls), allocation_records.go (adopting served pods after a restart and
 // keeping their allocation records true), node.go (inventory, gpu-count and, from
@@ -31,8 +31,11 @@
 // internal/broadcast. A pod's allocation record is its annotations (the gpushare
 // protocol's word); a grant is what the ledger remembers handing out.
 //
-// The node's cards, their health, every CDI spec it writes (the simulated cards' and the
+// New receives the node (pkg/noderuntime's Node, which the DRA back end receives too): its
+// cards in the node's unit, their health fed by NVML's XID faults, the API client and
+// recorder, the pod informer, what the node can enforce of its isolation label and the
+// usage watchdog's settings. Every CDI spec it writes (the simulated cards' and the
 // per-allocation ones), the limit hook's entry and the isolation-enforced label come from
-// pkg/nodecards, which the DRA back end (pkg/dra) shares; this package never imports
-// pkg/dra. It depends on pkg/nvml's narrow Interface, never on NVML itself.
+// pkg/nodecards. This package never imports pkg/dra. It depends on pkg/nvml's narrow
+// Interface, never on NVML itself.
 package deviceplugin

@@ -26,6 +26,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/noderuntime"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
@@ -55,6 +56,13 @@ func newTestEnv(t *testing.T, spec string, objs ...runtime.Object) *testEnv {
 // newTestEnvUnit is newTestEnv with another memory unit.
 func newTestEnvUnit(t *testing.T, spec string, unit gpushare.Unit, objs ...runtime.Object) *testEnv {
 	t.Helper()
+	return newTestEnvNode(t, spec, func(c *noderuntime.Config) { c.Unit = unit }, objs...)
+}
+
+// newTestEnvNode is newTestEnv with the node's Config adjusted by adjust before
+// noderuntime.New.
+func newTestEnvNode(t *testing.T, spec string, adjust func(*noderuntime.Config), objs ...runtime.Object) *testEnv {
+	t.Helper()
 	cards, err := gpunvml.ParseSimSpec(spec)
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +88,18 @@ func newTestEnvUnit(t *testing.T, spec string, unit gpushare.Unit, objs ...runti
 	clk := clocktesting.NewFakeClock(epoch)
 	dir := shortTempDir(t)
 	events := record.NewFakeRecorder(64)
-	p, err := New(Config{
-		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: unit,
-		PluginDir: dir, NVML: nv, Client: client, Pods: pods, Clock: clk,
-		HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond, Recorder: events,
-	})
+	nc := noderuntime.Config{
+		Name: testNode, Unit: gpushare.GiB, NVML: nv, Simulated: true, Client: client, Pods: pods, Clock: clk,
+		HealthRecovery: time.Minute, Recorder: events,
+	}
+	if adjust != nil {
+		adjust(&nc)
+	}
+	n, err := noderuntime.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(Config{Resources: gpushare.DefaultResources(), PluginDir: dir, AllocateWait: 300 * time.Millisecond}, n)
 	if err != nil {
 		t.Fatal(err)
 	}

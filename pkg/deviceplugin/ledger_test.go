@@ -264,10 +264,10 @@ func (e *testEnv) heldByOthers() gpushare.CardUnits {
 // waitInformer waits until the pod informer holds n pods.
 func waitInformer(t *testing.T, e *testEnv, n int) {
 	t.Helper()
-	for i := 0; i < 200 && len(e.plugin.cfg.Pods.GetStore().List()) != n; i++ {
+	for i := 0; i < 200 && len(e.plugin.pods.GetStore().List()) != n; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := len(e.plugin.cfg.Pods.GetStore().List()); got != n {
+	if got := len(e.plugin.pods.GetStore().List()); got != n {
 		t.Fatalf("informer holds %d pods, want %d", got, n)
 	}
 }

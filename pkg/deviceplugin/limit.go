@@ -20,18 +20,18 @@ const DefaultLimitHookPath = "/var/lib/gpushare/bin/gpushare-limit-hook"
 
 // limitUnavailable says why this node cannot enforce gpushare.IsolationLimit: the hook
 // rides on the per-allocation CDI spec, so it needs the cdi-allocation strategy, and the
-// driver must support per-cgroup limits (Config.LimitUnsupported). nil: it can.
+// driver must support per-cgroup limits (the node's LimitUnsupported). nil: it can.
 func (p *Plugin) limitUnavailable() error {
 	if p.cfg.DeviceListStrategy != DeviceListCDIAllocation {
 		return fmt.Errorf("the limit hook is named by the per-allocation CDI spec, and share-plugin runs with --device-list-strategy=%s, not %s",
 			p.cfg.DeviceListStrategy, DeviceListCDIAllocation)
 	}
-	return p.cfg.LimitUnsupported
+	return p.node.LimitUnsupported()
 }
 
 // isolationUnavailable says why this node cannot enforce iso, the mode its label asks:
 // limits need limitUnavailable's conditions, and both limits and MPS need a runtime that
-// gives a container no card it was not handed (Config.IsolationBlocker). nil: it can, or iso
+// gives a container no card it was not handed (the node's IsolationBlocked). nil: it can, or iso
 // promises nothing.
 func (p *Plugin) isolationUnavailable(iso gpushare.Isolation) error {
 	switch iso {
@@ -43,10 +43,7 @@ func (p *Plugin) isolationUnavailable(iso gpushare.Isolation) error {
 	default:
 		return nil
 	}
-	if p.cfg.IsolationBlocker != nil {
-		return p.cfg.IsolationBlocker()
-	}
-	return nil
+	return p.node.IsolationBlocked()
 }
 
 // enforcedIsolation is what the node really enforces for the mode its label asks: iso, or
@@ -69,7 +66,7 @@ func (p *Plugin) limitHook(pod *corev1.Pod, d cardDecision) (*cdi.Hook, error) {
 		return nil, err
 	}
 	c := nodecards.LimitHookConfig{Path: p.cfg.LimitHookPath, SimulatedCardDir: p.cfg.SimulatedCardDir, FailureDir: p.cfg.LimitHookFailureDir}
-	return nodecards.LimitHook(c, p.cfg.Unit, d.cards, d.units, grant), nil
+	return nodecards.LimitHook(c, p.node.Unit(), d.cards, d.units, grant), nil
 }
 
 // podGrant is what pod holds on each card of its allocation, in units: its usage there
@@ -97,5 +94,5 @@ func (p *Plugin) podGrant(pod *corev1.Pod, claim gpushare.PodAllocation) (nodeca
 // publishEnforcedIsolation publishes what this plugin enforces for the node's isolation
 // label (nodecards.PublishEnforcedIsolation with enforcedIsolation).
 func (p *Plugin) publishEnforcedIsolation(ctx context.Context, node *corev1.Node) error {
-	return nodecards.PublishEnforcedIsolation(ctx, p.cfg.Client, p.cfg.Recorder, node, p.enforcedIsolation)
+	return nodecards.PublishEnforcedIsolation(ctx, p.node.Client(), p.node.Recorder(), node, p.enforcedIsolation)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/limithook"
 	"github.com/gpushare/gpushare/pkg/nodecards"
+	"github.com/gpushare/gpushare/pkg/noderuntime"
 )
 
 const testHookPath = "/opt/gpushare/bin/gpushare-limit-hook"
@@ -231,7 +232,8 @@ func TestAllocateLimitUnavailable(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newTestEnv(t, "t4:2", makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})))
+			e := newTestEnvNode(t, "t4:2", func(c *noderuntime.Config) { c.LimitUnsupported, c.IsolationBlocker = tc.unsupported, tc.blocker },
+				makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})))
 			if tc.strategy == DeviceListCDIAllocation {
 				e.withAllocationSpecs(t, true)
 			}
@@ -241,8 +243,6 @@ func TestAllocateLimitUnavailable(t *testing.T) {
 			if tc.label == gpushare.IsolationMPS {
 				e.withMPSRoot(t, 0, 1)
 			}
-			e.plugin.cfg.LimitUnsupported = tc.unsupported
-			e.plugin.cfg.IsolationBlocker = tc.blocker
 			e.setIsolation(t, string(tc.label))
 			r, err := e.allocateResp(t, 4)
 			if status.Code(err) != codes.FailedPrecondition || r != nil {
@@ -284,10 +284,8 @@ func TestPublishEnforcedIsolation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newTestEnv(t, "t4")
+			e := newTestEnvNode(t, "t4", func(c *noderuntime.Config) { c.LimitUnsupported, c.IsolationBlocker = tc.unsupported, tc.blocker })
 			e.plugin.cfg.DeviceListStrategy = tc.strategy
-			e.plugin.cfg.LimitUnsupported = tc.unsupported
-			e.plugin.cfg.IsolationBlocker = tc.blocker
 			e.setIsolation(t, tc.label)
 			ctx := context.Background()
 			for i := 0; i < 2; i++ { // the second publish changes nothing and says nothing

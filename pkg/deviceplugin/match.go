@@ -76,7 +76,7 @@ func (p *Plugin) findCandidate(ctx context.Context, n int64) (candidate, nodeVie
 		switch {
 		case err != nil && len(cands) == 0:
 			return candidate{}, nodeView{}, status.Errorf(codes.Unavailable, "gpushare: no pod on node %s has a pending container requesting %d %s in the informer cache, and listing pods failed: %v",
-				p.cfg.NodeName, n, p.cfg.Resources.Mem, err)
+				p.node.Name(), n, p.cfg.Resources.Mem, err)
 		case err == nil:
 			try(listed)
 		}
@@ -86,7 +86,7 @@ func (p *Plugin) findCandidate(ctx context.Context, n int64) (candidate, nodeVie
 	}
 	if len(cands) == 0 {
 		return candidate{}, nodeView{}, status.Errorf(codes.NotFound,
-			"gpushare: no pod bound to node %s has a not-yet-allocated container requesting %d %s", p.cfg.NodeName, n, p.cfg.Resources.Mem)
+			"gpushare: no pod bound to node %s has a not-yet-allocated container requesting %d %s", p.node.Name(), n, p.cfg.Resources.Mem)
 	}
 	if p.cfg.PodResourcesSocket != "" {
 		p.ambiguous.WithLabelValues(why).Inc()
@@ -102,7 +102,7 @@ func (p *Plugin) viewOf(pods []*corev1.Pod) nodeView {
 }
 
 func (p *Plugin) candidates(view nodeView, n int64) []candidate {
-	return findContainers(view.pods, p.cfg.NodeName, p.cfg.Resources, func(pod *corev1.Pod) map[gpushare.ContainerRef]bool { return view.grants.served(pod.UID) }, n)
+	return findContainers(view.pods, p.node.Name(), p.cfg.Resources, func(pod *corev1.Pod) map[gpushare.ContainerRef]bool { return view.grants.served(pod.UID) }, n)
 }
 
 // pickCandidate returns the candidate kubelet is admitting (why empty), else the oldest
@@ -165,12 +165,12 @@ func (p *Plugin) kubeletPods(ctx context.Context) kubeletPods {
 
 // podsOnNode returns the informer's pods (the informer only holds this node's pods).
 func (p *Plugin) podsOnNode() []*corev1.Pod {
-	return nodecards.PodsIn(p.cfg.Pods.GetStore())
+	return nodecards.PodsIn(p.pods.GetStore())
 }
 
 // informerHas reports whether the pod informer holds this pod (same UID).
 func (p *Plugin) informerHas(pod *corev1.Pod) bool {
-	obj, ok, err := p.cfg.Pods.GetStore().GetByKey(pod.Namespace + "/" + pod.Name)
+	obj, ok, err := p.pods.GetStore().GetByKey(pod.Namespace + "/" + pod.Name)
 	if err != nil || !ok {
 		return false
 	}
@@ -179,8 +179,8 @@ func (p *Plugin) informerHas(pod *corev1.Pod) bool {
 }
 
 func (p *Plugin) listPods(ctx context.Context) ([]*corev1.Pod, error) {
-	list, err := p.cfg.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", p.cfg.NodeName).String(),
+	list, err := p.node.Client().CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", p.node.Name()).String(),
 	})
 	if err != nil {
 		return nil, err

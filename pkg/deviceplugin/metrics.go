@@ -51,15 +51,15 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	p := c.p
-	node := p.cfg.NodeName
+	node := p.node.Name()
 	used := p.allocatedUnits()
 	for _, card := range p.cards.List() {
 		l := []string{node, strconv.Itoa(card.Index), card.UUID, card.Model}
 		ch <- prometheus.MustNewConstMetric(c.total, prometheus.GaugeValue, float64(card.Units), l...)
 		ch <- prometheus.MustNewConstMetric(c.allocated, prometheus.GaugeValue, float64(used[card.Index]), l...)
 		ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, boolFloat(p.health.Healthy(card.UUID)), l...)
-		if p.cfg.ReportUsedMemory {
-			mib, err := p.cfg.NVML.UsedMemoryMiB(card.Index)
+		if !p.node.Simulated() { // simulated cards report no used memory
+			mib, err := p.node.NVML().UsedMemoryMiB(card.Index)
 			if err != nil {
 				klog.V(2).InfoS("Reading GPU memory use failed", "index", card.Index, "err", err)
 				continue
@@ -79,7 +79,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 func (p *Plugin) allocatedUnits() map[int]int64 {
 	out := map[int]int64{}
 	for _, pod := range p.podsOnNode() {
-		if !holdsMemory(pod, p.cfg.NodeName) {
+		if !holdsMemory(pod, p.node.Name()) {
 			continue
 		}
 		a, ok, err := p.cfg.Resources.ReadAllocation(pod)
@@ -107,7 +107,7 @@ func (p *Plugin) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(p), p.usage.Collector(), p.preflight, p.ambiguous, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	if p.cfg.LimitHookFailureDir != "" {
-		reg.MustRegister(nodecards.NewLimitHookFailures(p.cfg.LimitHookFailureDir, p.cfg.NodeName))
+		reg.MustRegister(nodecards.NewLimitHookFailures(p.cfg.LimitHookFailureDir, p.node.Name()))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

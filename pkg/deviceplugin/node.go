@@ -27,9 +27,9 @@ const publishRetry = 5 * time.Second
 // enforces (publishEnforcedIsolation). It patches only what differs, so calling it often is
 // cheap.
 func (p *Plugin) publishNode(ctx context.Context) error {
-	node, err := p.cfg.Client.CoreV1().Nodes().Get(ctx, p.cfg.NodeName, metav1.GetOptions{})
+	node, err := p.node.Client().CoreV1().Nodes().Get(ctx, p.node.Name(), metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("getting node %s: %w", p.cfg.NodeName, err)
+		return fmt.Errorf("getting node %s: %w", p.node.Name(), err)
 	}
 	return errors.Join(p.publishInventory(ctx, node), p.publishPreflight(ctx, node))
 }
@@ -37,7 +37,7 @@ func (p *Plugin) publishNode(ctx context.Context) error {
 // publishInventory patches the node's inventory annotation and its gpu-count where they
 // differ from the plugin's.
 func (p *Plugin) publishInventory(ctx context.Context, node *corev1.Node) error {
-	inv, err := nodecards.Inventory(p.cards.List(), p.cfg.Unit, p.health.Healthy).Marshal()
+	inv, err := nodecards.Inventory(p.cards.List(), p.node.Unit(), p.health.Healthy).Marshal()
 	if err != nil {
 		return err
 	}
@@ -48,7 +48,7 @@ func (p *Plugin) publishInventory(ctx context.Context, node *corev1.Node) error 
 		if err != nil {
 			return err
 		}
-		if _, err := p.cfg.Client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+		if _, err := p.node.Client().CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("annotating node %s with its GPU inventory: %w", node.Name, err)
 		}
 		klog.InfoS("Published GPU inventory", "node", node.Name, "inventory", inv)
@@ -71,7 +71,7 @@ func (p *Plugin) publishInventory(ctx context.Context, node *corev1.Node) error 
 	if err != nil {
 		return err
 	}
-	if _, err := p.cfg.Client.CoreV1().Nodes().PatchStatus(ctx, node.Name, body); err != nil {
+	if _, err := p.node.Client().CoreV1().Nodes().PatchStatus(ctx, node.Name, body); err != nil {
 		return fmt.Errorf("setting %s=%s on node %s: %w", name, n, node.Name, err)
 	}
 	klog.InfoS("Published GPU count", "node", node.Name, "resource", name, "count", n)
@@ -81,14 +81,14 @@ func (p *Plugin) publishInventory(ctx context.Context, node *corev1.Node) error 
 // keepNodeCurrent publishes node facts now, on every health change, after every
 // registration (a restarted kubelet may zero extended resources) and every NodeResync.
 func (p *Plugin) keepNodeCurrent(ctx context.Context) {
-	tick := p.cfg.Clock.NewTicker(p.cfg.NodeResync)
+	tick := p.node.Clock().NewTicker(p.nodeResync())
 	defer tick.Stop()
 	for {
 		healthChanged, registered := p.health.Changed(), p.registrations.Wait()
 		var again <-chan time.Time
 		if err := p.publishNode(ctx); err != nil {
 			klog.ErrorS(err, "Publishing node GPU facts failed; will retry")
-			again = p.cfg.Clock.After(publishRetry)
+			again = p.node.Clock().After(publishRetry)
 		}
 		select {
 		case <-again:

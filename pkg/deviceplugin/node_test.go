@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/nodecards"
+	"github.com/gpushare/gpushare/pkg/noderuntime"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
@@ -148,13 +149,19 @@ func TestNewRefusesOversizedUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	node := func(unit gpushare.Unit) *noderuntime.Node {
+		t.Helper()
+		n, err := noderuntime.New(noderuntime.Config{Name: testNode, Unit: unit, NVML: nv, Client: e.client, Pods: e.plugin.pods})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
 	cfg := e.plugin.cfg
-	cfg.NVML, cfg.Unit = nv, gpushare.Unit{MiB: 1}
-	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "smallest unit that fits is 10MiB") {
+	if _, err := New(cfg, node(gpushare.Unit{MiB: 1})); err == nil || !strings.Contains(err.Error(), "smallest unit that fits is 10MiB") {
 		t.Errorf("New with MiB units on 8x80GB: error %v, want the 10MiB suggestion", err)
 	}
-	cfg.Unit = gpushare.Unit{MiB: 10}
-	if _, err := New(cfg); err != nil {
+	if _, err := New(cfg, node(gpushare.Unit{MiB: 10})); err != nil {
 		t.Errorf("New with the suggested 10MiB unit: %v", err)
 	}
 }

@@ -1,17 +1,21 @@
 package deviceplugin
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpushare/gpushare/internal/broadcast"
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/nodecards"
+	"github.com/gpushare/gpushare/pkg/noderuntime"
 	"github.com/gpushare/gpushare/pkg/policy"
 	"github.com/gpushare/gpushare/pkg/watchdog"
 )
@@ -23,11 +27,12 @@ type Plugin struct {
 	pluginapi.UnimplementedDevicePluginServer
 
 	cfg   Config
+	node  *noderuntime.Node
 	cards nodecards.Set
-	// minors is each card's device-node minor number by UUID (-1: unknown), for the
-	// per-allocation CDI specs.
-	minors map[string]int
+	// health is the node's (node.Health).
 	health *nodecards.Health
+	// pods is the node's pod informer (node.Pods).
+	pods cache.SharedIndexInformer
 	// registrations is notified after each successful registration with kubelet.
 	registrations *broadcast.Signal
 
@@ -46,7 +51,7 @@ type Plugin struct {
 	regMu sync.Mutex
 	isReg bool
 
-	usage *watchdog.Watchdog // runs when UsageInterval > 0
+	usage *watchdog.Watchdog // runs when the node's Usage.Interval > 0
 
 	preflight *runtimePreflight // the node's NVIDIA runtime configuration, when NVIDIARuntimeConfig is set
 
@@ -61,36 +66,35 @@ type Plugin struct {
 	streams atomic.Int32
 }
 
-// New discovers the cards through NVML and checks that their fake devices fit in one
-// ListAndWatch message. It starts nothing; call Run.
-func New(cfg Config) (*Plugin, error) {
+// New is the device plugin of node: it checks that the node's fake devices fit in one
+// ListAndWatch message and, on a simulated node handing the cards through CDI, writes the
+// simulated cards' CDI spec. It starts nothing; call Run. Errors: no node, an invalid
+// Config, too many fake devices for the unit, a simulated cards' spec that cannot be
+// written, or the node's pod informer refusing the ledger's handler.
+func New(cfg Config, node *noderuntime.Node) (*Plugin, error) {
+	if node == nil {
+		return nil, errors.New("the device plugin needs the node")
+	}
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("device plugin config: %w", err)
 	}
-	devs, err := cfg.NVML.Devices()
-	if err != nil {
-		return nil, fmt.Errorf("listing GPUs: %w", err)
-	}
-	cards, err := nodecards.BuildCards(devs, cfg.Unit)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkMessageSize(cards, cfg.Unit); err != nil {
+	cards := node.Cards()
+	if err := checkMessageSize(cards, node.Unit()); err != nil {
 		return nil, err
 	}
 	pol, err := policy.New(placementPolicy)
 	if err != nil {
 		return nil, err
 	}
-	minors := make(map[string]int, len(devs))
-	for _, d := range devs {
-		minors[d.UUID] = d.Minor
+	if node.Simulated() && cfg.DeviceListStrategy == DeviceListCDIAllocation && cfg.SimulatedCardDir == "" {
+		cfg.SimulatedCardDir = nodecards.SimulatedCardDir(cfg.CDISpecDir) // the per-allocation specs mount simulated cards' files
 	}
 	p := &Plugin{
 		cfg:           cfg,
+		node:          node,
 		cards:         nodecards.NewSet(cards),
-		minors:        minors,
-		health:        nodecards.NewHealth(cfg.Clock, cfg.HealthRecovery, cards),
+		health:        node.Health(),
+		pods:          node.Pods(),
 		registrations: broadcast.New(),
 		policy:        pol,
 		ambiguous: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -98,28 +102,55 @@ func New(cfg Config) (*Plugin, error) {
 			Help: "Allocate calls whose pod kubelet's PodResources API did not single out, served to the oldest matching pod, by reason (several, none, unavailable).",
 		}, []string{"reason"}),
 	}
-	p.preflight = newRuntimePreflight(cfg.NodeName)
-	p.ledger = newLedger(cfg.NodeName, cfg.Clock, p.removeAllocationSpecs)
-	p.usage = watchdog.New(watchdog.Config{
-		NodeName: cfg.NodeName, Cards: cards, Unit: cfg.Unit, Processes: cfg.NVML.Processes,
-		Client: cfg.Client, Recorder: cfg.Recorder, Clock: cfg.Clock,
-		Interval: cfg.UsageInterval, Resync: cfg.NodeResync, OverGrant: cfg.OverGrant, ProcRoot: cfg.ProcRoot,
-		Unclaimed: watchdog.Unclaimed{ExemptNamespaces: cfg.UnclaimedExemptNamespaces},
-	}, claims{p})
+	p.preflight = newRuntimePreflight(node.Name())
+	p.ledger = newLedger(node.Name(), node.Clock(), p.removeAllocationSpecs)
+	p.usage = node.NewWatchdog(claims{p}, p.nodeResync())
 	// The informer's events keep the ledger current between Allocate calls: a pod deleted
 	// soon after it was served (a Deployment scaled down, a namespace removed) frees its
 	// cards at once, even when no Allocate ran while the pod view showed it.
-	if _, err := cfg.Pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	if _, err := p.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    p.ledger.podSeen,
 		UpdateFunc: func(_, obj any) { p.ledger.podSeen(obj) },
 		DeleteFunc: p.ledger.podGone,
 	}); err != nil {
 		return nil, fmt.Errorf("watching the node's pods: %w", err)
 	}
+	if err := p.logAndWriteCards(); err != nil {
+		return nil, err
+	}
 	return p, nil
+}
+
+// logAndWriteCards logs the node's limit support and cards and, on a simulated node whose
+// strategy hands cards through CDI, writes the simulated cards' CDI spec.
+func (p *Plugin) logAndWriteCards() error {
+	why := p.node.LimitUnsupported()
+	klog.InfoS("Per-cgroup GPU memory limits (isolation "+string(gpushare.IsolationLimit)+")", "supported", why == nil, "why", why)
+	unit := p.node.Unit()
+	for _, c := range p.Cards() {
+		klog.InfoS("GPU", "index", c.Index, "uuid", c.UUID, "model", c.Model, "memoryMiB", c.MemoryMiB, "units", c.Units, "unit", unit)
+	}
+	if !p.node.Simulated() || p.cfg.DeviceListStrategy == DeviceListEnvVar {
+		return nil
+	}
+	path, err := nodecards.WriteSimulatedCDISpec(p.cfg.CDISpecDir, p.cfg.CDIKind, p.Cards())
+	if err != nil {
+		return fmt.Errorf("writing the simulated GPUs' CDI spec: %w", err)
+	}
+	klog.InfoS("Wrote the simulated GPUs' CDI spec", "path", path, "kind", p.cfg.CDIKind)
+	return nil
+}
+
+// nodeResync is how often node facts are re-checked: the node's NodeResync, 1m when unset
+// (kubelet may zero gpu-count).
+func (p *Plugin) nodeResync() time.Duration {
+	if r := p.node.NodeResync(); r > 0 {
+		return r
+	}
+	return time.Minute
 }
 
 // Cards returns the cards the plugin advertises, in index order, with their health now.
 func (p *Plugin) Cards() []gpushare.Device {
-	return nodecards.Inventory(p.cards.List(), p.cfg.Unit, p.health.Healthy).Devices
+	return p.node.Inventory().Devices
 }

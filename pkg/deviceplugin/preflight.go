@@ -67,7 +67,7 @@ func (p *Plugin) publishPreflight(ctx context.Context, node *corev1.Node) error 
 	if p.preflight.record(v) {
 		if v.Unsafe {
 			klog.ErrorS(nil, "Tenants can widen their cards on this node", "state", v.State, "mode", v.Mode, "reason", v.Reason)
-			p.cfg.Recorder.Eventf(node, corev1.EventTypeWarning, gpushare.EventEnvDeviceRequestsAccepted,
+			p.node.Recorder().Eventf(node, corev1.EventTypeWarning, gpushare.EventEnvDeviceRequestsAccepted,
 				"%s. A pod's own NVIDIA_VISIBLE_DEVICES can reach every GPU of the node whatever share-plugin handed it: set accept-nvidia-visible-devices-envvar-when-unprivileged = false (docs/share-plugin.md, \"Node preflight\")", v.Reason)
 		} else {
 			klog.InfoS("NVIDIA container runtime configuration read", "state", v.State, "mode", v.Mode, "reason", v.Reason)
@@ -82,7 +82,7 @@ func (p *Plugin) publishPreflight(ctx context.Context, node *corev1.Node) error 
 	if err != nil {
 		return err
 	}
-	if _, err := p.cfg.Client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
+	if _, err := p.node.Client().CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
 		return fmt.Errorf("labelling node %s %s=%s: %w", node.Name, gpushare.LabelEnvDeviceRequests, v.State, err)
 	}
 	return nil

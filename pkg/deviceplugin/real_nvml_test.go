@@ -18,6 +18,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/noderuntime"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
@@ -46,15 +47,18 @@ func realNVMLEnv(t *testing.T, configure func(*Config)) (*testEnv, gpunvml.Devic
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
 		t.Fatal("pod informer did not sync")
 	}
-	cfg := Config{
-		NodeName: testNode, Resources: gpushare.DefaultResources(), Unit: gpushare.GiB,
-		PluginDir: shortTempDir(t), NVML: nv, Client: client, Pods: pods,
-		Clock: clocktesting.NewFakeClock(epoch), HealthRecovery: time.Minute, AllocateWait: 300 * time.Millisecond,
+	n, err := noderuntime.New(noderuntime.Config{
+		Name: testNode, Unit: gpushare.GiB, NVML: nv, Client: client, Pods: pods,
+		Clock: clocktesting.NewFakeClock(epoch), HealthRecovery: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg := Config{Resources: gpushare.DefaultResources(), PluginDir: shortTempDir(t), AllocateWait: 300 * time.Millisecond}
 	if configure != nil {
 		configure(&cfg)
 	}
-	p, err := New(cfg)
+	p, err := New(cfg, n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,12 +57,12 @@ func (p *Plugin) serveAndRegister(ctx context.Context) error {
 // socket missing or the plugin unregistered, until ctx is done. Timers run on the
 // configured clock.
 func (p *Plugin) watchFolder(ctx context.Context, events <-chan fsnotify.Event, errs <-chan error, ensure func()) {
-	tick := p.cfg.Clock.NewTicker(socketCheck)
+	tick := p.node.Clock().NewTicker(socketCheck)
 	defer tick.Stop()
 	var settle <-chan time.Time
 	soon := func() {
 		if settle == nil {
-			settle = p.cfg.Clock.After(settleDelay)
+			settle = p.node.Clock().After(settleDelay)
 		}
 	}
 	for {

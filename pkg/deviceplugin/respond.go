@@ -65,11 +65,11 @@ func (p *Plugin) mpsResponse(cand candidate, cards []gpushare.Device, units []in
 			why = dirs.ready + " does not exist"
 		}
 		return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: the MPS daemon of card %d (%s) is not ready (%s); is deploy/mps running on node %s?",
-			cand.cont.Name, klog.KObj(cand.pod), c.Index, c.UUID, why, p.cfg.NodeName)}
+			cand.cont.Name, klog.KObj(cand.pod), c.Index, c.UUID, why, p.node.Name())}
 	}
 	env := map[string]string{
 		// The container sees its one card as device 0, whatever its index on the node.
-		gpushare.EnvMPSPinnedMemLimit: gpushare.MPSMemLimit(units[0] * p.cfg.Unit.MiB),
+		gpushare.EnvMPSPinnedMemLimit: gpushare.MPSMemLimit(units[0] * p.node.Unit().MiB),
 		gpushare.EnvMPSPipeDirectory:  dirs.pipe,
 		gpushare.EnvMPSLogDirectory:   dirs.log,
 	}
@@ -88,7 +88,7 @@ func (p *Plugin) mpsResponse(cand candidate, cards []gpushare.Device, units []in
 // event and returns the error for kubelet, which fails the pod's admission with it.
 func (p *Plugin) refuse(c candidate, r *refusal) error {
 	p.ledger.refuse(c.pod)
-	p.cfg.Recorder.Event(c.pod, corev1.EventTypeWarning, eventAllocateRefused, r.msg)
+	p.node.Recorder().Event(c.pod, corev1.EventTypeWarning, eventAllocateRefused, r.msg)
 	return status.Errorf(codes.FailedPrecondition, "gpushare: %s", r.msg)
 }
 
@@ -100,7 +100,7 @@ func (p *Plugin) refuse(c candidate, r *refusal) error {
 func (p *Plugin) writeProgress(ctx context.Context, c candidate, d cardDecision, done map[gpushare.ContainerRef]bool, all bool) error {
 	ann := map[string]*string{}
 	if d.placed {
-		bind := gpushare.BindAnnotations(d.claim, c.req.TotalUnits(), p.cardUnits(), p.cfg.Unit, p.cfg.Clock.Now())
+		bind := gpushare.BindAnnotations(d.claim, c.req.TotalUnits(), p.cardUnits(), p.node.Unit(), p.node.Clock().Now())
 		for _, k := range gpushare.BindAnnotationKeys() {
 			if v, ok := bind[k]; ok {
 				ann[k] = &v
@@ -121,7 +121,7 @@ func (p *Plugin) writeProgress(ctx context.Context, c candidate, d cardDecision,
 	}
 	permanent := func(err error) bool { return apierrors.IsNotFound(err) || apierrors.IsConflict(err) }
 	return retry.OnError(retry.DefaultBackoff, func(err error) bool { return !permanent(err) }, func() error {
-		_, err := p.cfg.Client.CoreV1().Pods(c.pod.Namespace).Patch(ctx, c.pod.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		_, err := p.node.Client().CoreV1().Pods(c.pod.Namespace).Patch(ctx, c.pod.Name, types.MergePatchType, body, metav1.PatchOptions{})
 		return err
 	})
 }

@@ -8,51 +8,51 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// Run first refuses a unit change under running pods (checkUnitChange), then watches card
-// health, keeps the node's GPU facts current, and serves and registers
-// the plugin with kubelet (again after each kubelet restart). It waits for the pod informer
-// to sync before registering, since Allocate reads it, then adopts into the ledger the pods
-// an earlier process served (adoptServedPods), with cdi-allocation removes the specs of
-// pods that went meanwhile (removeStaleAllocationSpecs), keeps their allocation records true
-// (keepAllocationRecordsTrue) and, with a UsageInterval, runs the usage watchdog. Returns
-// when ctx is done, or early with an error when the unit changed under running pods, the
-// informer never syncs or the plugin folder cannot be watched.
+// Run first refuses a node labelled for another back end and a unit change under running
+// pods (checkUnitChange), then starts the node's pod informer (when the node made it),
+// watches card health (node.WatchHealth), keeps the node's GPU facts current, and serves
+// and registers the plugin with kubelet (again after each kubelet restart). It waits for
+// the pod informer to sync before registering, since Allocate reads it, then adopts into
+// the ledger the pods an earlier process served (adoptServedPods), with cdi-allocation
+// removes the specs of pods that went meanwhile (removeStaleAllocationSpecs), keeps their
+// allocation records true (keepAllocationRecordsTrue) and, with a usage interval, runs the
+// usage watchdog. Returns when ctx is done, or early with an error when the node is
+// another back end's, the unit changed under running pods, the informer never syncs or
+// the plugin folder cannot be watched.
 func (p *Plugin) Run(ctx context.Context) error {
+	if _, err := p.node.CheckBackend(ctx, gpushare.BackendDevicePlugin); err != nil {
+		return err
+	}
 	// Before anything publishes the node's inventory in the new unit.
 	if err := p.checkUnitChange(ctx); err != nil {
 		return err
 	}
+	stopPods := p.node.StartPods(ctx) // after New added the ledger's handler
+	defer stopPods()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
 
-	faults := make(chan gpunvml.Fault, 16)
-	wg.Add(3)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
-		if err := p.cfg.NVML.WatchFaults(ctx, faults); err != nil {
-			klog.ErrorS(err, "GPU health is not watched")
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		p.health.Run(ctx, faults)
+		p.node.WatchHealth(ctx)
 	}()
 	go func() {
 		defer wg.Done()
 		p.keepNodeCurrent(ctx)
 	}()
 
-	if !cache.WaitForCacheSync(ctx.Done(), p.cfg.Pods.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), p.pods.HasSynced) {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("pod informer of node %s never synced", p.cfg.NodeName)
+		return fmt.Errorf("pod informer of node %s never synced", p.node.Name())
 	}
 	pods := p.podsOnNode()
 	if n := p.adoptServedPods(pods); n > 0 {
@@ -68,7 +68,7 @@ func (p *Plugin) Run(ctx context.Context) error {
 		defer wg.Done()
 		p.keepAllocationRecordsTrue(ctx)
 	}()
-	if p.cfg.UsageInterval > 0 {
+	if p.node.Usage().Interval > 0 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -15,11 +15,11 @@ import (
 // card the units served.
 func (p *Plugin) servedReport() gpushare.ServedReport {
 	byUID := podsByUID(p.podsOnNode())
-	now := p.cfg.Clock.Now()
+	now := p.node.Clock().Now()
 	perCard := gpushare.CardUnits{}
-	out := gpushare.ServedReport{Node: p.cfg.NodeName, Cards: []gpushare.ServedCard{}, Containers: []gpushare.ServedContainer{}}
+	out := gpushare.ServedReport{Node: p.node.Name(), Cards: []gpushare.ServedCard{}, Containers: []gpushare.ServedContainer{}}
 	for _, g := range p.ledger.snapshot() {
-		if !g.keep(byUID, p.cfg.NodeName, now) {
+		if !g.keep(byUID, p.node.Name(), now) {
 			continue
 		}
 		var served gpushare.PodAllocation

@@ -33,11 +33,11 @@ func (p *Plugin) checkUnitChange(ctx context.Context) error {
 	}
 	pods, err := p.listPods(ctx)
 	if err != nil {
-		return fmt.Errorf("listing the pods of node %s to check their records' unit: %w", p.cfg.NodeName, err)
+		return fmt.Errorf("listing the pods of node %s to check their records' unit: %w", p.node.Name(), err)
 	}
 	byUnit := map[string][]string{} // unit as the record names it → pods
 	for _, pod := range pods {
-		if !holdsMemory(pod, p.cfg.NodeName) {
+		if !holdsMemory(pod, p.node.Name()) {
 			continue
 		}
 		var unit string // the unit the pod's record counts in, when not Config.Unit
@@ -45,9 +45,9 @@ func (p *Plugin) checkUnitChange(ctx context.Context) error {
 		switch {
 		case err != nil: // unreadable: certainly not Config.Unit
 			unit = strconv.Quote(clip(pod.Annotations[gpushare.AnnotationUnit]))
-		case has && u.MiB != p.cfg.Unit.MiB:
+		case has && u.MiB != p.node.Unit().MiB:
 			unit = u.String()
-		case !has && known && published.MiB != p.cfg.Unit.MiB:
+		case !has && known && published.MiB != p.node.Unit().MiB:
 			if _, recorded, _ := p.cfg.Resources.ReadAllocation(pod); recorded {
 				unit = published.String()
 			}
@@ -64,19 +64,19 @@ func (p *Plugin) checkUnitChange(ctx context.Context) error {
 		held = append(held, fmt.Sprintf("pods %s on this node hold records in %s", strings.Join(slices.Sorted(slices.Values(byUnit[unit])), ", "), unit))
 	}
 	return fmt.Errorf("--memory-unit=%s but %s: drain the node first (kubectl drain %s --ignore-daemonsets), or start with the unit they were placed in",
-		p.cfg.Unit, strings.Join(held, "; "), p.cfg.NodeName)
+		p.node.Unit(), strings.Join(held, "; "), p.node.Name())
 }
 
 // publishedUnit is the unit of the inventory the node publishes (an inventory without one
 // counts in GiB); known is false when the node publishes no readable inventory or does not
 // exist yet.
 func (p *Plugin) publishedUnit(ctx context.Context) (u gpushare.Unit, known bool, err error) {
-	node, err := p.cfg.Client.CoreV1().Nodes().Get(ctx, p.cfg.NodeName, metav1.GetOptions{})
+	node, err := p.node.Client().CoreV1().Nodes().Get(ctx, p.node.Name(), metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return gpushare.Unit{}, false, nil
 	case err != nil:
-		return gpushare.Unit{}, false, fmt.Errorf("reading node %s for the unit its inventory publishes: %w", p.cfg.NodeName, err)
+		return gpushare.Unit{}, false, fmt.Errorf("reading node %s for the unit its inventory publishes: %w", p.node.Name(), err)
 	}
 	s, ok := node.Annotations[gpushare.AnnotationNodeInventory]
 	if !ok {
@@ -88,7 +88,7 @@ func (p *Plugin) publishedUnit(ctx context.Context) (u gpushare.Unit, known bool
 	}
 	if err := json.Unmarshal([]byte(s), &inv); err != nil {
 		klog.ErrorS(err, "Node's inventory annotation is unreadable; its pods' unit-less records are taken to count in --memory-unit",
-			"node", p.cfg.NodeName, "annotation", gpushare.AnnotationNodeInventory)
+			"node", p.node.Name(), "annotation", gpushare.AnnotationNodeInventory)
 		return gpushare.Unit{}, false, nil
 	}
 	if inv.Unit.MiB == 0 {

@@ -98,7 +98,7 @@ func TestCheckDevicePluginPods(t *testing.T) {
 func TestRunRefusesDevicePluginPods(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, _, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA)}, func(rc *RunConfig) {
+	_, _, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA)}, func(rc *runSetup) {
 		p := gpuMemPod("nb", testNode, corev1.PodRunning, gpushare.DefaultMemResource)
 		if _, err := rc.Client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)

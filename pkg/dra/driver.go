@@ -15,8 +15,8 @@ import (
 	"github.com/gpushare/gpushare/pkg/nodecards"
 )
 
-// Config is what the DRA plugin needs from the node.
-type Config struct {
+// DriverConfig is what the driver (NewDriver) needs; Plugin fills it from the node.
+type DriverConfig struct {
 	// NodeName is this node's name, also the name of its pool.
 	NodeName string
 	// Inventory is the node's cards, each with its units of Inventory.Unit.
@@ -55,9 +55,9 @@ type Config struct {
 	Fatal func(error)
 }
 
-// Driver is the kubelet DRA plugin: kubeletplugin.Start serves it.
+// Driver answers kubelet's DRA calls: kubeletplugin.Start serves it, Plugin.Run starts it.
 type Driver struct {
-	cfg        Config
+	cfg        DriverConfig
 	cards      map[string]gpushare.Device // by DeviceName
 	checkpoint string                     // the checkpoint file's path
 
@@ -67,13 +67,13 @@ type Driver struct {
 
 var _ kubeletplugin.DRAPlugin = (*Driver)(nil)
 
-// New builds the driver, loads the prepared claims of an earlier run and brings the claims'
+// NewDriver builds the driver, loads the prepared claims of an earlier run and brings the claims'
 // CDI specs in line with them (reconcileSpecs). Errors: an inventory without a card UUID or
 // with two cards of one index, a checkpoint that cannot be read (the driver fails closed
 // rather than forget prepared memory), prepared claims that count in another unit than
 // Inventory.Unit or in one the checkpoint does not record (checkUnitChange), or a spec
 // folder that cannot be listed or cleared of a leftover spec.
-func New(cfg Config) (*Driver, error) {
+func NewDriver(cfg DriverConfig) (*Driver, error) {
 	cards := make(map[string]gpushare.Device, len(cfg.Inventory.Devices))
 	for _, c := range cfg.Inventory.Devices {
 		name := DeviceName(c.Index)
@@ -101,7 +101,7 @@ func New(cfg Config) (*Driver, error) {
 }
 
 // HandleError logs background errors of the kubelet plugin helper (e.g. a ResourceSlice
-// the API server refused) and hands those that are not recoverable to Config.Fatal.
+// the API server refused) and hands those that are not recoverable to DriverConfig.Fatal.
 func (d *Driver) HandleError(ctx context.Context, err error, msg string) {
 	utilruntime.HandleErrorWithContext(ctx, err, msg)
 	if !errors.Is(err, kubeletplugin.ErrRecoverable) && d.cfg.Fatal != nil {

@@ -39,16 +39,16 @@ func TestHandleError(t *testing.T) {
 func TestNewRefusesABadInventory(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(c *Config)
+		mutate func(c *DriverConfig)
 	}{
-		{name: "a card without UUID", mutate: func(c *Config) { c.Inventory.Devices[1].UUID = "" }},
-		{name: "an index twice", mutate: func(c *Config) { c.Inventory.Devices[1].Index = 0 }},
+		{name: "a card without UUID", mutate: func(c *DriverConfig) { c.Inventory.Devices[1].UUID = "" }},
+		{name: "an index twice", mutate: func(c *DriverConfig) { c.Inventory.Devices[1].Index = 0 }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t.TempDir())
 			tt.mutate(&cfg)
-			if _, err := New(cfg); err == nil {
+			if _, err := NewDriver(cfg); err == nil {
 				t.Fatal("New accepted it")
 			}
 		})

@@ -24,13 +24,13 @@ func testInventory() gpushare.Inventory {
 }
 
 // testConfig is a driver on simulated cards with its CDI and data folders in dir.
-func testConfig(dir string, unhealthy ...string) Config {
+func testConfig(dir string, unhealthy ...string) DriverConfig {
 	cdiDir := filepath.Join(dir, "cdi")
 	bad := map[string]bool{}
 	for _, u := range unhealthy {
 		bad[u] = true
 	}
-	return Config{
+	return DriverConfig{
 		NodeName:  testNode,
 		Inventory: testInventory(),
 		Specs:     nodecards.CardSpecs{Dir: cdiDir, SimulatedCardDir: nodecards.SimulatedCardDir(cdiDir)},
@@ -39,9 +39,9 @@ func testConfig(dir string, unhealthy ...string) Config {
 	}
 }
 
-func newTestDriver(t *testing.T, cfg Config) *Driver {
+func newTestDriver(t *testing.T, cfg DriverConfig) *Driver {
 	t.Helper()
-	d, err := New(cfg)
+	d, err := NewDriver(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

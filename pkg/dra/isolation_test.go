@@ -115,14 +115,14 @@ func TestPrepareIsolation(t *testing.T) {
 
 // limitArgs reads the claim's spec and returns its limit hook's <UUID>=<MiB> arguments; nil
 // without a hook.
-func limitArgs(t *testing.T, cfg Config, uid string) []string {
+func limitArgs(t *testing.T, cfg DriverConfig, uid string) []string {
 	t.Helper()
 	return hookArgs(t, cfg, uid, false)
 }
 
 // podLimitArgs reads the claim's spec and returns its limit hook's --pod-uid and --pod-limit
 // arguments; nil without a hook.
-func podLimitArgs(t *testing.T, cfg Config, uid string) []string {
+func podLimitArgs(t *testing.T, cfg DriverConfig, uid string) []string {
 	t.Helper()
 	return hookArgs(t, cfg, uid, true)
 }
@@ -137,7 +137,7 @@ func forPods(c *resourceapi.ResourceClaim, uids ...string) *resourceapi.Resource
 
 // hookArgs is the limit hook's arguments in the claim's spec: the pod's flags when pod, else
 // the container's limits; nil without a hook.
-func hookArgs(t *testing.T, cfg Config, uid string, pod bool) []string {
+func hookArgs(t *testing.T, cfg DriverConfig, uid string, pod bool) []string {
 	t.Helper()
 	spec, err := cdiapi.ReadSpec(nodecards.ClaimSpecPath(cfg.Specs.Dir, types.UID(uid)), 0)
 	if err != nil {

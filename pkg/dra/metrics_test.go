@@ -30,8 +30,8 @@ func TestPrepareReason(t *testing.T) {
 	tests := []struct {
 		reason string
 		claim  *resourceapi.ResourceClaim
-		setup  func(t *testing.T, cfg *Config) // before New
-		after  func(t *testing.T, cfg Config)  // after New
+		setup  func(t *testing.T, cfg *DriverConfig) // before New
+		after  func(t *testing.T, cfg DriverConfig)  // after New
 	}{
 		{reason: reasonNotAllocated, claim: claim(uid, "pending")},
 		{reason: reasonNotAllocated, claim: claim(uid, "nic", func() resourceapi.DeviceRequestAllocationResult {
@@ -43,19 +43,19 @@ func TestPrepareReason(t *testing.T) {
 		{reason: reasonInvalidCapacity, claim: claim(uid, "half", result("gpu", "gpu-0", "1536Mi"))},
 		{reason: reasonOverCard, claim: claim(uid, "big", result("gpu", "gpu-0", "15Gi"))},
 		{reason: reasonUnhealthy, claim: claim(uid, "sick", result("gpu", "gpu-1", "1Gi")),
-			setup: func(_ *testing.T, cfg *Config) { cfg.Healthy = func(u string) bool { return u != "GPU-bbbb" } }},
+			setup: func(_ *testing.T, cfg *DriverConfig) { cfg.Healthy = func(u string) bool { return u != "GPU-bbbb" } }},
 		{reason: reasonIsolation, claim: claim(uid, "mps", result("gpu", "gpu-0", "1Gi")),
-			setup: func(_ *testing.T, cfg *Config) { cfg.Isolation = iso(gpushare.IsolationMPS, nil) }},
+			setup: func(_ *testing.T, cfg *DriverConfig) { cfg.Isolation = iso(gpushare.IsolationMPS, nil) }},
 		{reason: reasonIsolation, claim: claim(uid, "unenforced", result("gpu", "gpu-0", "1Gi")),
-			setup: func(_ *testing.T, cfg *Config) {
+			setup: func(_ *testing.T, cfg *DriverConfig) {
 				cfg.Isolation, cfg.LimitUnsupported = iso(gpushare.IsolationLimit, nil), errors.New("driver too old")
 			}},
 		{reason: reasonIsolation, claim: claim(uid, "unread", result("gpu", "gpu-0", "1Gi")),
-			setup: func(_ *testing.T, cfg *Config) { cfg.Isolation = iso("", errors.New("API down")) }},
+			setup: func(_ *testing.T, cfg *DriverConfig) { cfg.Isolation = iso("", errors.New("API down")) }},
 		{reason: reasonCDISpec, claim: claim(uid, "nospec", result("gpu", "gpu-0", "1Gi")),
-			after: func(t *testing.T, cfg Config) { blockDir(t, cfg.Specs.Dir) }},
+			after: func(t *testing.T, cfg DriverConfig) { blockDir(t, cfg.Specs.Dir) }},
 		{reason: reasonCheckpoint, claim: claim(uid, "nocheckpoint", result("gpu", "gpu-0", "1Gi")),
-			after: func(t *testing.T, cfg Config) { blockDir(t, cfg.DataDir) }},
+			after: func(t *testing.T, cfg DriverConfig) { blockDir(t, cfg.DataDir) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.reason+"/"+tt.claim.Name, func(t *testing.T) {
@@ -186,7 +186,7 @@ func TestMetricsCards(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newMetrics()
-	m.limitHook = nodecards.NewLimitHookFailures(failures, "node-a") // as Run does with RunConfig.LimitHookFailureDir
+	m.limitHook = nodecards.NewLimitHookFailures(failures, "node-a") // as Run does with Config.LimitHookFailureDir
 	srv := httptest.NewServer(d.handler(p, m))
 	defer srv.Close()
 	code, body := get(t, srv.URL+"/metrics")

@@ -18,13 +18,23 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/noderuntime"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 )
 
+// nodeConfig names the node's Config beside the plugin's in runSetup.
+type nodeConfig = noderuntime.Config
+
+// runSetup is what startRun builds the back end from: the node's Config and the plugin's.
+type runSetup struct {
+	nodeConfig
+	Config
+}
+
 // startRun runs Run on a simulated node of two T4s, labelled with labels, with each of
 // opts applied to its configuration, and returns the fake API, the simulator and Run's
-// result.
-func startRun(t *testing.T, ctx context.Context, labels map[string]string, opts ...func(*RunConfig)) (*fake.Clientset, *gpunvml.Simulator, <-chan error) {
+// result (or the error of noderuntime.New or New).
+func startRun(t *testing.T, ctx context.Context, labels map[string]string, opts ...func(*runSetup)) (*fake.Clientset, *gpunvml.Simulator, <-chan error) {
 	t.Helper()
 	sim, nv, err := gpunvml.Simulate(testNode, "t4:2")
 	if err != nil {
@@ -39,17 +49,31 @@ func startRun(t *testing.T, ctx context.Context, labels map[string]string, opts 
 	fakeAPIServer(client, "v1.36.3", resourceV1("resourceslices", "resourceclaims"))
 	echoDryRunSlices(client, func(*resourceapi.ResourceSlice) {})
 	done := make(chan error, 1)
-	rc := RunConfig{
-		NodeName: testNode, Client: client, NVML: nv, Unit: gpushare.GiB,
-		CDISpecDir: filepath.Join(dir, "cdi"), Simulated: true,
-		PluginDataDir: filepath.Join(dir, "data"), RegistrarDir: reg,
-		HealthRecovery: time.Hour, Clock: clocktesting.NewFakeClock(time.Now()),
+	rc := runSetup{
+		Config: Config{
+			CDISpecDir: filepath.Join(dir, "cdi"), PluginDataDir: filepath.Join(dir, "data"), RegistrarDir: reg,
+		},
 	}
+	rc.Name, rc.Client, rc.NVML, rc.Unit, rc.Simulated = testNode, client, nv, gpushare.GiB, true
+	rc.HealthRecovery, rc.Clock = time.Hour, clocktesting.NewFakeClock(time.Now())
 	for _, o := range opts {
 		o(&rc)
 	}
-	go func() { done <- Run(ctx, rc) }()
+	go func() { done <- run(ctx, rc) }()
 	return client, sim, done
+}
+
+// run builds the node and the plugin of rc and runs it.
+func run(ctx context.Context, rc runSetup) error {
+	node, err := noderuntime.New(rc.nodeConfig)
+	if err != nil {
+		return err
+	}
+	p, err := New(rc.Config, node)
+	if err != nil {
+		return err
+	}
+	return p.Run(ctx)
 }
 
 // awaitDevices polls the published ResourceSlices until ok accepts their devices.
@@ -115,7 +139,7 @@ func TestRunRefusesKubernetes135(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	client, _, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA)},
-		func(rc *RunConfig) {
+		func(rc *runSetup) {
 			fakeAPIServer(rc.Client.(*fake.Clientset), "v1.35.4", resourceV1("resourceslices"))
 		})
 	if err := <-done; err == nil || !strings.Contains(err.Error(), "needs Kubernetes 1.36 or later") {
@@ -137,7 +161,7 @@ func TestRunServesProbes(t *testing.T) {
 		<-ctx.Done()
 	}
 	client, _, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA), gpushare.LabelIsolation: "limit"},
-		func(rc *RunConfig) { rc.Serve = serve })
+		func(rc *runSetup) { rc.Serve = serve })
 	awaitDevices(t, ctx, client, func(devs []resourceapi.Device) bool { return len(devs) == 2 })
 	srv := httptest.NewServer(<-handlers)
 	defer srv.Close()

@@ -44,7 +44,7 @@ func TestNewRefusesAUnitChange(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(cfg.DataDir, CheckpointFile), []byte(tt.checkpoint), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			_, err := New(cfg)
+			_, err := NewDriver(cfg)
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("New: %v", err)
@@ -82,7 +82,7 @@ func TestCheckpointRecordsTheUnit(t *testing.T) {
 		t.Errorf("checkpoint %s: want it to record unitMiB 256", b)
 	}
 	cfg.Inventory.Unit = gpushare.GiB
-	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "prepared in 256MiB") {
+	if _, err := NewDriver(cfg); err == nil || !strings.Contains(err.Error(), "prepared in 256MiB") {
 		t.Errorf("New with GiB after 256MiB: %v; want a refusal naming 256MiB", err)
 	}
 }

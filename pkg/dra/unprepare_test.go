@@ -55,7 +55,7 @@ func TestNewRefusesACorruptCheckpoint(t *testing.T) {
 	if err := os.WriteFile(cfg.DataDir+"/"+CheckpointFile, []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(cfg); err == nil {
+	if _, err := NewDriver(cfg); err == nil {
 		t.Fatal("New accepted a corrupt checkpoint")
 	}
 }

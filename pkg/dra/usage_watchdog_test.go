@@ -17,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/noderuntime"
 	gpunvml "github.com/gpushare/gpushare/pkg/nvml"
 	"github.com/gpushare/gpushare/pkg/watchdog"
 )
@@ -70,7 +72,7 @@ func TestRunWatchesClaimUsage(t *testing.T) {
 
 	recorder := record.NewFakeRecorder(10)
 	handlers := make(chan http.Handler, 1)
-	client, _, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA)}, func(rc *RunConfig) {
+	client, _, done := startRun(t, ctx, map[string]string{gpushare.LabelBackend: string(gpushare.BackendDRA)}, func(rc *runSetup) {
 		rc.Serve = func(ctx context.Context, h http.Handler) { handlers <- h; <-ctx.Done() }
 		rc.Recorder = recorder
 		rc.NVML = listedProcesses{Interface: rc.NVML, procs: map[int][]gpunvml.Process{
@@ -89,7 +91,8 @@ func TestRunWatchesClaimUsage(t *testing.T) {
 		factory := informers.NewSharedInformerFactory(rc.Client, 0)
 		pods := factory.Core().V1().Pods().Informer()
 		factory.Start(ctx.Done())
-		rc.Usage = UsageConfig{Interval: time.Minute, Pods: pods, ProcRoot: procRoot,
+		rc.Pods = pods
+		rc.Usage = noderuntime.Usage{Interval: time.Minute, ProcRoot: procRoot,
 			OverGrant: watchdog.OverGrant{Threshold: 0.05}, UnclaimedExemptNamespaces: []string{"kube-system"}}
 	})
 	awaitDevices(t, ctx, client, func(devs []resourceapi.Device) bool { return len(devs) == 2 })
@@ -140,25 +143,22 @@ func hasSample(body, metric, label, value string) bool {
 	return false
 }
 
-// TestNewUsageWatchdogNeedsPods: no interval is no watchdog; an interval without the node's
-// pod informer, or with an invalid over-grant setting, is refused, not run blind.
-func TestNewUsageWatchdogNeedsPods(t *testing.T) {
+// TestNewUsageWatchdogOnlyWithAnInterval: no interval is no watchdog (and no watchdog
+// metrics); an interval is one over the node's cards.
+func TestNewUsageWatchdogOnlyWithAnInterval(t *testing.T) {
 	d := newTestDriver(t, testConfig(t.TempDir()))
-	for _, tc := range []struct {
-		name    string
-		usage   UsageConfig
-		wantErr bool
-	}{
-		{name: "off", usage: UsageConfig{}},
-		{name: "no pods", usage: UsageConfig{Interval: time.Second}, wantErr: true},
-		{name: "bad threshold", usage: UsageConfig{Interval: time.Second, Pods: informers.NewSharedInformerFactory(nil, 0).Core().V1().Pods().Informer(),
-			OverGrant: watchdog.OverGrant{Threshold: -1}}, wantErr: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			w, err := newUsageWatchdog(RunConfig{NodeName: testNode, Usage: tc.usage}, testInventory().Devices, nil, d)
-			if (err != nil) != tc.wantErr || w != nil {
-				t.Errorf("newUsageWatchdog = %v, %v; want no watchdog, error %v", w, err, tc.wantErr)
-			}
-		})
+	_, nv, err := gpunvml.Simulate(testNode, "t4:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, interval := range []time.Duration{0, time.Second} {
+		n, err := noderuntime.New(noderuntime.Config{Name: testNode, Client: fake.NewClientset(), NVML: nv, Unit: gpushare.GiB,
+			Usage: noderuntime.Usage{Interval: interval}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w := newUsageWatchdog(n, d); (w != nil) != (interval > 0) {
+			t.Errorf("interval %v: watchdog %v", interval, w)
+		}
 	}
 }

@@ -96,3 +96,8 @@ const (
 	// MPSReadyFile is present in a card's folder while its control daemon answers.
 	MPSReadyFile = "ready"
 )
+
+// LabelVerifyRun is the label of the probe pods `kubectl inspect gpushare --verify` creates
+// (value: the run's ID, five lowercase letters and digits), by which the run finds and
+// deletes them, and a user finds any a killed run left behind.
+const LabelVerifyRun = "gpushare.io/verify-run"

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
@@ -35,6 +38,10 @@ type flagpole struct {
 	ExtenderClientKey  string
 	ExtenderCA         string
 	SharePluginURLs    []string
+
+	Verify        bool
+	ProbeImage    string
+	VerifyTimeout time.Duration
 }
 
 // cluster is what the command needs from the connection flags: a client, and the
@@ -42,6 +49,8 @@ type flagpole struct {
 type cluster struct {
 	Client    kubernetes.Interface
 	Namespace string
+	// Logs reads a container's log (apiLogs; a seam for tests).
+	Logs logReader
 }
 
 // connectFunc builds the cluster connection; a seam so tests can pass a fake clientset.
@@ -60,7 +69,11 @@ const example = `  # GPU memory per card of every GPU-sharing node, and the clus
   kubectl inspect gpushare --pending -n team-a
 
   # Do the pods' annotations, the extender's ledger and share-plugin agree? (exit 1 if not)
-  kubectl inspect gpushare --check`
+  kubectl inspect gpushare --check
+
+  # Does each GPU node isolate its pods as its labels promise? One probe pod per node
+  # (exit 1 if a node is NOT enforced, 2 if one cannot be verified)
+  kubectl inspect gpushare --verify -n gpushare-verify`
 
 // NewCommand returns the `kubectl inspect gpushare [NODE]` command with kubectl's connection
 // flags (--kubeconfig, --context, -n, --server, …). It writes results to streams.Out and
@@ -80,7 +93,7 @@ func NewCommand(streams genericiooptions.IOStreams) *cobra.Command {
 		if err != nil {
 			return cluster{}, fmt.Errorf("building the API client: %w", err)
 		}
-		return cluster{Client: cs, Namespace: *config.Namespace}, nil
+		return cluster{Client: cs, Namespace: *config.Namespace, Logs: apiLogs(cs)}, nil
 	})
 	config.AddFlags(cmd.PersistentFlags())
 	return cmd
@@ -90,7 +103,7 @@ func newCommand(streams genericiooptions.IOStreams, connect connectFunc) *cobra.
 	def := gpushare.DefaultResources()
 	flags := &flagpole{}
 	cmd := &cobra.Command{
-		Use: "kubectl-inspect-gpushare [NODE]",
+		Use: "kubectl-inspect-gpushare [NODE] | --verify [NODE...]",
 		// kubectl runs the plugin as `kubectl inspect gpushare`; help and usage say so.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl inspect gpushare"},
 		Short:       "Show GPU memory allocated per card on GPU-sharing nodes",
@@ -100,13 +113,25 @@ pod annotations the gpushare scheduler extender uses. Pods bound to a node but n
 given a card count under PENDING(Allocated). With --pending, list the pods still waiting
 for gpu-mem and the scheduler's last reason. With --check, compare the pods' annotations
 with the extender's ledger and with the cards share-plugin served, print one line per
-disagreement, and exit 1 when there is any (2 when the check could not run).`,
-		Example:       example,
-		Args:          cobra.MaximumNArgs(1),
+disagreement, and exit 1 when there is any (2 when the check could not run). With --verify
+[NODE...], run gpushare-probe in one pod per GPU-sharing node, placed by the scheduler with
+one gpu-mem unit and a sibling container with none, print a table of what each container
+saw against what the node's isolation label promises, delete the pods, and exit 1 when a
+node is NOT enforced (2 when one could not be verified).`,
+		Example: example,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if flags.Verify {
+				return nil
+			}
+			return cobra.MaximumNArgs(1)(cmd, args)
+		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.Version,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if flags.Verify {
+				return runVerifyE(cmd.Context(), flags, args, connect, streams)
+			}
 			node := ""
 			if len(args) == 1 {
 				node = args[0]
@@ -128,8 +153,11 @@ disagreement, and exit 1 when there is any (2 when the check could not run).`,
 	f.StringVar(&flags.ExtenderNamespace, "extender-namespace", defaultExtenderNamespace, "with --check: namespace of the extender's service")
 	f.StringVar(&flags.ExtenderService, "extender-service", defaultExtenderService, "with --check: name of the extender's service (port named "+extenderServicePort+")")
 	f.StringSliceVar(&flags.SharePluginURLs, "share-plugin-urls", nil, "with --check: share-plugin base URLs, comma separated (default: each share-plugin pod through the API server's pod proxy)")
+	f.BoolVar(&flags.Verify, "verify", false, "run gpushare-probe in a pod on each GPU-sharing node (or each NODE given) and print whether its isolation holds; exit 1 if a node's is NOT enforced, 2 if one cannot be verified")
+	f.StringVar(&flags.ProbeImage, "probe-image", defaultProbeImage, "with --verify: image holding "+probeBinary+" (the share-plugin image)")
+	f.DurationVar(&flags.VerifyTimeout, "verify-timeout", 3*time.Minute, "with --verify: how long to wait for the probe pods to finish")
 	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		if flags.Check {
+		if flags.Check || flags.Verify {
 			return exitError{code: exitCheckIncomplete, err: err}
 		}
 		return err
@@ -145,6 +173,14 @@ func (f *flagpole) validate(node string) error {
 	}
 	if f.Pending && (node != "" || f.Details) {
 		return fmt.Errorf("--pending lists unscheduled pods: it takes neither NODE nor -d")
+	}
+	if f.Verify {
+		if f.Check || f.Pending || f.Details {
+			return fmt.Errorf("--verify runs probe pods: it takes neither --check, --pending nor -d")
+		}
+		if f.ProbeImage == "" || f.VerifyTimeout <= 0 {
+			return fmt.Errorf("--verify needs a --probe-image and a positive --verify-timeout")
+		}
 	}
 	if f.Check {
 		if f.Pending || f.Details {
@@ -204,6 +240,27 @@ func runE(ctx context.Context, flags *flagpole, node string, connect connectFunc
 		text = renderDetails
 	}
 	return render(streams.Out, flags, m, text)
+}
+
+// runVerifyE connects and runs --verify in the namespace of -n (default "default").
+func runVerifyE(ctx context.Context, flags *flagpole, nodes []string, connect connectFunc, streams genericiooptions.IOStreams) error {
+	if err := flags.validate(""); err != nil {
+		return checkIncomplete(flags, err)
+	}
+	c, err := connect()
+	if err != nil {
+		return checkIncomplete(flags, explain(err))
+	}
+	ns := c.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault
+	}
+	if c.Logs == nil {
+		c.Logs = apiLogs(c.Client)
+	}
+	r := verifyRun{Client: c, Namespace: ns, Image: flags.ProbeImage, Mem: flags.resources().Mem,
+		ID: utilrand.String(5), Timeout: flags.VerifyTimeout, Interval: time.Second}
+	return runVerify(ctx, flags, nodes, r, streams)
 }
 
 // render writes m in the -o format, or as text.

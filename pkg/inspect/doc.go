@@ -1,7 +1,8 @@
 // Package inspect implements `kubectl inspect gpushare`: GPU-memory occupancy per card of the
 // GPU-sharing nodes, the pods waiting for gpu-mem with the scheduler's last reason, and
 // (--check) a comparison of the pods' annotations with the extender's ledger and the cards
-// share-plugin served.
+// share-plugin served, and (--verify) a run of gpushare-probe in one pod per GPU-sharing node
+// that says whether the node's isolation holds (verify*.go; the probe is pkg/probe).
 //
 // NewCommand and ExitCode are the package's exports. Inside, the work is split:
 //   - buildModel and buildPending are pure: API objects in, a model out (no client, no I/O).

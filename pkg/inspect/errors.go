@@ -63,7 +63,7 @@ type oneLineErr struct{ err error }
 func (o oneLineErr) Error() string { return strings.Join(strings.Fields(o.err.Error()), " ") }
 func (o oneLineErr) Unwrap() error { return o.err }
 
-// Exit statuses of --check (without --check every failure is 1).
+// Exit statuses of --check and --verify (without them every failure is 1).
 const (
 	// exitDisagreement: the views disagree, or an error outside --check.
 	exitDisagreement = 1
@@ -83,7 +83,9 @@ func (e exitError) Unwrap() error { return e.err }
 
 // ExitCode is the exit status for an error the command returned: 0 for nil; with --check, 1
 // when the views disagree and 2 when the check was misused or could not read the API server,
-// or the extender or a share-plugin whose URL was given; 1 for every other error.
+// or the extender or a share-plugin whose URL was given; with --verify, 1 when a node is NOT
+// enforced and 2 when one could not be verified or the run could not start; 1 for every
+// other error.
 func ExitCode(err error) int {
 	if err == nil {
 		return 0
@@ -95,9 +97,9 @@ func ExitCode(err error) int {
 	return exitDisagreement
 }
 
-// checkIncomplete gives err the exit status 2 when --check is on.
+// checkIncomplete gives err the exit status 2 when --check or --verify is on.
 func checkIncomplete(flags *flagpole, err error) error {
-	if err == nil || !flags.Check {
+	if err == nil || !(flags.Check || flags.Verify) {
 		return err
 	}
 	return exitError{code: exitCheckIncomplete, err: err}

@@ -1,7 +1,9 @@
 // Package nodecards is the node layer below share-plugin's two back ends, the kubelet
 // device plugin (pkg/deviceplugin) and the kubelet DRA plugin (pkg/dra): the node's cards
-// and how containers are given them. Both back ends import it; it imports neither, and
-// reaches NVML only through pkg/nvml's types.
+// and how containers are given them. pkg/noderuntime assembles its cards, health and fault
+// log into the Node both back ends receive; both back ends also import it for the CDI
+// specs and the limit hook. It imports neither, and reaches NVML only through pkg/nvml's
+// types.
 //
 // It holds, one job to a file:
 //

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/gpushare/gpushare/pkg/binding"
@@ -54,7 +55,19 @@ type GPUShareArgs struct {
 	// BindTimeout bounds the Binding write and, separately, the read-back settling a failed
 	// one (default 30s).
 	BindTimeout *metav1.Duration `json:"bindTimeout,omitempty"`
+	// ClaimNarrowing turns on PreFilter's narrowing of pods with gpushare ResourceClaims to
+	// the DRA nodes that hold them (default true; see narrowDRA).
+	ClaimNarrowing *bool `json:"claimNarrowing,omitempty"`
+	// ClaimNodesToRate is how many nodes that narrowing rates, from a rotating start, before
+	// it rates them all (default 500; 0: every node, as percentageOfNodesToScore 100 scores
+	// every node).
+	ClaimNodesToRate *int32 `json:"claimNodesToRate,omitempty"`
 }
+
+// DefaultClaimNodesToRate is ClaimNodesToRate's default: kube-scheduler's own share of a
+// 5000-node cluster (it filters nodes from a rotating start until it has found 10% of them
+// feasible, and scores those).
+const DefaultClaimNodesToRate = 500
 
 // SetDefaults fills the fields left empty.
 func SetDefaults(a *GPUShareArgs) {
@@ -79,6 +92,12 @@ func SetDefaults(a *GPUShareArgs) {
 	}
 	if a.BindTimeout == nil {
 		a.BindTimeout = &metav1.Duration{Duration: binding.DefaultBindTimeout}
+	}
+	if a.ClaimNarrowing == nil {
+		a.ClaimNarrowing = ptr.To(true)
+	}
+	if a.ClaimNodesToRate == nil {
+		a.ClaimNodesToRate = ptr.To[int32](DefaultClaimNodesToRate)
 	}
 }
 
@@ -115,6 +134,9 @@ func Validate(path *field.Path, a *GPUShareArgs) error {
 		} else if d.v.Duration > 24*time.Hour {
 			errs = append(errs, field.Invalid(path.Child(d.name), d.v.Duration.String(), "must be at most 24h"))
 		}
+	}
+	if n := a.ClaimNodesToRate; n == nil || *n < 0 {
+		errs = append(errs, field.Invalid(path.Child("claimNodesToRate"), ptr.Deref(n, -1), "must be 0 (every node) or more"))
 	}
 	return errs.ToAggregate()
 }
@@ -176,6 +198,12 @@ func (a *GPUShareArgs) DeepCopy() *GPUShareArgs {
 	if a.BindTimeout != nil {
 		d := *a.BindTimeout
 		out.BindTimeout = &d
+	}
+	if a.ClaimNarrowing != nil {
+		out.ClaimNarrowing = ptr.To(*a.ClaimNarrowing)
+	}
+	if a.ClaimNodesToRate != nil {
+		out.ClaimNodesToRate = ptr.To(*a.ClaimNodesToRate)
 	}
 	return &out
 }

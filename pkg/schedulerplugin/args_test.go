@@ -18,8 +18,11 @@ func TestDecodeArgs(t *testing.T) {
 		{name: "none: defaults", obj: nil, check: func(a *GPUShareArgs) bool {
 			return a.Policy == "fgd" && a.NodeSelector == "cgpu=true" && a.MemResource == "aliyun.com/gpu-mem" &&
 				a.CountResource == "aliyun.com/gpu-count" && a.ReservationTTL.Duration == 2*time.Minute && a.BindTimeout.Duration == 30*time.Second &&
-				a.UnrecordedGrace.Duration == 2*time.Minute
+				a.UnrecordedGrace.Duration == 2*time.Minute && *a.ClaimNarrowing && *a.ClaimNodesToRate == 500
 		}},
+		{name: "claim narrowing", obj: &runtime.Unknown{Raw: []byte(`{"claimNarrowing":false,"claimNodesToRate":0}`)},
+			check: func(a *GPUShareArgs) bool { return !*a.ClaimNarrowing && *a.ClaimNodesToRate == 0 }},
+		{name: "negative claimNodesToRate", obj: &runtime.Unknown{Raw: []byte(`{"claimNodesToRate":-1}`)}, wantErr: "args.claimNodesToRate: Invalid value"},
 		{name: "raw, typed", obj: &runtime.Unknown{Raw: []byte(`{"apiVersion":"kubescheduler.config.k8s.io/v1","kind":"GPUShareArgs","policy":"binpack","reservationTTL":"90s"}`)},
 			check: func(a *GPUShareArgs) bool {
 				return a.Policy == "binpack" && a.ReservationTTL.Duration == 90*time.Second

@@ -13,13 +13,17 @@ import (
 
 // Reserve holds the cards the policy chooses on the node in the ledger (cache.Reserve), so
 // that no other pod is promised them while this one binds. A retried pod whose earlier
-// Binding may still land reuses that bind's cards. Pods without gpu-mem hold nothing.
+// Binding may still land reuses that bind's cards. Pods without gpu-mem hold nothing; the
+// gpushare claims DynamicResources allocated for them are watched until the informer
+// shows them allocated (watchClaims).
 func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	if s.req.IsZero() {
+		p.watchClaims(pod)
+		p.narrowed.forget(pod.UID)
 		return nil
 	}
 	rctx, cancel := context.WithTimeout(ctx, reserveWait)
@@ -40,7 +44,9 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 // Unreserve frees what Reserve held when the pod's cycle fails before or in Bind. Cards
 // whose Binding may have landed stay held: those Bind already reported (cache.Finish ignores
 // a second report), and those Reserve reused from an earlier bind whose outcome is unknown.
+// The pod's watched claims are forgotten (unwatchClaims).
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodeName string) {
+	p.unwatchClaims(pod)
 	s, err := readState(state)
 	if err != nil || s.bind == nil || s.bind.placed {
 		return

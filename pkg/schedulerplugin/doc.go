@@ -17,5 +17,8 @@
 //     may have landed); Bind writes the Binding carrying the card annotations, one API write.
 //
 // Pods without gpu-mem are skipped at every point (DefaultBinder binds them), except that
-// the fgd policy scores them too, to keep them off the CPU GPU pods need.
+// the fgd policy scores them too, to keep them off the CPU GPU pods need, and that a pod
+// whose gpushare ResourceClaims ask memory is narrowed to the DRA nodes that hold them
+// (PreFilterResult) and scored on their cards; the claims of the cluster come from an index
+// the plugin's informer handlers keep by pool (draIndex).
 package schedulerplugin

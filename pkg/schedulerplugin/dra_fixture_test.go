@@ -19,11 +19,14 @@ import (
 )
 
 // fakeDRA is the scheduler's DRA manager over fixed slices and claims; err, when set, is
-// what its listers return.
+// what its listers return; inFlight are the allocations its tracker holds pending, by
+// claim UID; byName, when set, holds the claims by name, for Get at the tracker's speed.
 type fakeDRA struct {
-	slices []*resourceapi.ResourceSlice
-	claims []*resourceapi.ResourceClaim
-	err    error
+	slices   []*resourceapi.ResourceSlice
+	claims   []*resourceapi.ResourceClaim
+	inFlight map[types.UID]*resourceapi.AllocationResult
+	byName   map[types.NamespacedName]*resourceapi.ResourceClaim
+	err      error
 }
 
 func (f *fakeDRA) ResourceClaims() fwk.ResourceClaimTracker     { return fakeClaims{f: f} }
@@ -34,7 +37,7 @@ func (f *fakeDRA) ListWithDeviceTaintRules() ([]*resourceapi.ResourceSlice, erro
 	return f.slices, f.err
 }
 
-// fakeClaims is the claim tracker's List and Get.
+// fakeClaims is the claim tracker's List, Get and GetPendingAllocation.
 type fakeClaims struct {
 	fwk.ResourceClaimTracker
 	f *fakeDRA
@@ -46,12 +49,22 @@ func (c fakeClaims) Get(namespace, name string) (*resourceapi.ResourceClaim, err
 	if c.f.err != nil {
 		return nil, c.f.err
 	}
+	if c.f.byName != nil {
+		if cl := c.f.byName[types.NamespacedName{Namespace: namespace, Name: name}]; cl != nil {
+			return cl, nil
+		}
+		return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
+	}
 	for _, cl := range c.f.claims {
 		if cl.Namespace == namespace && cl.Name == name {
 			return cl, nil
 		}
 	}
 	return nil, apierrors.NewNotFound(resourceapi.Resource("resourceclaims"), name)
+}
+
+func (c fakeClaims) GetPendingAllocation(uid types.UID) *resourceapi.AllocationResult {
+	return c.f.inFlight[uid]
 }
 
 var errTracker = errors.New("tracker broken")

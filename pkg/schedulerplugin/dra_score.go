@@ -36,16 +36,20 @@ func (p *Plugin) readDRAScoring(pod *v1.Pod, nodes []fwk.NodeInfo) (*draScoring,
 	return &draScoring{req: req, view: view}, nil
 }
 
-// readDRAView reads the DRA back end's nodes among nodes from the scheduler's DRA manager
-// (newDRAView). Errors: the manager's listers failing.
+// readDRAView reads the DRA back end's nodes among nodes: the gpushare ResourceSlices from
+// the scheduler's DRA manager (with its DeviceTaintRules applied), the claims charged to
+// them from the plugin's index of claims by pool (readIndexedView), which costs the claims
+// of those nodes, not the cluster's, and nothing for a node whose slices and claims are
+// unchanged since an earlier cycle; in a cluster without a gpushare ResourceSlice
+// (draIndex.hasSlices) nothing is listed. Until the index has synced, every claim is listed
+// through the manager (newDRAView). Errors: the manager's listers or tracker failing.
 func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
+	if p.draIndex != nil && p.draIndex.ready() && !p.draIndex.hasSlices() {
+		return &draView{nodes: map[string]*draNode{}}, nil // no gpushare slice: nothing to list
+	}
 	sl, err := p.dra.ResourceSlices().ListWithDeviceTaintRules()
 	if err != nil {
 		return nil, fmt.Errorf("listing ResourceSlices: %w", err)
-	}
-	claims, err := p.dra.ResourceClaims().List()
-	if err != nil {
-		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
 	}
 	want := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
@@ -53,7 +57,14 @@ func (p *Plugin) readDRAView(nodes []fwk.NodeInfo) (*draView, error) {
 			want[obj.Name] = true
 		}
 	}
-	return newDRAView(sl, claims, want, &p.slices), nil
+	if p.draIndex == nil || !p.draIndex.ready() {
+		claims, err := p.dra.ResourceClaims().List()
+		if err != nil {
+			return nil, fmt.Errorf("listing ResourceClaims: %w", err)
+		}
+		return newDRAView(sl, claims, want, &p.slices), nil
+	}
+	return readIndexedView(p.draIndex, &p.draNodes, &p.slices, sl, want, p.dra.ResourceClaims())
 }
 
 // readDRACards is, for a pod that asks no GPU memory at all scored by a workload-aware

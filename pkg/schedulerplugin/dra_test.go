@@ -226,18 +226,19 @@ func TestDRARequest(t *testing.T) {
 	}
 }
 
-// draScores runs PreScore, Score and NormalizeScore for pod on nodes, by node name.
+// draScores runs PreFilter, PreScore, Score and NormalizeScore for pod on nodes, by node
+// name; a PreFilter that narrows the nodes still has all of them scored.
 func draScores(t *testing.T, f *fixture, pod *v1.Pod, nodes ...string) (map[string]int64, *fwk.Status) {
 	t.Helper()
 	ctx := context.Background()
-	st, _, status := f.prefilter(t, pod)
-	if !status.IsSkip() {
-		t.Fatalf("PreFilter = %v, want Skip (no gpu-mem)", status)
-	}
 	infos := make([]fwk.NodeInfo, len(nodes))
 	list := make(fwk.NodeScoreList, len(nodes))
 	for i, n := range nodes {
 		infos[i], list[i].Name = nodeInfo(n), n
+	}
+	st := newState()
+	if _, status := f.pl.PreFilter(ctx, st, pod, infos); !status.IsSuccess() && !status.IsSkip() {
+		return nil, status
 	}
 	if s := f.pl.PreScore(ctx, st, pod, infos); !s.IsSuccess() {
 		return nil, s
@@ -326,12 +327,13 @@ func TestDRAScoreFailsClosed(t *testing.T) {
 
 	d.err = errTracker
 	if _, status := draScores(t, f, claimPod("nb", "notebook"), "frag", "clean"); status.IsSuccess() || status.IsSkip() {
-		t.Errorf("PreScore with a failing tracker = %v, want an error", status)
+		t.Errorf("PreFilter and PreScore with a failing tracker = %v, want an error", status)
 	}
 }
 
 // TestDRAPodsBypassGPUShare: a pod whose memory comes from claims is filtered, reserved and
-// bound by DynamicResources and DefaultBinder; GPUShare only scores it.
+// bound by DynamicResources and DefaultBinder; GPUShare only narrows the nodes (here: none
+// given, nothing to narrow) and scores it.
 func TestDRAPodsBypassGPUShare(t *testing.T) {
 	d, objs := packing(t)
 	f := startWithDRA(t, &GPUShareArgs{Policy: "binpack"}, d, objs...)

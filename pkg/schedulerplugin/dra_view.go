@@ -16,7 +16,8 @@ import (
 type draNode struct {
 	unit     int64         // bytes per unit: the memory capacity's request-policy step
 	defUnits int64         // units a request without a memory request consumes (the policy's default)
-	cards    []policy.Card // index order; Total and Used in units
+	cards    []policy.Card // index order once finished; Total and Used in units
+	full     bool          // while charging: a result names a device the slices do not list (finish fills every card)
 }
 
 // draView is the DRA back end's nodes as kube-scheduler's DRA allocator sees them in one
@@ -39,47 +40,97 @@ type draView struct {
 // prepares it. A card is unhealthy while a taint with effect NoSchedule or NoExecute is on
 // it (gpushare.DRADeviceHealthy).
 func newDRAView(objs []*resourceapi.ResourceSlice, claims []*resourceapi.ResourceClaim, want map[string]bool, memo *sliceMemo) *draView {
+	v, pools := readDRAPools(objs, want, memo)
+	for _, cl := range claims {
+		if cl != nil && cl.Status.Allocation != nil {
+			chargeAllocation(pools, cl.Status.Allocation)
+		}
+	}
+	v.finish()
+	memo.prune(objs)
+	return v
+}
+
+// readDRAPools reads the cards of the gpushare pools of the nodes want holds (see
+// newDRAView) into a view without claims, and returns the pools by name.
+func readDRAPools(objs []*resourceapi.ResourceSlice, want map[string]bool, memo *sliceMemo) (*draView, map[string]*draPool) {
 	v := &draView{nodes: map[string]*draNode{}}
 	pools := map[string]*draPool{}
 	for name, ss := range gpushare.DRANewestPools(objs, wantNode(want)) {
-		p := &draPool{node: v.node(*ss[0].Spec.NodeName)}
-		pools[name] = p
-		for _, s := range ss {
-			recs := memo.devices(s)
-			p.devices, p.cards = slices.Grow(p.devices, len(recs)), slices.Grow(p.cards, len(recs))
-			for _, d := range recs {
-				p.devices = append(p.devices, d.name)
-				p.cards = append(p.cards, p.node.addCard(d))
-			}
+		pools[name] = readDRAPool(v.node(*ss[0].Spec.NodeName), ss, memo)
+	}
+	return v, pools
+}
+
+// readDRAPool adds the cards of one pool's slices ss to node n and returns the pool.
+func readDRAPool(n *draNode, ss []*resourceapi.ResourceSlice, memo *sliceMemo) *draPool {
+	p := &draPool{node: n}
+	for _, s := range ss {
+		recs := memo.devices(s)
+		p.devices, p.cards = slices.Grow(p.devices, len(recs)), slices.Grow(p.cards, len(recs))
+		for _, d := range recs {
+			p.devices = append(p.devices, d.name)
+			p.cards = append(p.cards, n.addCard(d))
 		}
 	}
-	var poison []*draNode // nodes whose every card counts as full
-	for _, cl := range claims {
-		if cl == nil || cl.Status.Allocation == nil {
-			continue
-		}
-		for _, r := range cl.Status.Allocation.Devices.Results {
-			p := pools[r.Pool]
-			if p == nil || r.Driver != gpushare.DRADriverName {
-				continue
-			}
-			if i := slices.Index(p.devices, r.Device); i >= 0 {
-				p.node.consume(p.cards[i], &r)
-			} else {
-				poison = append(poison, p.node)
-			}
+	return p
+}
+
+// chargeAllocation charges a's results of the gpushare driver to the cards of pools (see
+// newDRAView); results in other pools are not the view's.
+func chargeAllocation(pools map[string]*draPool, a *resourceapi.AllocationResult) {
+	for i := range a.Devices.Results {
+		r := &a.Devices.Results[i]
+		if p := pools[r.Pool]; p != nil && r.Driver == gpushare.DRADriverName {
+			chargeResult(p, r)
 		}
 	}
-	for _, n := range poison {
+}
+
+// chargePool charges a's results of the gpushare driver in pool name, p, to its cards.
+func chargePool(name string, p *draPool, a *resourceapi.AllocationResult) {
+	for i := range a.Devices.Results {
+		r := &a.Devices.Results[i]
+		if r.Pool == name && r.Driver == gpushare.DRADriverName {
+			chargeResult(p, r)
+		}
+	}
+}
+
+// chargeResult charges r to its card of p; a device p does not list fills every card of
+// p's node (finish).
+func chargeResult(p *draPool, r *resourceapi.DeviceRequestAllocationResult) {
+	if i := slices.Index(p.devices, r.Device); i >= 0 {
+		p.node.consume(p.cards[i], r)
+	} else {
+		p.node.full = true
+	}
+}
+
+// finish finishes every node of the view (draNode.finish).
+func (v *draView) finish() {
+	for _, n := range v.nodes {
+		n.finish()
+	}
+}
+
+// finish fills every card of a node charged with a device its slices do not list, and puts
+// its cards in index order; the pools' card positions no longer hold.
+func (n *draNode) finish() {
+	if n.full {
 		for i := range n.cards {
 			n.cards[i].Used = n.cards[i].Total
 		}
+		n.full = false
 	}
-	for _, n := range v.nodes {
-		slices.SortFunc(n.cards, func(a, b policy.Card) int { return a.Index - b.Index })
-	}
-	memo.prune(objs)
-	return v
+	slices.SortFunc(n.cards, func(a, b policy.Card) int { return a.Index - b.Index })
+}
+
+// clone is a copy of n whose cards can be charged without touching n's.
+func (n *draNode) clone() *draNode {
+	c := *n
+	c.cards = slices.Clone(n.cards)
+	return &c
 }
 
 // draPool is one gpushare pool of the view: its node, its devices' names and the position

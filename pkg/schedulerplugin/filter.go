@@ -3,6 +3,7 @@ package schedulerplugin
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -18,10 +19,11 @@ import (
 var errNotReady = errors.New(Name + ": the gpushare ledger is still syncing its nodes and pods")
 
 // PreFilter reads the pod's gpu-mem request into the cycle state. A pod without gpu-mem is
-// skipped (Filter and the dry-run extensions do not run for it); an invalid request is
-// unschedulable everywhere until the spec is fixed; a pod whose earlier bind may still land
-// is restricted to that bind's node.
-func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod, _ []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+// skipped (Filter and the dry-run extensions do not run for it), except that one whose
+// gpushare claims ask memory is restricted to the nodes whose DRA cards hold them
+// (narrowDRA); an invalid request is unschedulable everywhere until the spec is fixed; a
+// pod whose earlier bind may still land is restricted to that bind's node.
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !p.cache.Ready() {
 		return nil, fwk.AsStatus(errNotReady)
 	}
@@ -32,7 +34,14 @@ func (p *Plugin) PreFilter(_ context.Context, state fwk.CycleState, pod *v1.Pod,
 	s := &cycleState{req: req, pol: p.cache.ForPod(policy.ForChoice(p.pol, req.Choice))}
 	state.Write(stateKey, s)
 	if req.IsZero() {
-		return nil, fwk.NewStatus(fwk.Skip)
+		res, err := p.narrowDRA(ctx, s, pod, nodes)
+		if err != nil {
+			return nil, fwk.AsStatus(fmt.Errorf("%s: reading the pod's claims: %w", Name, err))
+		}
+		if res == nil {
+			return nil, fwk.NewStatus(fwk.Skip)
+		}
+		return res, nil // Filter passes every node of res: the allocator decides there
 	}
 	if node, held := p.cache.HeldOn(pod.UID); held {
 		s.held = node
@@ -52,6 +61,9 @@ func (p *Plugin) Filter(_ context.Context, state fwk.CycleState, _ *v1.Pod, node
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
+	}
+	if s.req.IsZero() {
+		return nil // a claim pod PreFilter narrowed: DynamicResources filters it
 	}
 	obj := nodeInfo.Node()
 	// The name is read only when needed: the node object's memory is seldom in cache here,

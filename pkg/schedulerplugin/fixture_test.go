@@ -95,14 +95,22 @@ type fixture struct {
 	client *fake.Clientset
 }
 
-func start(t *testing.T, args runtime.Object, objs ...runtime.Object) *fixture {
+func start(t testing.TB, args runtime.Object, objs ...runtime.Object) *fixture {
 	t.Helper()
 	return startWithDRA(t, args, nil, objs...)
 }
 
 // startWithDRA is start with dra as the scheduler's DRA manager (nil: none).
-func startWithDRA(t *testing.T, args runtime.Object, dra fwk.SharedDRAManager, objs ...runtime.Object) *fixture {
+func startWithDRA(t testing.TB, args runtime.Object, dra fwk.SharedDRAManager, objs ...runtime.Object) *fixture {
 	t.Helper()
+	if d, ok := dra.(*fakeDRA); ok { // the API server holds what the DRA manager lists
+		for _, s := range d.slices {
+			objs = append(objs, s)
+		}
+		for _, cl := range d.claims {
+			objs = append(objs, cl)
+		}
+	}
 	client := fake.NewClientset(objs...)
 	ct.ReactToBindings(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
@@ -122,11 +130,13 @@ func startWithDRA(t *testing.T, args runtime.Object, dra fwk.SharedDRAManager, o
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return &fixture{pl: pl, client: client}
+	f := &fixture{pl: pl, client: client}
+	waitDRASynced(t, f)
+	return f
 }
 
 // prefilter runs PreFilter on a fresh state and returns it.
-func (f *fixture) prefilter(t *testing.T, pod *v1.Pod) (*testState, *fwk.PreFilterResult, *fwk.Status) {
+func (f *fixture) prefilter(t testing.TB, pod *v1.Pod) (*testState, *fwk.PreFilterResult, *fwk.Status) {
 	t.Helper()
 	st := newState()
 	res, status := f.pl.PreFilter(context.Background(), st, pod, nil)

@@ -45,7 +45,12 @@ type Plugin struct {
 	binder        *binding.Binder
 	parallelizer  fwk.Parallelizer     // nil: PreScore rates the nodes in one goroutine
 	dra           fwk.SharedDRAManager // the scheduler's DRA objects; nil when it runs without DRA
+	draIndex      *draIndex            // the gpushare slices and allocated claims by pool; nil without DRA
 	slices        sliceMemo            // the gpushare ResourceSlices' devices as read, for PreScore
+	draNodes      draNodeMemo          // the DRA nodes as charged from draIndex, for PreScore
+	narrowed      narrowedPods         // claim pods PreFilter narrowed, not placed since (narrowDRA)
+	narrowNext    atomic.Uint64        // where narrowDRA's next window of nodes starts
+	narrowScan    int                  // nodes narrowDRA rates (GPUShareArgs.ClaimNodesToRate; 0: all); -1: no narrowing
 	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
 }
 
@@ -130,6 +135,13 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 			klog.FromContext(ctx).Error(err, "gpushare ledger stopped")
 		}
 	}()
+	var idx *draIndex
+	if h.SharedDRAManager() != nil {
+		rf := h.SharedInformerFactory().Resource().V1()
+		if idx, err = newDRAIndex(rf.ResourceSlices().Informer(), rf.ResourceClaims().Informer()); err != nil {
+			return nil, fmt.Errorf("%s: %w", Name, err)
+		}
+	}
 	wording := reasons.NewWording(res, sel.String())
 	klog.FromContext(ctx).Info("GPUShare plugin ready to sync", "policy", pol.Name(), "nodeSelector", sel.String(),
 		"memResource", res.Mem, "countResource", res.Count, "reservationTTL", args.ReservationTTL.Duration,
@@ -140,9 +152,17 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	// a standby may lead, ending any Binding in flight with the process.
 	return &Plugin{
 		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
-		parallelizer: h.Parallelizer(), dra: h.SharedDRAManager(),
+		parallelizer: h.Parallelizer(), dra: h.SharedDRAManager(), draIndex: idx, narrowScan: narrowScan(args),
 		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
+}
+
+// narrowScan is Plugin.narrowScan from the arguments.
+func narrowScan(a *GPUShareArgs) int {
+	if !*a.ClaimNarrowing {
+		return -1
+	}
+	return int(*a.ClaimNodesToRate)
 }
 
 // Name implements fwk.Plugin.

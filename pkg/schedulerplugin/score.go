@@ -56,21 +56,35 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 		return fwk.AsStatus(err)
 	}
 	if s.req.IsZero() {
-		if s.dra, err = p.readDRAScoring(pod, nodes); err != nil {
-			return fwk.AsStatus(fmt.Errorf("%s: reading the pod's claims: %w", Name, err))
+		if s.dra == nil { // PreFilter reads it where it narrows the nodes (narrowDRA)
+			if s.dra, err = p.readDRAScoring(pod, nodes); err != nil {
+				return fwk.AsStatus(fmt.Errorf("%s: reading the pod's claims: %w", Name, err))
+			}
 		}
 		if s.dra == nil && !p.workloadAware {
 			return fwk.NewStatus(fwk.Skip)
 		}
-		if s.dra != nil && p.workloadAware && p.cache.ObserveClaimShape(pod.UID, s.dra.shape(nodes), cache.HostRequest(pod)) {
-			s.pol = p.cache.ForPod(policy.ForChoice(p.pol, s.req.Choice))
-		}
+		p.learnClaimShape(s, pod, nodes)
 		if s.dra == nil {
 			if s.draCards, err = p.readDRACards(nodes); err != nil {
 				return fwk.AsStatus(fmt.Errorf("%s: reading the DRA back end's cards: %w", Name, err))
 			}
 		}
 	}
+	s.scores = p.rate(ctx, s, pod, nodes)
+	return nil
+}
+
+// learnClaimShape tells a workload-aware policy's ledger the shape of the pod's gpushare
+// claims (cache.ObserveClaimShape), and re-reads the pod's policy when that changed it.
+func (p *Plugin) learnClaimShape(s *cycleState, pod *v1.Pod, nodes []fwk.NodeInfo) {
+	if s.dra != nil && p.workloadAware && p.cache.ObserveClaimShape(pod.UID, s.dra.shape(nodes), cache.HostRequest(pod)) {
+		s.pol = p.cache.ForPod(policy.ForChoice(p.pol, s.req.Choice))
+	}
+}
+
+// rate rates the pod on nodes in parallel pieces (see PreScore), into rates from the pool.
+func (p *Plugin) rate(ctx context.Context, s *cycleState, pod *v1.Pod, nodes []fwk.NodeInfo) *nodeRates {
 	r, _ := p.rates.Get().(*nodeRates)
 	if r == nil {
 		r = &nodeRates{}
@@ -98,8 +112,7 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *v1.Pod
 			rate(piece)
 		}
 	}
-	s.scores = r
-	return nil
+	return r
 }
 
 // Score implements fwk.ScorePlugin. PreScore has rated every node; NormalizeScore turns the

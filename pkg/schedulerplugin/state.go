@@ -25,8 +25,9 @@ type cycleState struct {
 	// from or added to that node (AddPod, RemovePod); nil when none. Clone copies it: each
 	// node's dry run works on its own copy of the state.
 	dryRun map[string]*nodeDryRun
-	// dra is the pod's gpushare claims and the DRA back end's nodes, read by PreScore for a
-	// pod without gpu-mem whose claims ask memory; nil otherwise.
+	// dra is the pod's gpushare claims and the DRA back end's nodes, read for a pod without
+	// gpu-mem whose claims ask memory by PreFilter where it narrows the nodes (narrowDRA),
+	// else by PreScore; nil otherwise.
 	dra *draScoring
 	// draCards is the DRA back end's nodes, read by PreScore for a pod that asks no GPU
 	// memory at all under a workload-aware policy, whose rates weigh every node's cards; nil

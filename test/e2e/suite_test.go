@@ -46,6 +46,7 @@ var suite = []struct {
 	{"NodePreflight", CaseNodePreflight},
 	{"MPSIsolation", CaseMPSIsolation},
 	{"LimitHookRecordsGrant", CaseLimitHookRecordsGrant},
+	{"VerifyIsolation", CaseVerifyIsolation},
 	{"ChaosExtenderKills", CaseChaosExtenderKills},
 	{"ChaosDelayedBinding", CaseChaosDelayedBinding},
 	{"ChaosTenantEdits", CaseChaosTenantEdits},

@@ -305,7 +305,7 @@ func TestGPUShareSchedulerConfig(t *testing.T) {
 			return nil
 		}},
 		{"DynamicResources stays enabled", func() error {
-			// It filters, allocates and prebinds claim pods, which GPUShare only scores.
+			// It filters, allocates and prebinds claim pods; GPUShare narrows and scores them.
 			p := prof.Plugins
 			if p == nil {
 				return nil

@@ -34,6 +34,7 @@ type config struct {
 		Goos    []string
 		Goarch  []string
 		Ldflags []string
+		Tags    []string
 		Ignore  []struct{ Goos, Goarch string }
 	}
 	Archives []archive
@@ -134,7 +135,15 @@ func TestBuilds(t *testing.T) {
 		// kube-scheduler and the OCI runtimes that run the hook: linux nodes only.
 		"gpushare-scheduler":  {{"linux", "amd64"}, {"linux", "arm64"}},
 		"gpushare-limit-hook": {{"linux", "amd64"}, {"linux", "arm64"}},
+		// Run in containers on linux nodes; the static variant goes into the share-plugin image.
+		"gpushare-probe":        {{"linux", "amd64"}, {"linux", "arm64"}},
+		"gpushare-probe-static": {{"linux", "amd64"}, {"linux", "arm64"}},
 	}
+	// Builds of a command under another name, with the build tags that make them differ.
+	variants := map[string]struct {
+		cmd  string
+		tags []string
+	}{"gpushare-probe-static": {cmd: "gpushare-probe", tags: []string{"nocuda"}}}
 	for _, d := range dirs {
 		if _, ok := want[filepath.Base(d)]; !ok {
 			t.Errorf("%s: a command the release does not build; add it to .goreleaser.yaml and here", d)
@@ -151,8 +160,15 @@ func TestBuilds(t *testing.T) {
 			if b.Binary != b.ID {
 				t.Errorf("binary %q, want %q (the name users and images run)", b.Binary, b.ID)
 			}
-			if src := filepath.Join(b.Dir, b.Main); src != "cmd/"+b.ID {
-				t.Errorf("builds %s, want cmd/%s", src, b.ID)
+			cmd, tags := b.ID, []string(nil)
+			if v, ok := variants[b.ID]; ok {
+				cmd, tags = v.cmd, v.tags
+			}
+			if src := filepath.Join(b.Dir, b.Main); src != "cmd/"+cmd {
+				t.Errorf("builds %s, want cmd/%s", src, cmd)
+			}
+			if !slices.Equal(b.Tags, tags) {
+				t.Errorf("tags %v, want %v", b.Tags, tags)
 			}
 			var got [][]string
 			for _, os := range b.Goos {

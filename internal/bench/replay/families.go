@@ -5,6 +5,7 @@ import (
 	"html"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -24,11 +25,23 @@ var Families = []string{
 	"gpuspec10", "gpuspec20", "gpuspec25", "multigpu20", "multigpu30", "multigpu40",
 }
 
-// FamilyRow is one family: ours (nil when not run) against FGD's figure.
+// FamilyRow is one family: ours (nil when not run) against FGD's figure and the bound
+// (nil when not computed; bound.json, RunBound).
 type FamilyRow struct {
 	Trace string
 	Ours  *Cell
 	FGD   float64
+	Bound *Cell
+}
+
+// WithBounds sets each row's bound from bounds (trace → cell, CollectBounds).
+func WithBounds(rows []FamilyRow, bounds map[string]*Cell) []FamilyRow {
+	for i := range rows {
+		if c := bounds[rows[i].Trace]; c != nil && c.Runs > 0 {
+			rows[i].Bound = c
+		}
+	}
+	return rows
 }
 
 // Modes are the modes of t, sorted.
@@ -79,35 +92,93 @@ func Summarize(rows []FamilyRow) FamilySummary {
 }
 
 // WriteFamilies writes the family table: ours (mean ± sd, runs, pods/s) next to FGD's
-// published figure, the difference, and the summary over the families run.
+// published figure, the difference, and the summary over the families run. When some row
+// has a bound, the table also has the bound (mean ± sd over its seeds) and ours' and FGD's
+// distance to it.
 func WriteFamilies(w io.Writer, label string, rows []FamilyRow) error {
+	withBound := slices.ContainsFunc(rows, func(r FamilyRow) bool { return r.Bound != nil })
 	var b strings.Builder
-	fmt.Fprintf(&b, "Unallocated GPU %% at 100 %% arrived workload: %s vs FGD (published, seeds 42–51)\n\n", label)
-	b.WriteString("| trace | ours | FGD | ours − FGD | ours/FGD | pods/s |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "Unallocated GPU %% at 100 %% arrived workload: %s vs FGD (published, seeds 42–51)", label)
+	if withBound {
+		b.WriteString(" and the bound no scheduler can beat (internal/bench/bound)")
+	}
+	b.WriteString("\n\n")
+	if withBound {
+		b.WriteString("| trace | bound | ours | FGD | ours − FGD | ours/FGD | ours − bound | FGD − bound | pods/s |\n|---|---|---|---|---|---|---|---|---|\n")
+	} else {
+		b.WriteString("| trace | ours | FGD | ours − FGD | ours/FGD | pods/s |\n|---|---|---|---|---|---|\n")
+	}
+	var boundSum, fgdSum, oursSum float64
+	var bounded, bothBounded int
 	for _, r := range rows {
-		if r.Ours == nil {
-			fmt.Fprintf(&b, "| %s | – | %.2f | | | |\n", r.Trace, r.FGD)
-			continue
+		bnd := ""
+		if withBound {
+			bnd = " – |"
+			if r.Bound != nil {
+				bnd = " " + meanCell(r.Bound) + " |"
+				bounded++
+				boundSum += r.Bound.Mean
+				fgdSum += r.FGD
+			}
 		}
-		ours := fmt.Sprintf("%.2f (1)", r.Ours.Mean)
-		if r.Ours.Runs > 1 {
-			ours = fmt.Sprintf("%.2f ± %.2f (%d)", r.Ours.Mean, r.Ours.SD, r.Ours.Runs)
+		if r.Ours == nil {
+			fmt.Fprintf(&b, "| %s |%s – | %.2f | | |", r.Trace, bnd, r.FGD)
+			if withBound {
+				b.WriteString(" |" + boundDiff(r.FGD, r.Bound) + " |")
+			}
+			b.WriteString(" |\n")
+			continue
 		}
 		mark := ""
 		if r.Ours.Mean <= r.FGD {
 			mark = " ✓"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %.2f | %+.2f%s | %.3f | %.0f |\n", r.Trace, ours, r.FGD, r.Ours.Mean-r.FGD, mark, r.Ours.Mean/r.FGD, r.Ours.PodsPerSec)
+		fmt.Fprintf(&b, "| %s |%s %s | %.2f | %+.2f%s | %.3f |", r.Trace, bnd, meanCell(r.Ours), r.FGD, r.Ours.Mean-r.FGD, mark, r.Ours.Mean/r.FGD)
+		if withBound {
+			fmt.Fprintf(&b, "%s |%s |", boundDiff(r.Ours.Mean, r.Bound), boundDiff(r.FGD, r.Bound))
+			if r.Bound != nil {
+				bothBounded++
+				oursSum += r.Ours.Mean - r.Bound.Mean
+			}
+		}
+		fmt.Fprintf(&b, " %.0f |\n", r.Ours.PodsPerSec)
 	}
 	s := Summarize(rows)
 	if s.Families > 0 {
-		fmt.Fprintf(&b, "| **mean of %d** | **%.2f** | **%.2f** | **%+.2f** (%+.1f %%) | %.3f | |\n", s.Families, s.Ours, s.FGD, s.Ours-s.FGD, 100*s.Relative, s.Ours/s.FGD)
+		if withBound {
+			fmt.Fprintf(&b, "| **mean of %d** | | **%.2f** | **%.2f** | **%+.2f** (%+.1f %%) | %.3f | | | |\n", s.Families, s.Ours, s.FGD, s.Ours-s.FGD, 100*s.Relative, s.Ours/s.FGD)
+		} else {
+			fmt.Fprintf(&b, "| **mean of %d** | **%.2f** | **%.2f** | **%+.2f** (%+.1f %%) | %.3f | |\n", s.Families, s.Ours, s.FGD, s.Ours-s.FGD, 100*s.Relative, s.Ours/s.FGD)
+		}
 		fmt.Fprintf(&b, "\nAt or below FGD on %d of %d families.\n", s.AtOrBelow, s.Families)
+	}
+	if bounded > 0 {
+		fmt.Fprintf(&b, "\nBound: mean %.2f over %d families; FGD − bound: mean %+.2f.", boundSum/float64(bounded), bounded, (fgdSum-boundSum)/float64(bounded))
+		if bothBounded > 0 {
+			fmt.Fprintf(&b, " Ours − bound: mean %+.2f over %d families.", oursSum/float64(bothBounded), bothBounded)
+		}
+		b.WriteString("\n")
 	}
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("writing family table: %w", err)
 	}
 	return nil
+}
+
+// meanCell is "mean ± sd (runs)", or "mean (1)" for one run.
+func meanCell(c *Cell) string {
+	if c.Runs > 1 {
+		return fmt.Sprintf("%.2f ± %.2f (%d)", c.Mean, c.SD, c.Runs)
+	}
+	return fmt.Sprintf("%.2f (1)", c.Mean)
+}
+
+// boundDiff is " v − bound" as a signed figure, or "" without a bound.
+func boundDiff(v float64, bound *Cell) string {
+	if bound == nil {
+		return ""
+	}
+	return fmt.Sprintf(" %+.2f", v-bound.Mean)
 }
 
 // WriteFamiliesSVG draws one pair of bars per family: ours (with its sd as a whisker) and

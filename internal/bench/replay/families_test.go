@@ -61,3 +61,38 @@ func TestFamilies(t *testing.T) {
 		t.Errorf("%d rects in the chart, want %d", n, want)
 	}
 }
+
+func TestFamiliesWithBounds(t *testing.T) {
+	tab := Table{"offline": {"fgd": {
+		"default":    {Runs: 2, Mean: 4.50, SD: 0.10, PodsPerSec: 600},
+		"gpushare40": {Runs: 1, Mean: 6.50, PodsPerSec: 500},
+	}}}
+	rows := WithBounds(tab.FamilyRows("offline", "fgd"), map[string]*Cell{
+		"default": {Runs: 2, Mean: 2.75, SD: 0.05},
+		"cpu050":  {Runs: 1, Mean: 2.00},
+	})
+	var b bytes.Buffer
+	if err := WriteFamilies(&b, "fgd offline", rows); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"| trace | bound | ours | FGD | ours − FGD | ours/FGD | ours − bound | FGD − bound | pods/s |",
+		"| default | 2.75 ± 0.05 (2) | 4.50 ± 0.10 (2) | 4.77 | -0.27 ✓ | 0.943 | +1.75 | +2.02 | 600 |",
+		"| gpushare40 | – | 6.50 (1) | 6.04 | +0.46 | 1.076 | | | 500 |",
+		"| cpu050 | 2.00 (1) | – | 5.00 | | | | +3.00 | |",
+		"Bound: mean 2.38 over 2 families; FGD − bound: mean +2.51. Ours − bound: mean +1.75 over 1 families.",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	// Every row has as many cells as the header.
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "| ") {
+			if n := strings.Count(line, "|"); n != 10 {
+				t.Errorf("%d bars in %q, want 10", n, line)
+			}
+		}
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/gpushare/gpushare/internal/bench/metrics"
-	"github.com/gpushare/gpushare/internal/bench/parallel"
 )
 
 // ExtenderProbe says where to read the extender's figures; nil in the plain phase.
@@ -95,109 +94,37 @@ func (b *Bench) RunPhase(ctx context.Context, name string, n int, timeout time.D
 	if c := w.snapshot(); c.Present > 0 {
 		return res, fmt.Errorf("set %s already has %d pods; delete them first", name, c.Present)
 	}
-	var before metrics.Scrape
-	var procBefore ProcStats
+	var before extenderMark
 	if probe != nil {
-		if before, procBefore, err = probe.read(ctx); err != nil {
+		if before, err = readExtender(ctx, probe); err != nil {
 			return res, err
 		}
 	}
-
 	shapes := podSet(n)
-	pod := b.Objects.Pod
-	if b.Objects.DRA {
-		// The claims exist before the timing starts: it measures scheduling, and a
-		// ResourceClaimTemplate's claim would be made by kube-controller-manager, not here.
-		klog.InfoS("creating resource claims", "set", name, "count", n, "workers", b.workers())
-		t := time.Now()
-		if err := b.createClaims(ctx, name, shapes); err != nil {
-			return res, err
-		}
-		res.ClaimCreateSeconds = time.Since(t).Seconds()
-		pod = b.Objects.DRAPod
+	pod, err := b.phasePods(ctx, name, shapes, &res)
+	if err != nil {
+		return res, err
 	}
 	// CPU is counted from here, as the rate: the claims made before are not scheduling.
-	var schedBefore, apiBefore ProcStats
-	if schedulerPID > 0 {
-		if schedBefore, err = readProc(schedulerPID); err != nil {
-			return res, err
-		}
-	}
-	if b.APIServerPID > 0 {
-		if apiBefore, err = readProc(b.APIServerPID); err != nil {
-			return res, err
-		}
-	}
-	klog.InfoS("creating pods", "set", name, "count", n, "workers", b.workers())
-	start := time.Now()
-	err = parallel.ForEach(ctx, n, b.workers(), func(ctx context.Context, i int) error {
-		return b.createPod(ctx, pod(name, i, shapes[i]))
-	})
+	cpu, err := b.startCPU(schedulerPID)
 	if err != nil {
 		return res, err
 	}
-	res.CreateSeconds = time.Since(start).Seconds()
-	c, err := w.waitFor(ctx, "every pod of "+name+" bound", timeout, func(c counts) bool { return c.Bound >= n })
-	if err != nil {
+	if err := b.createAndWait(ctx, w, name, shapes, pod, timeout, &res); err != nil {
 		return res, err
 	}
-	res.Seconds = c.LastBound.Sub(start).Seconds()
-	res.PodsPerSecond = float64(n) / res.Seconds
-	res.LoadAfter = loadAvg()
-	if schedulerPID > 0 {
-		schedAfter, err := readProc(schedulerPID)
-		if err != nil {
-			return res, err
-		}
-		res.SchedulerCPUSeconds = schedAfter.CPUSeconds - schedBefore.CPUSeconds
-	}
-	if b.APIServerPID > 0 {
-		apiAfter, err := readProc(b.APIServerPID)
-		if err != nil {
-			return res, err
-		}
-		res.APIServerCPUSeconds = apiAfter.CPUSeconds - apiBefore.CPUSeconds
+	if err := cpu.finish(&res); err != nil {
+		return res, err
 	}
 	klog.InfoS("phase done", "set", name, "pods", n, "seconds", res.Seconds, "podsPerSecond", res.PodsPerSecond)
-
 	if probe != nil {
-		after, procAfter, err := probe.read(ctx)
+		after, err := readExtender(ctx, probe)
 		if err != nil {
 			return res, err
 		}
-		res.Extender = &ExtenderFigures{
-			Filter:       metrics.Between(before, after, metrics.FilterSeconds),
-			Prioritize:   metrics.Between(before, after, metrics.PrioritizeSeconds),
-			Bind:         metrics.Between(before, after, metrics.BindSeconds),
-			CPUSeconds:   procAfter.CPUSeconds - procBefore.CPUSeconds,
-			RSSMiB:       mib(procAfter.RSSBytes),
-			HWMMiB:       mib(procAfter.HWMBytes),
-			HeapInuseMiB: after.Values[metrics.HeapInuse] / (1 << 20),
-		}
+		res.Extender = extenderFigures(before, after)
 	}
-	// kube-scheduler alone binds device-plugin pods without choosing cards: nothing to check.
-	if probe == nil && b.Objects.SchedulerName == "" && !b.Objects.DRA {
-		return res, nil
-	}
-	pods, err := w.pods()
-	if err != nil {
-		return res, err
-	}
-	if b.Objects.DRA {
-		claims, err := b.setClaims(ctx, name)
-		if err != nil {
-			return res, err
-		}
-		cc := checkClaims(pods, claims, b.Objects.CardUnits*unitBytes())
-		res.Claims = &cc
-		return res, nil
-	}
-	cards, err := checkCards(b.Objects.Resources, pods, b.Objects.CardUnits)
-	if err != nil {
-		return res, err
-	}
-	res.Cards = &cards
-	return res, nil
+	return res, b.checkPhase(ctx, w, name, probe != nil, &res)
 }
 
 // DeleteSet deletes every pod of the set (grace 0: no kubelet would confirm), waits until

@@ -8,6 +8,8 @@
 //	gpushare-replay table DIR...    # markdown table of every summary.json below DIR
 //	gpushare-replay families [--mode M --policy fgd --chart f.svg] DIR...
 //	                                # the 13 trace families against FGD's published figures
+//	gpushare-replay bound --nodes N.csv --pods P.csv --seed 42 --out DIR
+//	                                # the least unallocated GPU % any scheduler can reach, bounded
 //	gpushare-replay churn --policy fgd --nodes N.csv --pods P.csv --out DIR
 //	                                # offline under churn: pods leave, a pending queue
 //	gpushare-replay churn-report [--chart f.svg --trace default] DIR...
@@ -27,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/gpushare/gpushare/internal/bench/bound"
 	"github.com/gpushare/gpushare/internal/bench/replay"
 	"github.com/gpushare/gpushare/internal/flagenv"
 )
@@ -97,7 +100,7 @@ func newCommand() *cobra.Command {
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
 	flagenv.Bind(fs, flagenv.LegacyPrefix("GPUSHARE_REPLAY_"))
-	cmd.AddCommand(newChartCommand(), newTableCommand(), newFamiliesCommand(), newChurnCommand(), newChurnReportCommand())
+	cmd.AddCommand(newChartCommand(), newTableCommand(), newFamiliesCommand(), newBoundCommand(), newChurnCommand(), newChurnReportCommand())
 	return cmd
 }
 
@@ -192,7 +195,7 @@ func newFamiliesCommand() *cobra.Command {
 	var mode, policy, chart string
 	cmd := &cobra.Command{
 		Use:   "families DIR...",
-		Short: "Print the trace-family table (one policy and mode, unallocated % at 100 % arrival, seeds averaged) next to FGD's published figures",
+		Short: "Print the trace-family table (one policy and mode, unallocated % at 100 % arrival, seeds averaged) next to FGD's published figures and the bound (bound.json below DIR, if any)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(_ *cobra.Command, dirs []string) error {
 			ss, err := replay.CollectSummaries(dirs)
@@ -200,6 +203,13 @@ func newFamiliesCommand() *cobra.Command {
 				return err
 			}
 			tab := replay.Aggregate(ss)
+			bounds, err := replay.CollectBounds(dirs)
+			if err != nil {
+				return err
+			}
+			if mode == "" && len(ss) == 0 && len(bounds) > 0 {
+				mode = "none" // bounds only: no policy's results to pick
+			}
 			if mode == "" {
 				modes := tab.Modes()
 				if len(modes) != 1 {
@@ -207,11 +217,15 @@ func newFamiliesCommand() *cobra.Command {
 				}
 				mode = modes[0]
 			}
-			rows := tab.FamilyRows(mode, policy)
-			if replay.Summarize(rows).Families == 0 {
+			rows := replay.WithBounds(tab.FamilyRows(mode, policy), bounds)
+			if replay.Summarize(rows).Families == 0 && len(bounds) == 0 {
 				return fmt.Errorf("no %s results of policy %s for a trace family below %s", mode, policy, strings.Join(dirs, ", "))
 			}
-			if err := replay.WriteFamilies(os.Stdout, fmt.Sprintf("%s (%s)", policy, mode), rows); err != nil {
+			label := fmt.Sprintf("%s (%s)", policy, mode)
+			if len(ss) == 0 {
+				label = "no policy's results"
+			}
+			if err := replay.WriteFamilies(os.Stdout, label, rows); err != nil {
 				return err
 			}
 			if chart == "" {
@@ -250,4 +264,35 @@ func newTableCommand() *cobra.Command {
 			return replay.Aggregate(ss).WriteMarkdown(os.Stdout)
 		},
 	}
+}
+
+func newBoundCommand() *cobra.Command {
+	var o replay.Options
+	var bo bound.Options
+	cmd := &cobra.Command{
+		Use:   "bound --nodes N.csv --pods P.csv --seed S --out DIR",
+		Short: "Write bound.json: a lower bound on the unallocated GPU % at 100 % arrival that any scheduler reaches with the same arrived pods",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.NodesPath == "" || o.PodsPath == "" || o.OutDir == "" {
+				return fmt.Errorf("--nodes, --pods and --out are required")
+			}
+			o.Unit = replay.UnitMilli
+			s, err := replay.RunBound(cmd.Context(), o, bo)
+			if err != nil {
+				return err
+			}
+			fmt.Println(s.Line())
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&o.NodesPath, "nodes", "", "node CSV (openb_node_list_gpu_node.csv)")
+	fs.StringVar(&o.PodsPath, "pods", "", "pod CSV (openb_pod_list_*.csv)")
+	fs.Int64Var(&o.Seed, "seed", 42, "shuffle and tuning seed, as the replay's")
+	fs.Float64Var(&o.Tune, "tune", 1.3, "tuning, as the replay's")
+	fs.StringVar(&o.OutDir, "out", "", "folder for bound.json")
+	fs.IntVar(&bo.MaxPodClasses, "max-pod-classes", 0, "round pods' cpu and memory down until at most this many pod classes remain (0: the default, 160)")
+	fs.IntVar(&bo.MaxRounds, "max-rounds", 0, "rounds of cuts (0: the default, 12)")
+	return cmd
 }
