@@ -138,6 +138,10 @@ bench-families: ## The 13 trace families offline, seeds 42-51 [POLICY=fgd ROOT B
 bench-bound: ## The bound (least unallocated GPU % any scheduler can reach, bounded) of the 13 trace families, seeds 42-51, no cluster [TRACES SEEDS ROOT]; with bench-families' results when in the same ROOT
 	ROOT=$(or $(ROOT),$(CURDIR)/_output/replay-families-$(shell git rev-parse --short HEAD)) hack/bench/bound.sh
 
+.PHONY: bench-churn
+bench-churn: ## Offline replay under churn (pods leave after their run time, FIFO pending queue): [FAMILY=<one family; default all 13> POLICY=<one scheduler; default binpack fgd kube-scheduler-dra fgd-dra> SEED=42]; churn.md and churn-default.svg in _output/replay-churn
+	$(if $(FAMILY),FAMILIES=$(FAMILY)) $(if $(POLICY),SCHEDULERS="$(POLICY)") hack/bench/churn.sh
+
 .PHONY: bench-replay-matrix
 bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no BOUND=yes]; table.md, charts and family tables with the bound in _output/replay-matrix
 	MODE=$(MODE) hack/bench/replay-matrix.sh

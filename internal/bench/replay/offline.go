@@ -79,6 +79,57 @@ const (
 // nodes' capacity in all.
 // progress (may be nil) gets a bar. Errors: an unknown tie mode, ctx cancelled.
 func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pods []PodSpec, rec *recorder, progress io.Writer) (time.Duration, error) {
+	o, capacity, err := newOffline(cfg, nodes)
+	if err != nil {
+		return 0, err
+	}
+	bar := newProgress(progress, len(pods))
+	defer bar.Done()
+	learn := newLearner(cfg.Policy, capacity)
+	start := time.Now()
+	for i, pod := range pods {
+		if i%256 == 0 {
+			if err := ctx.Err(); err != nil {
+				return time.Since(start), err
+			}
+		}
+		bar.Update(rec.Record(pod, o.place(learn.next(o, pod), pod)), rec)
+	}
+	return time.Since(start), nil
+}
+
+// learner gives a policy.WorkloadAware policy the workload seen so far.
+type learner struct {
+	base     policy.Policy
+	wa       policy.WorkloadAware // nil: the policy does not learn
+	shapes   policy.ShapeCounter
+	cons     *modelConstraints
+	capacity policy.Capacity
+}
+
+func newLearner(p policy.Policy, capacity policy.Capacity) *learner {
+	wa, _ := p.(policy.WorkloadAware)
+	return &learner{base: p, wa: wa, cons: &modelConstraints{ids: map[string]policy.Constraint{}}, capacity: capacity}
+}
+
+// next counts pod's shape and returns the policy to place it with: the base policy, or a
+// policy.WorkloadAware one given the typical shapes of the pods seen so far, this one
+// included, and the nodes' capacity in all.
+func (l *learner) next(o *offline, pod PodSpec) policy.Policy {
+	if l.wa == nil {
+		return l.base
+	}
+	l.shapes.Add(podRequest(o.cfg.Units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}, l.cons.of(pod, o.state))
+	w := l.shapes.Workload(policy.WorkloadCoverage, policy.WorkloadMaxShapes)
+	if len(l.cons.specs) > 0 {
+		w = w.ByScarcity(policy.ReachOf(o.nodes(), len(l.cons.specs)+1))
+	}
+	return l.wa.WithWorkload(w, l.capacity)
+}
+
+// newOffline validates cfg (defaults filled in) and returns the replay's state over nodes,
+// empty, and their capacity in all. Errors: an unknown tie, CPU-only pod or DRA mode.
+func newOffline(cfg offlineConfig, nodes []NodeSpec) (*offline, policy.Capacity, error) {
 	switch cfg.CPUPods {
 	case "":
 		cfg.CPUPods = CPUFirstFit
@@ -89,50 +140,27 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 			cfg.CPUPods = CPURanked
 		}
 	default:
-		return 0, fmt.Errorf("offline CPU-only pods %q: want %q, %q, %q or %q", cfg.CPUPods, CPUFirstFit, CPURandom, CPURanked, CPUExtender)
+		return nil, policy.Capacity{}, fmt.Errorf("offline CPU-only pods %q: want %q, %q, %q or %q", cfg.CPUPods, CPUFirstFit, CPURandom, CPURanked, CPUExtender)
 	}
 	if err := cfg.checkDRA(); err != nil {
-		return 0, err
+		return nil, policy.Capacity{}, err
 	}
 	switch cfg.Ties {
 	case "":
 		cfg.Ties = TiesFirst
 	case TiesFirst, TiesRandom, TiesRandomScore:
 	default:
-		return 0, fmt.Errorf("offline ties %q: want %q, %q or %q", cfg.Ties, TiesFirst, TiesRandom, TiesRandomScore)
+		return nil, policy.Capacity{}, fmt.Errorf("offline ties %q: want %q, %q or %q", cfg.Ties, TiesFirst, TiesRandom, TiesRandomScore)
 	}
 	state, capacity := newOfflineNodes(cfg.Units, nodes)
 	o := &offline{cfg: cfg, state: state, rng: rand.New(rand.NewSource(cfg.Seed)), view: make([]policy.Node, len(state))}
 	if cfg.Ties == TiesRandomScore {
 		var err error
 		if o.standalone, err = newStandaloneScorer(); err != nil {
-			return 0, err
+			return nil, policy.Capacity{}, err
 		}
 	}
-	bar := newProgress(progress, len(pods))
-	defer bar.Done()
-	wa, learns := cfg.Policy.(policy.WorkloadAware)
-	var shapes policy.ShapeCounter
-	cons := &modelConstraints{ids: map[string]policy.Constraint{}}
-	start := time.Now()
-	for i, pod := range pods {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return time.Since(start), err
-			}
-		}
-		pol := cfg.Policy
-		if learns {
-			shapes.Add(podRequest(cfg.Units, pod), policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}, cons.of(pod, state))
-			w := shapes.Workload(policy.WorkloadCoverage, policy.WorkloadMaxShapes)
-			if len(cons.specs) > 0 {
-				w = w.ByScarcity(policy.ReachOf(o.nodes(), len(cons.specs)+1))
-			}
-			pol = wa.WithWorkload(w, capacity)
-		}
-		bar.Update(rec.Record(pod, o.place(pol, pod)), rec)
-	}
-	return time.Since(start), nil
+	return o, capacity, nil
 }
 
 // newOfflineNodes returns nodes empty, each card of units' size for its model, and their
@@ -176,6 +204,9 @@ type offline struct {
 	idx        []int
 	scores     []float64
 	priorities []int64
+	// lastUsage is the card usage of the last placement applied (replayChurn releases it
+	// when the pod leaves).
+	lastUsage gpushare.CardUnits
 }
 
 // nodes returns every node as the policy sees it (a buffer reused from call to call).
@@ -259,6 +290,7 @@ func (o *offline) apply(n *offlineNode, pod PodSpec, pl policy.Placement) string
 	n.policy.Host.MemoryMiB -= pod.MemoryMiB
 	n.load.add(pod.MilliCPU, pod.MemoryMiB)
 	n.pods++
+	o.lastUsage = pl.Usage
 	for k := range n.policy.Cards {
 		n.policy.Cards[k].Used += pl.Usage[n.policy.Cards[k].Index]
 	}

@@ -10,6 +10,9 @@
 //	                                # the 13 trace families against FGD's published figures
 //	gpushare-replay bound --nodes N.csv --pods P.csv --seed 42 --out DIR
 //	                                # the least unallocated GPU % any scheduler can reach, bounded
+//	gpushare-replay churn --policy fgd --nodes N.csv --pods P.csv --out DIR
+//	                                # offline under churn: pods leave, a pending queue
+//	gpushare-replay churn-report [--chart f.svg --trace default] DIR...
 package main
 
 import (
@@ -97,7 +100,7 @@ func newCommand() *cobra.Command {
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
 	flagenv.Bind(fs, flagenv.LegacyPrefix("GPUSHARE_REPLAY_"))
-	cmd.AddCommand(newChartCommand(), newTableCommand(), newFamiliesCommand(), newBoundCommand())
+	cmd.AddCommand(newChartCommand(), newTableCommand(), newFamiliesCommand(), newBoundCommand(), newChurnCommand(), newChurnReportCommand())
 	return cmd
 }
 
