@@ -2,7 +2,15 @@
 
 package e2e
 
-import "testing"
+import (
+	"flag"
+	"math/rand/v2"
+	"testing"
+)
+
+// shuffle runs the suite in a random order from this seed (0: the table's order), to show
+// that no case depends on the ones before it: make e2e E2E_FLAGS='-args -e2e.shuffle=7'.
+var shuffle = flag.Uint64("e2e.shuffle", 0, "run the suite's cases in a random order from this seed (0: in order)")
 
 // suite is the e2e suite in the order it runs. Each case undoes what it changes in its own
 // t.Cleanup (namespaces, kwok nodes, components restarted with other settings, node labels)
@@ -79,7 +87,13 @@ var suite = []struct {
 // TestE2E runs the suite in order, each case as a subtest that fails when the case leaves
 // the cluster changed (restore.go), so that no case depends on the one before it.
 func TestE2E(t *testing.T) {
-	for _, c := range suite {
+	cases := suite
+	if *shuffle != 0 {
+		cases = append(cases[:0:0], suite...)
+		rand.New(rand.NewPCG(*shuffle, 0)).Shuffle(len(cases), func(i, j int) { cases[i], cases[j] = cases[j], cases[i] })
+		t.Logf("cases in the order of seed %d", *shuffle)
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := takeBaseline(t, env)
 			// Registered first, so it runs after every cleanup the case registers.
