@@ -7,12 +7,12 @@ type claims struct{ p *Plugin }
 
 // Claims returns every pod of the pod view with its claim (claimOf), all read from one
 // snapshot of the ledger.
-func (c claims) Claims() []watchdog.PodClaim {
+func (c claims) Grants() []watchdog.PodGrant {
 	grants := c.p.ledger.snapshot()
 	pods := c.p.podsOnNode()
-	out := make([]watchdog.PodClaim, 0, len(pods))
+	out := make([]watchdog.PodGrant, 0, len(pods))
 	for _, pod := range pods {
-		out = append(out, watchdog.PodClaim{Pod: pod, Claim: c.p.claimOf(pod, grants)})
+		out = append(out, watchdog.PodGrant{Pod: pod, Grant: c.p.claimOf(pod, grants)})
 	}
 	return out
 }

@@ -26,8 +26,8 @@ func TestClaimsForTheWatchdog(t *testing.T) {
 			e.plugin.ledger.refuse(pod)
 		}
 	}
-	for _, pc := range (claims{e.plugin}).Claims() {
-		byName[pc.Pod.Name] = pc.Claim
+	for _, pc := range (claims{e.plugin}).Grants() {
+		byName[pc.Pod.Name] = pc.Grant
 	}
 	want := map[string]gpushare.PodAllocation{
 		"annotated": app(gpushare.CardUnits{0: 4}),
