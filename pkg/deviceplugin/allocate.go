@@ -103,12 +103,12 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	if err := p.writeProgress(ctx, c, d, done, all); err != nil {
 		return nil, status.Errorf(codes.Unavailable, "gpushare: recording allocation of pod %s container %q: %v", klog.KObj(c.pod), c.cont.Name, err)
 	}
-	p.ledger.grantContainers(c.pod, d.claim, p.informerHas(c.pod), c.cont.Ref)
+	p.ledger.grantContainers(c.pod, d.alloc, p.informerHas(c.pod), c.cont.Ref)
 	env := containerEnv(c, d.cards)
 	maps.Copy(env, mpsEnv)
 	if d.placed {
 		p.node.Recorder().Eventf(c.pod, corev1.EventTypeNormal, eventCardChosen,
-			"share-plugin chose the pod's cards (%s) because it had no valid allocation: %v", usageString(d.claim.CardUsage(c.pod)), d.why)
+			"share-plugin chose the pod's cards (%s) because it had no valid allocation: %v", usageString(d.alloc.CardUsage(c.pod)), d.why)
 	}
 	klog.InfoS("Allocated", "pod", klog.KObj(c.pod), "container", c.cont.Name, "units", n,
 		"cards", env[gpushare.EnvIndex], "uuids", env[gpushare.EnvVisibleDevices], "perCard", d.units, "placedByPlugin", d.placed, "podAssigned", all,

@@ -76,7 +76,7 @@ func (p *Plugin) drifted(pod *corev1.Pod, grants snapshot) (gpushare.PodAllocati
 			return gpushare.PodAllocation{}, false
 		}
 	}
-	truth := grants.claim(pod.UID)
+	truth := grants.granted(pod.UID)
 	if req.ValidateAllocationOn(truth, p.cards.Has) != nil {
 		return gpushare.PodAllocation{}, false
 	}

@@ -26,8 +26,8 @@ const placementPolicy = "binpack"
 type cardDecision struct {
 	cards []gpushare.Device // the container's cards, index order
 	units []int64           // units on each of cards
-	// claim is the pod's whole allocation once this container is served.
-	claim gpushare.PodAllocation
+	// alloc is the pod's whole allocation once this container is served.
+	alloc gpushare.PodAllocation
 	// placed is true when the plugin chose the pod's cards itself; why says why the pod's
 	// own allocation was not used.
 	placed bool
@@ -78,24 +78,24 @@ func (p *Plugin) isolationRefusal(c candidate, iso gpushare.Isolation, isoErr er
 // allocation that does not resolve on this node.
 func (p *Plugin) decideCards(c candidate, view nodeView) (cardDecision, error) {
 	held := p.heldByOthers(view, c.pod.UID)
-	granted := view.grants.claim(c.pod.UID)
-	_, alloc, why := p.validAllocation(c.pod)
+	granted := view.grants.granted(c.pod.UID)
+	_, recorded, why := p.validAllocation(c.pod)
 	var d cardDecision
 	if why == nil || len(granted.For(c.cont.Ref)) > 0 {
-		d.claim = mergeClaim(alloc, granted)
+		d.alloc = mergeAllocation(recorded, granted)
 	} else {
 		pl, err := p.place(c, held)
 		if err != nil {
 			return cardDecision{}, &refusal{msg: fmt.Sprintf("pod %s has no valid allocation (%v) and no card of node %s has room for it: %v; %s",
 				klog.KObj(c.pod), why, p.node.Name(), err, p.heldString(held))}
 		}
-		d.claim, d.placed, d.why = mergeClaim(pl, granted), true, why
+		d.alloc, d.placed, d.why = mergeAllocation(pl, granted), true, why
 	}
-	cards, units, err := cardsOf(c, d.claim, p.cards)
+	cards, units, err := cardsOf(c, d.alloc, p.cards)
 	if err != nil {
 		return cardDecision{}, err
 	}
-	usage := d.claim.CardUsage(c.pod)
+	usage := d.alloc.CardUsage(c.pod)
 	var short []string
 	for _, card := range cards {
 		if held[card.Index]+usage[card.Index] > card.Units {
@@ -137,22 +137,22 @@ func (p *Plugin) validAllocation(pod *corev1.Pod) (gpushare.PodRequest, gpushare
 	return req, a, nil
 }
 
-// claimOf is what a pod holds in the ledger: its valid allocation (a bound pod's allocation
-// holds its cards even before kubelet admits it), overridden by what this process granted it. A
-// pod with neither holds nothing: it gets cards when admitted. Nor does a pod whose
-// admission Allocate refused.
-func (p *Plugin) claimOf(pod *corev1.Pod, grants snapshot) gpushare.PodAllocation {
+// allocationOf is what a pod holds in the ledger: its valid allocation (a bound pod's
+// allocation holds its cards even before kubelet admits it), overridden by what this process
+// granted it. A pod with neither holds nothing: it gets cards when admitted. Nor does a pod
+// whose admission Allocate refused.
+func (p *Plugin) allocationOf(pod *corev1.Pod, grants snapshot) gpushare.PodAllocation {
 	if grants.refused(pod.UID) {
 		return gpushare.PodAllocation{}
 	}
 	_, base, _ := p.validAllocation(pod) // zero when invalid
-	return mergeClaim(base, grants.claim(pod.UID))
+	return mergeAllocation(base, grants.granted(pod.UID))
 }
 
 // heldByOthers returns, per card index, the units the pods of the view other than skip
 // hold while they may hold memory (holdsMemory: terminating pods too), by
-// gpushare.PodAllocation.CardUsage of each pod's claim, counting granted pods the view does
-// not show yet.
+// gpushare.PodAllocation.CardUsage of each pod's allocation (allocationOf), counting granted
+// pods the view does not show yet.
 func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits {
 	held := gpushare.CardUnits{}
 	shown := map[types.UID]bool{}
@@ -161,7 +161,7 @@ func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits 
 		if pod.UID == skip || !holdsMemory(pod, p.node.Name()) {
 			continue
 		}
-		for c, u := range p.claimOf(pod, view.grants).CardUsage(pod) {
+		for c, u := range p.allocationOf(pod, view.grants).CardUsage(pod) {
 			held[c] += u
 		}
 	}
@@ -169,7 +169,7 @@ func (p *Plugin) heldByOthers(view nodeView, skip types.UID) gpushare.CardUnits 
 		if uid == skip || shown[uid] || g.state == refused {
 			continue
 		}
-		for c, u := range g.claim.CardUsage(g.pod) {
+		for c, u := range g.alloc.CardUsage(g.pod) {
 			held[c] += u
 		}
 	}
@@ -205,11 +205,11 @@ func (p *Plugin) heldString(held gpushare.CardUnits) string {
 	return strings.Join(parts, ", ")
 }
 
-// cardsOf resolves a container's cards from a claim: the cards in index order with the
-// units the container holds on each. Errors: no card for the container, a card this node
-// does not have, units that do not add up to the container's request.
-func cardsOf(c candidate, claim gpushare.PodAllocation, cards nodecards.Set) ([]gpushare.Device, []int64, error) {
-	cu := claim.For(c.cont.Ref)
+// cardsOf resolves a container's cards from the pod's allocation alloc: the cards in index
+// order with the units the container holds on each. Errors: no card for the container, a
+// card this node does not have, units that do not add up to the container's request.
+func cardsOf(c candidate, alloc gpushare.PodAllocation, cards nodecards.Set) ([]gpushare.Device, []int64, error) {
+	cu := alloc.For(c.cont.Ref)
 	if len(cu) == 0 {
 		return nil, nil, fmt.Errorf("pod %s: container %q (%s) has no card in its allocation", klog.KObj(c.pod), c.cont.Name, c.cont.Ref)
 	}

@@ -4,7 +4,7 @@
 // without a valid one) after checking the card against its own ledger of the node's pods,
 // publishes the node's per-card inventory and gpu-count, tracks card health from NVML XID
 // events, and (with a usage interval) runs the usage watchdog of pkg/watchdog, which reads
-// the ledger through claims.go.
+// the ledger through usage_ledger.go.
 //
 // Allocate reads top to bottom through these files, in this order:
 //

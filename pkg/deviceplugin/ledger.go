@@ -16,7 +16,7 @@ import (
 type grantState string
 
 const (
-	// granted: Allocate served containers of the pod; the grant's claim holds their cards.
+	// granted: Allocate served containers of the pod; the grant's alloc holds their cards.
 	granted grantState = "Granted"
 	// refused: Allocate refused one of the pod's containers. Kubelet then fails the pod's
 	// admission for good, so the pod holds nothing whatever its annotations say. Serving the
@@ -49,9 +49,9 @@ const forgetAfter = 10 * time.Minute
 // confused with the pod's allocation record (its annotations).
 type grant struct {
 	pod *corev1.Pod // last seen object (names, UID, which init containers are sidecars)
-	// claim is the cards of every container this plugin served and, for a pod it placed
+	// alloc is the cards of every container this plugin served and, for a pod it placed
 	// itself, of every gpu-mem container (the others hold theirs already, before kubelet allocates them).
-	claim  gpushare.PodAllocation
+	alloc  gpushare.PodAllocation
 	served map[gpushare.ContainerRef]bool
 	state  grantState
 	seen   sighting
@@ -70,7 +70,7 @@ func (g *grant) keep(byUID map[types.UID]*corev1.Pod, node string, now time.Time
 // copy is a deep copy of the grant (the pod object is shared: nobody changes it).
 func (g *grant) copy() *grant {
 	c := *g
-	c.claim = mergeClaim(gpushare.PodAllocation{}, g.claim)
+	c.alloc = mergeAllocation(gpushare.PodAllocation{}, g.alloc)
 	c.served = make(map[gpushare.ContainerRef]bool, len(g.served))
 	for ref := range g.served {
 		c.served[ref] = true
@@ -199,14 +199,15 @@ func (l *ledger) podGone(obj any) {
 	l.release(pod.UID)
 }
 
-// grantContainers remembers that containers refs of pod were served and the pod's claim.
+// grantContainers remembers that containers refs of pod were served, and alloc, the pod's
+// allocation.
 // shown: the informer holds the pod, so its later absence from the view means it is gone,
 // not that the informer lags (see grant.keep).
-func (l *ledger) grantContainers(pod *corev1.Pod, claim gpushare.PodAllocation, shown bool, refs ...gpushare.ContainerRef) {
+func (l *ledger) grantContainers(pod *corev1.Pod, alloc gpushare.PodAllocation, shown bool, refs ...gpushare.ContainerRef) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	g := l.entry(pod.UID)
-	g.pod, g.claim, g.state, g.at = pod, claim, granted, l.clock.Now()
+	g.pod, g.alloc, g.state, g.at = pod, alloc, granted, l.clock.Now()
 	for _, ref := range refs {
 		g.served[ref] = true
 	}
@@ -255,17 +256,17 @@ func (s snapshot) served(uid types.UID) map[gpushare.ContainerRef]bool {
 	return out
 }
 
-// claim returns a copy of the claim granted to the pod (zero when none).
-func (s snapshot) claim(uid types.UID) gpushare.PodAllocation {
+// granted returns a copy of the allocation granted to the pod (zero when none).
+func (s snapshot) granted(uid types.UID) gpushare.PodAllocation {
 	var out gpushare.PodAllocation
 	if g := s[uid]; g != nil {
-		out = mergeClaim(out, g.claim)
+		out = mergeAllocation(out, g.alloc)
 	}
 	return out
 }
 
-// mergeClaim returns base with every container of over set to over's cards.
-func mergeClaim(base, over gpushare.PodAllocation) gpushare.PodAllocation {
+// mergeAllocation returns base with every container of over set to over's cards.
+func mergeAllocation(base, over gpushare.PodAllocation) gpushare.PodAllocation {
 	var out gpushare.PodAllocation
 	for _, src := range []gpushare.PodAllocation{base, over} {
 		for i, cu := range src.App {

@@ -81,7 +81,7 @@ func TestAllocateChecksTheLedger(t *testing.T) {
 		},
 		{
 			// A valid hand-written allocation naming a card that extender-bound a holds 10
-			// of 14 units on (a not yet admitted: its allocation is a claim already).
+			// of 14 units on (a not yet admitted: its allocation holds the card already).
 			name: "valid allocation naming a full card",
 			spec: "t4:2",
 			pods: []runtime.Object{
@@ -279,7 +279,7 @@ func TestLedgerStates(t *testing.T) {
 	clk := clocktesting.NewFakeClock(epoch)
 	l := newLedger(testNode, clk, nil)
 	pod := makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
-	claim := app(gpushare.CardUnits{0: 4})
+	alloc := app(gpushare.CardUnits{0: 4})
 	ref := gpushare.ContainerRef{Index: 0}
 	state := func() (grantState, sighting, bool) {
 		g := l.snapshot()[pod.UID]
@@ -295,10 +295,10 @@ func TestLedgerStates(t *testing.T) {
 		wantSeen  sighting
 		wantKept  bool
 	}{
-		{"served before the informer shows the pod", func() { l.grantContainers(pod, claim, false, ref) }, granted, unseen, true},
+		{"served before the informer shows the pod", func() { l.grantContainers(pod, alloc, false, ref) }, granted, unseen, true},
 		{"absent from the view within forgetAfter", func() { clk.Step(forgetAfter); l.sync(nil) }, granted, unseen, true},
 		{"refused: holds nothing", func() { l.refuse(pod) }, refused, unseen, true},
-		{"served again undoes the refusal", func() { l.grantContainers(pod, claim, false, ref) }, granted, unseen, true},
+		{"served again undoes the refusal", func() { l.grantContainers(pod, alloc, false, ref) }, granted, unseen, true},
 		{"shown by the view", func() { l.sync([]*corev1.Pod{pod}) }, granted, seen, true},
 		{"dropped from the view: gone at once", func() { l.sync(nil) }, "", "", false},
 	}
@@ -312,7 +312,7 @@ func TestLedgerStates(t *testing.T) {
 			t.Errorf("%s: refused %v, want %v", s.name, got, want)
 		}
 	}
-	l.grantContainers(pod, claim, false, ref)
+	l.grantContainers(pod, alloc, false, ref)
 	clk.Step(forgetAfter + time.Second)
 	if g := l.sync(nil)[pod.UID]; g != nil {
 		t.Errorf("an unseen grant outlived forgetAfter: %+v", g)

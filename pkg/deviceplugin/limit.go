@@ -58,10 +58,10 @@ func (p *Plugin) enforcedIsolation(iso gpushare.Isolation) (gpushare.Isolation, 
 
 // limitHook is nodecards.LimitHook for the container of pod that decision d serves, with
 // this plugin's hook path, simulated cards, failure folder and unit: the container is held
-// to d.units on d.cards, and the pod to what its whole allocation d.claim holds on each of
+// to d.units on d.cards, and the pod to what its whole allocation d.alloc holds on each of
 // its cards (podGrant). Errors: a card of the pod's allocation that the node does not have.
 func (p *Plugin) limitHook(pod *corev1.Pod, d cardDecision) (*cdi.Hook, error) {
-	grant, err := p.podGrant(pod, d.claim)
+	grant, err := p.podGrant(pod, d.alloc)
 	if err != nil {
 		return nil, err
 	}
@@ -74,8 +74,8 @@ func (p *Plugin) limitHook(pod *corev1.Pod, d cardDecision) (*cdi.Hook, error) {
 // ledger counts it), card index order. This is the pod-level limit: every container of the
 // pod, including one that requests no gpu-mem and so has no hook or limit of its own, runs
 // under the pod's cgroup, which the hook holds to it. Errors: a card the node does not have.
-func (p *Plugin) podGrant(pod *corev1.Pod, claim gpushare.PodAllocation) (nodecards.PodGrant, error) {
-	usage := claim.CardUsage(pod)
+func (p *Plugin) podGrant(pod *corev1.Pod, alloc gpushare.PodAllocation) (nodecards.PodGrant, error) {
+	usage := alloc.CardUsage(pod)
 	g := nodecards.PodGrant{UID: pod.UID}
 	for _, i := range slices.Sorted(maps.Keys(usage)) {
 		card, ok := p.cards.ByIndex(i)

@@ -104,7 +104,7 @@ func New(cfg Config, node *noderuntime.Node) (*Plugin, error) {
 	}
 	p.preflight = newRuntimePreflight(node.Name())
 	p.ledger = newLedger(node.Name(), node.Clock(), p.removeAllocationSpecs)
-	p.usage = node.NewWatchdog(claims{p}, p.nodeResync())
+	p.usage = node.NewWatchdog(usageLedger{p}, p.nodeResync())
 	// The informer's events keep the ledger current between Allocate calls: a pod deleted
 	// soon after it was served (a Deployment scaled down, a namespace removed) frees its
 	// cards at once, even when no Allocate ran while the pod view showed it.

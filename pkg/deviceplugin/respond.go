@@ -100,7 +100,7 @@ func (p *Plugin) refuse(c candidate, r *refusal) error {
 func (p *Plugin) writeProgress(ctx context.Context, c candidate, d cardDecision, done map[gpushare.ContainerRef]bool, all bool) error {
 	ann := map[string]*string{}
 	if d.placed {
-		bind := gpushare.BindAnnotations(d.claim, c.req.TotalUnits(), p.cardUnits(), p.node.Unit(), p.node.Clock().Now())
+		bind := gpushare.BindAnnotations(d.alloc, c.req.TotalUnits(), p.cardUnits(), p.node.Unit(), p.node.Clock().Now())
 		for _, k := range gpushare.BindAnnotationKeys() {
 			if v, ok := bind[k]; ok {
 				ann[k] = &v

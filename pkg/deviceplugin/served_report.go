@@ -24,7 +24,7 @@ func (p *Plugin) servedReport() gpushare.ServedReport {
 		}
 		var served gpushare.PodAllocation
 		for ref := range g.served {
-			cu := copyUnits(g.claim.For(ref))
+			cu := copyUnits(g.alloc.For(ref))
 			served.Set(ref, cu)
 			out.Containers = append(out.Containers, gpushare.ServedContainer{
 				Namespace: g.pod.Namespace, Name: g.pod.Name, UID: g.pod.UID, Container: ref.String(), Cards: cu,

@@ -24,21 +24,21 @@ type usageLedger struct {
 
 var _ watchdog.Ledger = usageLedger{}
 
-// Claims returns every pod of the pod view with the cards and units its containers hold
+// Grants returns every pod of the pod view with the cards and units its containers hold
 // through the prepared claims they name. It fails closed: a claim that cannot be resolved
 // (the pod's status does not name it yet, it is not prepared here, two prepared claims
 // carry its name) grants nothing, so its containers' use shows as over their grant or
 // unclaimed, never as granted.
-func (l usageLedger) Claims() []watchdog.PodClaim {
+func (l usageLedger) Grants() []watchdog.PodGrant {
 	byName := map[types.NamespacedName][]PreparedClaim{}
 	for _, p := range l.prepared() {
 		key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 		byName[key] = append(byName[key], p)
 	}
 	pods := l.pods()
-	out := make([]watchdog.PodClaim, 0, len(pods))
+	out := make([]watchdog.PodGrant, 0, len(pods))
 	for _, pod := range pods {
-		out = append(out, watchdog.PodClaim{Pod: pod, Claim: podGrants(pod, byName)})
+		out = append(out, watchdog.PodGrant{Pod: pod, Grant: podGrants(pod, byName)})
 	}
 	return out
 }

@@ -51,7 +51,7 @@ func refs(names ...string) []corev1.ResourceClaim {
 	return out
 }
 
-func TestUsageLedgerClaims(t *testing.T) {
+func TestUsageLedgerGrants(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		pod      *corev1.Pod
@@ -136,12 +136,12 @@ func TestUsageLedgerClaims(t *testing.T) {
 				pods:     func() []*corev1.Pod { return []*corev1.Pod{tc.pod} },
 				prepared: func() map[types.UID]PreparedClaim { return prepared },
 			}
-			got := l.Claims()
+			got := l.Grants()
 			if len(got) != 1 || got[0].Pod != tc.pod {
-				t.Fatalf("Claims() = %+v, want the one pod", got)
+				t.Fatalf("Grants() = %+v, want the one pod", got)
 			}
-			if !reflect.DeepEqual(got[0].Claim, tc.want) {
-				t.Errorf("claim = %+v, want %+v", got[0].Claim, tc.want)
+			if !reflect.DeepEqual(got[0].Grant, tc.want) {
+				t.Errorf("grant = %+v, want %+v", got[0].Grant, tc.want)
 			}
 		})
 	}

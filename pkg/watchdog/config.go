@@ -129,14 +129,14 @@ type Config struct {
 
 // Ledger tells the watchdog what the node's pods hold.
 type Ledger interface {
-	// Claims returns the pods of the node's pod view, each with its allocation: the cards
+	// Grants returns the pods of the node's pod view, each with its grant: the cards
 	// each of its gpu-mem containers holds (zero when the pod holds none).
-	Claims() []PodClaim
+	Grants() []PodGrant
 }
 
-// PodClaim is one pod and its allocation, the cards its containers hold (Claim: a
-// gpushare allocation, not a DRA ResourceClaim).
-type PodClaim struct {
+// PodGrant is one pod and its grant, the cards its containers hold (Grant: a gpushare
+// allocation, whichever back end granted it).
+type PodGrant struct {
 	Pod   *corev1.Pod
-	Claim gpushare.PodAllocation
+	Grant gpushare.PodAllocation
 }

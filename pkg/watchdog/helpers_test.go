@@ -38,22 +38,22 @@ func uuid(i int) string { return gpunvml.SimulatedUUID(testNode, i) }
 // fakeLedger is the node agent's ledger as the watchdog sees it.
 type fakeLedger struct {
 	mu     sync.Mutex
-	claims []PodClaim
+	grants []PodGrant
 }
 
-func (l *fakeLedger) Claims() []PodClaim {
+func (l *fakeLedger) Grants() []PodGrant {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]PodClaim(nil), l.claims...)
+	return append([]PodGrant(nil), l.grants...)
 }
 
 // remove drops the named pod from the pod view.
 func (l *fakeLedger) remove(name string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, pc := range l.claims {
+	for i, pc := range l.grants {
 		if pc.Pod.Name == name {
-			l.claims = append(l.claims[:i], l.claims[i+1:]...)
+			l.grants = append(l.grants[:i], l.grants[i+1:]...)
 			return
 		}
 	}
@@ -63,11 +63,11 @@ func (l *fakeLedger) remove(name string) {
 func (l *fakeLedger) update(name string, change func(*corev1.Pod)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for i, pc := range l.claims {
+	for i, pc := range l.grants {
 		if pc.Pod.Name == name {
 			pod := pc.Pod.DeepCopy()
 			change(pod)
-			l.claims[i].Pod = pod
+			l.grants[i].Pod = pod
 		}
 	}
 }
@@ -137,26 +137,26 @@ func podCgroup(uid, id string) string {
 //   - a host process 300;
 //
 // with the pods of namespace kube-system exempt from unclaimed reports,
-// and more pods with their claims.
-func newWatchdogEnv(t *testing.T, og OverGrant, more ...PodClaim) *testEnv {
+// and more pods with their grants.
+func newWatchdogEnv(t *testing.T, og OverGrant, more ...PodGrant) *testEnv {
 	t.Helper()
 	app := func(cu gpushare.CardUnits) gpushare.PodAllocation {
 		return gpushare.PodAllocation{App: gpushare.Allocation{0: cu}}
 	}
-	claims := append([]PodClaim{
-		{Pod: gpuPod("nb", ctr{name: "main", id: ctrID(1)}), Claim: app(gpushare.CardUnits{0: 4})},
-		{Pod: gpuPod("ok", ctr{name: "main", id: ctrID(2)}), Claim: app(gpushare.CardUnits{1: 4})},
+	grants := append([]PodGrant{
+		{Pod: gpuPod("nb", ctr{name: "main", id: ctrID(1)}), Grant: app(gpushare.CardUnits{0: 4})},
+		{Pod: gpuPod("ok", ctr{name: "main", id: ctrID(2)}), Grant: app(gpushare.CardUnits{1: 4})},
 		{Pod: gpuPod("cpu", ctr{name: "app", id: ctrID(4)})},
 	}, more...)
 	objs := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}}
-	for _, pc := range claims {
+	for _, pc := range grants {
 		objs = append(objs, pc.Pod)
 	}
 	if err := og.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	e := &testEnv{
-		ledger: &fakeLedger{claims: claims},
+		ledger: &fakeLedger{grants: grants},
 		events: record.NewFakeRecorder(64),
 		client: fake.NewClientset(objs...),
 		clock:  clocktesting.NewFakeClock(epoch),

@@ -155,7 +155,7 @@ func TestWatchdogMPSEscape(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			mps := gpuPod("mps", ctr{name: "daemon", id: ctrID(20)})
 			mps.Namespace = "kube-system"
-			e := newWatchdogEnv(t, OverGrant{Threshold: 10, MPSEscape: tc.action}, PodClaim{Pod: mps})
+			e := newWatchdogEnv(t, OverGrant{Threshold: 10, MPSEscape: tc.action}, PodGrant{Pod: mps})
 			e.proc(t, 600, podCgroup(podUIDs["mps"], ctrID(20)))
 			if tc.label != "" {
 				e.labelIsolation(t, tc.label)

@@ -116,8 +116,8 @@ func (w *Watchdog) grants(s *usageSample) (pods, all map[types.UID]*corev1.Pod, 
 	all = map[types.UID]*corev1.Pod{}  // every pod of the node
 	holds = map[podCard]bool{}         // a card a GPU-sharing pod holds units on
 	unitBytes := uint64(w.cfg.Unit.MiB) << 20
-	for _, pc := range w.ledger.Claims() {
-		pod, claim := pc.Pod, pc.Claim
+	for _, pc := range w.ledger.Grants() {
+		pod, grant := pc.Pod, pc.Grant
 		// Terminating pods still run their processes: they are charged (not unattributed)
 		// but not judged (judge).
 		if pod.Spec.NodeName != w.cfg.NodeName || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
@@ -125,17 +125,17 @@ func (w *Watchdog) grants(s *usageSample) (pods, all map[types.UID]*corev1.Pod, 
 		}
 		all[pod.UID] = pod
 		s.podSeen[pod.UID] = true
-		if len(claim.Cards()) == 0 {
+		if len(grant.Cards()) == 0 {
 			continue
 		}
 		pods[pod.UID] = pod
-		for _, idx := range claim.Cards() {
+		for _, idx := range grant.Cards() {
 			holds[podCard{pod.UID, idx}] = true
 		}
 		for _, al := range []struct {
 			init bool
 			a    gpushare.Allocation
-		}{{false, claim.App}, {true, claim.Init}} {
+		}{{false, grant.App}, {true, grant.Init}} {
 			for i, cu := range al.a {
 				name := containerName(pod, gpushare.ContainerRef{InitList: al.init, Index: i})
 				for idx, units := range cu {

@@ -66,7 +66,7 @@ func TestWatchdogUnclaimed(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newWatchdogEnv(t, OverGrant{Threshold: 0.05}, PodClaim{Pod: mps})
+			e := newWatchdogEnv(t, OverGrant{Threshold: 0.05}, PodGrant{Pod: mps})
 			e.proc(t, 600, podCgroup(podUIDs["mps"], ctrID(20)))
 			e.proc(t, 401, "0::/kubepods/besteffort/pod"+podUIDs["cpu"]+"/"+ctrID(4)+"\n")
 			e.use(tc.use...)

@@ -324,8 +324,8 @@ func TestWatchdogAttribution(t *testing.T) {
 	always := corev1.ContainerRestartPolicyAlways
 	multi := gpuPod("multi", ctr{name: "side", init: true, id: ctrID(10)}, ctr{name: "main", id: ctrID(11)})
 	multi.Spec.InitContainers[0].RestartPolicy = &always
-	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05}, PodClaim{Pod: multi,
-		Claim: gpushare.PodAllocation{Init: gpushare.Allocation{0: {1: 2}}, App: gpushare.Allocation{0: {1: 2}}}})
+	e := newWatchdogEnv(t, OverGrant{Threshold: 0.05}, PodGrant{Pod: multi,
+		Grant: gpushare.PodAllocation{Init: gpushare.Allocation{0: {1: 2}}, App: gpushare.Allocation{0: {1: 2}}}})
 	e.proc(t, 500, podCgroup(podUIDs["multi"], ctrID(10)))
 	e.proc(t, 501, podCgroup(podUIDs["multi"], ctrID(11)))
 	e.use([3]int{1, 500, 1024}, [3]int{1, 999, 300})

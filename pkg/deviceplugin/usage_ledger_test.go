@@ -8,9 +8,9 @@ import (
 	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
-// TestClaimsForTheWatchdog: the watchdog sees each pod's claim as Allocate does: the valid
+// TestGrantsForTheWatchdog: the watchdog sees each pod's grant as Allocate does: the valid
 // allocation record, overridden by what this process granted; nothing for a refused pod.
-func TestClaimsForTheWatchdog(t *testing.T) {
+func TestGrantsForTheWatchdog(t *testing.T) {
 	one := []ctr{{name: "main", units: 4}}
 	e := newTestEnv(t, "t4:2",
 		makePod("annotated", 1, 10, one, app(gpushare.CardUnits{0: 4})),
@@ -26,8 +26,8 @@ func TestClaimsForTheWatchdog(t *testing.T) {
 			e.plugin.ledger.refuse(pod)
 		}
 	}
-	for _, pc := range (claims{e.plugin}).Claims() {
-		byName[pc.Pod.Name] = pc.Claim
+	for _, pc := range (usageLedger{e.plugin}).Grants() {
+		byName[pc.Pod.Name] = pc.Grant
 	}
 	want := map[string]gpushare.PodAllocation{
 		"annotated": app(gpushare.CardUnits{0: 4}),
@@ -35,6 +35,6 @@ func TestClaimsForTheWatchdog(t *testing.T) {
 		"refused":   {},
 	}
 	if diff := cmp.Diff(want, byName); diff != "" {
-		t.Errorf("claims (-want,+got):\n%s", diff)
+		t.Errorf("grants (-want,+got):\n%s", diff)
 	}
 }
