@@ -30,12 +30,12 @@ func (c *Client) ProcessUtilization(index int) ([]ProcessUtilization, error) {
 	default:
 		return nil, fmt.Errorf("reading process utilisation of NVML device %d: %v", index, ret)
 	}
+	if c.utilSince == nil {
+		c.utilSince = map[int]uint64{}
+	}
 	samples := make([]utilSample, 0, len(raw))
 	for _, r := range raw {
 		samples = append(samples, utilSample{pid: r.Pid, sm: r.SmUtil, mem: r.MemUtil})
-		if c.utilSince == nil {
-			c.utilSince = map[int]uint64{}
-		}
 		c.utilSince[index] = max(c.utilSince[index], r.TimeStamp)
 	}
 	return meanByPID(samples), nil
