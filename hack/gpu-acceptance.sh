@@ -362,7 +362,7 @@ check_gpu() {
 
 # --- 2. nvml-tests ------------------------------------------------------------------------
 
-NVML_TESTS=(TestRealNVML TestAllocateRealNVML TestAllocationSpecRealNVML)
+NVML_TESTS=(TestRealNVML TestRealProcessUtilization TestAllocateRealNVML TestAllocationSpecRealNVML)
 
 check_nvml_tests() {
   local go out rc t missing="" failing

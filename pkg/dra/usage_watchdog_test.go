@@ -34,6 +34,10 @@ type listedProcesses struct {
 
 func (l listedProcesses) Processes(index int) ([]gpunvml.Process, error) { return l.procs[index], nil }
 
+func (listedProcesses) ProcessUtilization(int) ([]gpunvml.ProcessUtilization, error) {
+	return nil, gpunvml.ErrUtilizationUnsupported
+}
+
 // writeProcCgroup writes the cgroup file of process pid under root: a process of container
 // id of the pod with uid (cgroup v2, systemd driver, containerd).
 func writeProcCgroup(t *testing.T, root string, pid int, uid types.UID, id string) {

@@ -14,7 +14,8 @@ func (n *Node) NewWatchdog(ledger watchdog.Ledger, resync time.Duration) *watchd
 	u := n.cfg.Usage
 	return watchdog.New(watchdog.Config{
 		NodeName: n.cfg.Name, Cards: n.cards, Unit: n.cfg.Unit, Processes: n.cfg.NVML.Processes,
-		Client: n.cfg.Client, Recorder: n.cfg.Recorder, Clock: n.cfg.Clock,
+		Utilization: n.cfg.NVML.ProcessUtilization,
+		Client:      n.cfg.Client, Recorder: n.cfg.Recorder, Clock: n.cfg.Clock,
 		Interval: u.Interval, Resync: resync, OverGrant: u.OverGrant, ProcRoot: u.ProcRoot,
 		Unclaimed: watchdog.Unclaimed{ExemptNamespaces: u.UnclaimedExemptNamespaces},
 	}, ledger)

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"k8s.io/klog/v2"
@@ -23,6 +24,11 @@ const waitMillis = 1000
 // Client implements Interface over a go-nvml library (real or mock).
 type Client struct {
 	lib nvml.Interface
+
+	utilMu sync.Mutex
+	// utilSince is, per card index, the timestamp (µs) of the newest utilisation sample
+	// ProcessUtilization returned: the next call asks for newer ones only.
+	utilSince map[int]uint64
 }
 
 var _ Interface = (*Client)(nil)

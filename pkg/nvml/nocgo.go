@@ -93,6 +93,13 @@ func (c simClient) Processes(index int) ([]Process, error) {
 	return simProcessesOf(c.s.procFile, c.s.devices, index)
 }
 
+func (c simClient) ProcessUtilization(index int) ([]ProcessUtilization, error) {
+	if index < 0 || index >= len(c.s.devices) {
+		return nil, fmt.Errorf("simulated card %d does not exist", index)
+	}
+	return simUtilizationOf(c.s.procFile, c.s.devices, index)
+}
+
 func (c simClient) WatchFaults(ctx context.Context, out chan<- Fault) error {
 	for {
 		select {

@@ -57,15 +57,20 @@ const (
 //     pid: 4242        # a host PID; the watchdog maps it to a pod through /proc/<pid>/cgroup
 //     usedMiB: 5120    # omitted: NVML "not available"
 //     type: mps        # direct (omitted), mps or server
+//     smUtil: 40       # optional: its SM utilisation in percent, 0..100
 //
 // The type is how the process reaches the card (ProcessKind): "direct" (the default, what
 // every process on a card without MPS is) lists it as a compute process of its own, "mps"
-// also among the card's MPS clients, "server" as a compute process named MPSServerName.
+// also among the card's MPS clients, "server" as a compute process named MPSServerName. The
+// simulated card reports the smUtil of each entry that sets it as NVML's per-process
+// utilisation, whatever its type (write the MPS server's alone to mimic an MPS card), and
+// no utilisation sample for the others.
 type SimProcess struct {
 	Card    SimCardRef `json:"card"`
 	PID     uint32     `json:"pid"`
 	UsedMiB *int64     `json:"usedMiB,omitempty"`
 	Type    string     `json:"type,omitempty"`
+	SMUtil  *uint32    `json:"smUtil,omitempty"`
 }
 
 // simKinds are the SimProcess types and the kinds they stand for.
@@ -101,8 +106,8 @@ func (r *SimCardRef) UnmarshalJSON(b []byte) error {
 }
 
 // ParseSimProcesses decodes and checks the simulated processes file against the node's
-// cards: every entry names one of them, has a positive PID, 0 <= usedMiB <= 1 PiB and a
-// type of direct, mps or server (or none).
+// cards: every entry names one of them, has a positive PID, 0 <= usedMiB <= 1 PiB, a
+// type of direct, mps or server (or none) and 0 <= smUtil <= 100.
 func ParseSimProcesses(b []byte, devices []Device) ([]SimProcess, error) {
 	if len(b) > maxSimProcessesBytes {
 		return nil, fmt.Errorf("%d bytes, at most %d", len(b), maxSimProcessesBytes)
@@ -124,6 +129,8 @@ func ParseSimProcesses(b []byte, devices []Device) ([]SimProcess, error) {
 			return nil, fmt.Errorf("entry %d: usedMiB %d out of range 0..%d", i, *p.UsedMiB, int64(maxSimUsedMiB))
 		case p.Kind() == ProcessKindUnknown:
 			return nil, fmt.Errorf("entry %d: type %q: want direct, mps or server", i, p.Type)
+		case p.SMUtil != nil && *p.SMUtil > 100:
+			return nil, fmt.Errorf("entry %d: smUtil %d out of range 0..100", i, *p.SMUtil)
 		}
 	}
 	return list, nil

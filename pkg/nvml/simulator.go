@@ -37,6 +37,9 @@ func NewSimulator(node string, cards []SimCard) (*Simulator, error) {
 		d := newSimDevice(i, c)
 		d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return s.processInfos(i, false) }
 		d.GetMPSComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return s.processInfos(i, true) }
+		d.GetProcessUtilizationFunc = func(since uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			return s.utilization(i, since)
+		}
 		s.devices = append(s.devices, d)
 	}
 	s.lib = &mock.Interface{
@@ -105,6 +108,26 @@ func (s *Simulator) processInfos(i int, mps bool) ([]nvml.ProcessInfo, nvml.Retu
 			used = p.UsedBytes
 		}
 		out = append(out, nvml.ProcessInfo{Pid: p.PID, UsedGpuMemory: used})
+	}
+	return out, nvml.SUCCESS
+}
+
+// utilization is what NVML would report as card i's process utilisation since the
+// timestamp since: one sample per entry of the processes file that sets smUtil, stamped
+// with the wall clock in µs, or ERROR_NOT_FOUND when there is none (or none is newer).
+func (s *Simulator) utilization(i int, since uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+	util, err := simUtilizationOf(s.procFile, s.cards, i)
+	if err != nil {
+		klog.ErrorS(err, "Reading simulated processes")
+		return nil, nvml.ERROR_UNKNOWN
+	}
+	now := uint64(time.Now().UnixMicro())
+	if len(util) == 0 || now <= since {
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	out := make([]nvml.ProcessUtilizationSample, 0, len(util))
+	for _, u := range util {
+		out = append(out, nvml.ProcessUtilizationSample{Pid: u.PID, TimeStamp: now, SmUtil: u.SMPercent})
 	}
 	return out, nvml.SUCCESS
 }

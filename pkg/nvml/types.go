@@ -39,6 +39,26 @@ type Process struct {
 	Kind ProcessKind
 }
 
+// ProcessUtilization is one process's share of a card's engines over a sampling window, as
+// nvmlDeviceGetProcessUtilization reports it: the mean of the driver's samples for the
+// process in the window. Under time-slicing (no MPS) the card's busy time is split between
+// its processes (two busy processes on an H200, driver R580: 47 and 53); under MPS the
+// driver reports the MPS server alone (one entry, 100 when its clients keep it busy), never
+// its clients.
+type ProcessUtilization struct {
+	PID uint32 // in the host's PID namespace
+	// SMPercent is the percentage of the window in which one or more of the process's
+	// kernels ran on the card's SMs, 0..100.
+	SMPercent uint32
+	// MemPercent is the percentage of the window in which the process read or wrote the
+	// card's memory, 0..100.
+	MemPercent uint32
+}
+
+// ErrUtilizationUnsupported: the card or driver does not report per-process utilisation
+// (nvmlDeviceGetProcessUtilization answers NOT_SUPPORTED, or the library lacks the call).
+var ErrUtilizationUnsupported = errors.New("NVML does not report per-process utilisation")
+
 // ProcessKind is how a process reaches a card, as NVML's process lists and names tell it.
 type ProcessKind uint8
 
@@ -84,6 +104,15 @@ type Interface interface {
 	// graphics and MPS clients together, one entry per PID in ascending PID order, each with
 	// its Kind.
 	Processes(index int) ([]Process, error)
+	// ProcessUtilization returns, per process with samples on the card with the given NVML
+	// index since the previous call for that card (the first call: every sample the driver
+	// still holds), its mean SM and memory-controller utilisation in percent, in ascending
+	// PID order; empty when NVML has no new sample (nvmlDeviceGetProcessUtilization's
+	// ERROR_NOT_FOUND: nothing ran). Errors: ErrUtilizationUnsupported (wrapped) when the
+	// card or driver does not report it, another NVML answer otherwise. Safe for concurrent
+	// use; call it once per sampling interval per card, since each call moves the card's
+	// "since" mark.
+	ProcessUtilization(index int) ([]ProcessUtilization, error)
 	// WatchFaults sends a Fault on out for every critical, non-application XID until ctx is
 	// done. It returns nil when ctx ends and an error when the watch cannot be set up.
 	WatchFaults(ctx context.Context, out chan<- Fault) error

@@ -99,7 +99,7 @@ func (o OverGrant) mpsEscapeAction() OverGrantAction {
 	return o.MPSEscape
 }
 
-// Config is what New needs; every field is required but ProcRoot and Unclaimed.
+// Config is what New needs; every field is required but Utilization, ProcRoot and Unclaimed.
 type Config struct {
 	NodeName string
 	// Cards are the node's cards, in index order.
@@ -108,9 +108,13 @@ type Config struct {
 	Unit gpushare.Unit
 	// Processes lists the processes on the card of an NVML index (gpunvml.Interface's).
 	Processes func(index int) ([]gpunvml.Process, error)
-	Client    kubernetes.Interface
-	Recorder  record.EventRecorder
-	Clock     clock.WithTicker
+	// Utilization reads the per-process utilisation of the card of an NVML index since its
+	// previous call (gpunvml.Interface's ProcessUtilization); called once per card and
+	// sample, off MPS nodes. Optional: nil exports no SM utilisation.
+	Utilization func(index int) ([]gpunvml.ProcessUtilization, error)
+	Client      kubernetes.Interface
+	Recorder    record.EventRecorder
+	Clock       clock.WithTicker
 	// Interval is how often Run samples.
 	Interval time.Duration
 	// Resync is how often the node's usage annotation is written even when nothing moved.

@@ -82,6 +82,11 @@ type testEnv struct {
 
 	mu    sync.Mutex
 	procs map[int][]gpunvml.Process // by card index
+	// util is each card's per-process utilisation, utilErr its error (by card index);
+	// utilCalls counts the reads.
+	util      map[int][]gpunvml.ProcessUtilization
+	utilErr   map[int]error
+	utilCalls int
 }
 
 // Pods of the test node, by name; each UID is a real UUID, which the cgroup parser wants.
@@ -168,7 +173,7 @@ func newWatchdogEnv(t *testing.T, og OverGrant, more ...PodGrant) *testEnv {
 		cards = append(cards, gpushare.Device{Index: i, UUID: uuid(i), Model: "Tesla T4", MemoryMiB: 15079, Units: 14, Healthy: true})
 	}
 	e.w = New(Config{
-		NodeName: testNode, Cards: cards, Unit: gpushare.GiB, Processes: e.processes,
+		NodeName: testNode, Cards: cards, Unit: gpushare.GiB, Processes: e.processes, Utilization: e.utilization,
 		Client: e.client, Recorder: e.events, Clock: e.clock,
 		Interval: 15 * time.Second, Resync: 10 * time.Minute, OverGrant: og, ProcRoot: e.root,
 		Unclaimed: Unclaimed{ExemptNamespaces: []string{"kube-system"}},
@@ -185,6 +190,17 @@ func (e *testEnv) processes(index int) ([]gpunvml.Process, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]gpunvml.Process(nil), e.procs[index]...), nil
+}
+
+// utilization is NVML's per-process utilisation of card index.
+func (e *testEnv) utilization(index int) ([]gpunvml.ProcessUtilization, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.utilCalls++
+	if err := e.utilErr[index]; err != nil {
+		return nil, err
+	}
+	return append([]gpunvml.ProcessUtilization(nil), e.util[index]...), nil
 }
 
 // use sets what the cards' processes use: "card pid MiB" triples, as NVML would list them.
@@ -261,12 +277,17 @@ func (e *testEnv) podAnnotations(t *testing.T, name string) map[string]string {
 // scrape returns the watchdog's metrics in the text format.
 func scrape(t *testing.T, w *Watchdog) string {
 	t.Helper()
-	b, err := testutil.CollectAndFormat(w.Collector(), expfmt.TypeTextPlain,
-		"gpushare_container_over_grant_total", "gpushare_container_gpu_memory_used_bytes",
+	b, err := collect(w, "gpushare_container_over_grant_total", "gpushare_container_gpu_memory_used_bytes",
 		"gpushare_container_gpu_memory_granted_bytes", "gpushare_card_unattributed_memory_used_bytes",
 		"gpushare_pod_unclaimed_gpu_memory_used_bytes", "gpushare_mps_escapes_total")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return b
+}
+
+// collect returns the watchdog's metrics of the given names in the text format.
+func collect(w *Watchdog, names ...string) (string, error) {
+	b, err := testutil.CollectAndFormat(w.Collector(), expfmt.TypeTextPlain, names...)
+	return string(b), err
 }

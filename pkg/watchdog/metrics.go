@@ -16,11 +16,14 @@ type usageCollector struct {
 	granted      *prometheus.Desc
 	unattributed *prometheus.Desc
 	unclaimed    *prometheus.Desc
+	sm           *prometheus.Desc
+	smPerShare   *prometheus.Desc
 }
 
 // Collector exports the watchdog's figures: the over-grant and MPS escape counters and, from the last
-// sample, each container's used and granted bytes per card, each card's unattributed bytes
-// and each pod's bytes used per card without a grant.
+// sample, each container's used and granted bytes per card and, off MPS nodes, its SM
+// utilisation there, each card's unattributed bytes and each pod's bytes used per card
+// without a grant.
 func (w *Watchdog) Collector() prometheus.Collector { return newUsageCollector(w) }
 
 func newUsageCollector(w *Watchdog) *usageCollector {
@@ -31,6 +34,12 @@ func newUsageCollector(w *Watchdog) *usageCollector {
 			"GPU memory the processes of a container use on a card, as NVML reports them (processes NVML cannot measure count 0).", ctr, nil),
 		granted: prometheus.NewDesc("gpushare_container_gpu_memory_granted_bytes",
 			"GPU memory a container was granted on a card: its gpu-mem units there times the memory unit (0: it uses a card it holds nothing on).", ctr, nil),
+		// Absent on an MPS node (NVML reports only the MPS server there, not its clients) and
+		// on a card that reports no per-process utilisation: absent, not a misleading 0.
+		sm: prometheus.NewDesc("gpushare_container_gpu_sm_utilization_ratio",
+			"Fraction of the last usage interval in which a container's kernels ran on a card's SMs, 0..1: the sum of its processes' SM utilisation as NVML reports it, capped at 1. Absent on nodes labelled gpushare.io/isolation=mps (NVML reports only the MPS server) and on cards that do not report per-process utilisation.", ctr, nil),
+		smPerShare: prometheus.NewDesc("gpushare_container_gpu_sm_utilization_per_share_ratio",
+			"A container's SM utilisation on a card divided by its share of the card, its granted memory over the card's memory (memory stands in for a compute share): 1 uses as much compute as memory share, above 1 more. Absent where the utilisation is, and for a container without a grant on the card.", ctr, nil),
 		unattributed: prometheus.NewDesc("gpushare_card_unattributed_memory_used_bytes",
 			"GPU memory used on a card by processes of no GPU-sharing pod of the node (host processes, pods that requested no gpu-mem, processes whose cgroup could not be read).",
 			[]string{"node", "card", "uuid"}, nil),
@@ -47,6 +56,8 @@ func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.granted
 	ch <- c.unattributed
 	ch <- c.unclaimed
+	ch <- c.sm
+	ch <- c.smPerShare
 	c.w.overGrant.Describe(ch)
 	c.w.mpsEscapes.Describe(ch)
 }
@@ -66,6 +77,12 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.granted, prometheus.GaugeValue, float64(u.granted), l...)
 		if s.listed[u.card.Index] {
 			ch <- prometheus.MustNewConstMetric(c.used, prometheus.GaugeValue, float64(u.used), l...)
+		}
+		if s.utilRead[u.card.Index] {
+			ch <- prometheus.MustNewConstMetric(c.sm, prometheus.GaugeValue, u.smRatio(), l...)
+			if r, ok := u.perShare(); ok {
+				ch <- prometheus.MustNewConstMetric(c.smPerShare, prometheus.GaugeValue, r, l...)
+			}
 		}
 	}
 	for _, card := range c.w.cfg.Cards {

@@ -30,6 +30,9 @@ type ctrUsage struct {
 	granted   uint64 // bytes: units on the card × the memory unit
 	used      uint64 // bytes: the sum of its processes' known use
 	unknown   bool   // NVML could not tell the use of some of its processes
+	// smPercent is the sum of its processes' SM utilisation on the card, in percent (may
+	// pass 100); meaningful only when the sample's utilRead holds the card.
+	smPercent uint64
 }
 
 // over reports whether the container uses more than its grant plus threshold (a fraction):
@@ -50,6 +53,9 @@ type usageSample struct {
 	// listed holds the cards whose processes NVML listed; a card that failed has no
 	// usage figures in this sample.
 	listed map[int]bool
+	// utilRead holds the cards whose per-process utilisation NVML reported in this sample
+	// (never on an MPS node): only their containers have SM utilisation figures.
+	utilRead map[int]bool
 	// unclaimed is, per pod and card, what the processes of a pod of the node (outside
 	// Unclaimed.ExemptNamespaces) use on a card the pod holds nothing on.
 	unclaimed map[podCard]*unclaimedUsage
@@ -70,9 +76,10 @@ type usageSample struct {
 // cannot be mapped are unattributed. Besides, the use of every pod of the node on a card
 // the pod holds nothing on (none of its containers has units there, or it requested no
 // gpu-mem) is charged to the pod as use without a grant (GPUMemoryUnclaimed), when its cgroup
-// names the pod.
+// names the pod. Off an MPS node, with Config.Utilization set, each container's processes'
+// SM utilisation on the card is charged to it too (addUtilization).
 func (w *Watchdog) sample(mps bool) usageSample {
-	s := usageSample{at: w.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{},
+	s := usageSample{at: w.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{}, utilRead: map[int]bool{},
 		unclaimed: map[podCard]*unclaimedUsage{}, podSeen: map[types.UID]bool{}, escapes: map[escapeKey]*escape{}}
 	pods, all, holds := w.grants(&s)
 	for _, card := range w.cfg.Cards {
@@ -83,6 +90,7 @@ func (w *Watchdog) sample(mps bool) usageSample {
 		}
 		w.nvmlAnswered(card.Index)
 		s.listed[card.Index] = true
+		owners := map[uint32]usageKey{} // the container each PID is charged to
 		for _, pr := range procs {
 			pod, name, origin := w.attribute(pr.PID, all)
 			if mps {
@@ -103,6 +111,10 @@ func (w *Watchdog) sample(mps bool) usageSample {
 			}
 			u.used += pr.UsedBytes
 			u.unknown = u.unknown || !pr.UsedKnown
+			owners[pr.PID] = key
+		}
+		if !mps && w.cfg.Utilization != nil {
+			w.addUtilization(&s, card, owners)
 		}
 	}
 	return s

@@ -34,11 +34,15 @@ type Watchdog struct {
 	mpsEscapes *prometheus.CounterVec
 
 	// Owned by the run goroutine (or a test calling step).
-	episodes     map[usageKey]*episode
-	published    *gpushare.Usage // last value written to the node
-	publishedAt  time.Time
-	nvmlFailing  map[int]bool
-	warnedNoProc bool
+	episodes    map[usageKey]*episode
+	published   *gpushare.Usage // last value written to the node
+	publishedAt time.Time
+	nvmlFailing map[int]bool
+	// utilUnsupported holds the cards that report no per-process utilisation (logged once);
+	// utilFailing those whose last read failed (logged once per streak).
+	utilUnsupported map[int]bool
+	utilFailing     map[int]bool
+	warnedNoProc    bool
 	// unclaimedReported is when each pod's use of a card without a grant was last reported.
 	unclaimedReported map[podCard]time.Time
 	exempt            map[string]bool // Unclaimed.ExemptNamespaces
@@ -93,6 +97,8 @@ func New(cfg Config, ledger Ledger) *Watchdog {
 		escapes:           map[escapeKey]*episode{},
 		mpsBlind:          map[int]bool{},
 		nvmlFailing:       map[int]bool{},
+		utilUnsupported:   map[int]bool{},
+		utilFailing:       map[int]bool{},
 		unclaimedReported: map[podCard]time.Time{},
 		exempt:            exempt,
 	}

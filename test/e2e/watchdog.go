@@ -25,7 +25,8 @@ import (
 // first at 3000 MiB (under its grant: nothing happens), then at 6144 MiB. The watchdog must
 // find the pod and container from that PID's cgroup (the kubelet's and containerd's real
 // layout), and after the grace emit the GPUMemoryOverGrant event, annotate the pod, export
-// used vs granted, and publish the use that `kubectl inspect gpushare -d` shows.
+// used vs granted and, listed at 50 % SM, the SM utilisation (checkSMUtilization), and
+// publish the use that `kubectl inspect gpushare -d` shows.
 func CaseUsageWatchdog(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "extender", "share-plugin", "kubectl-inspect-gpushare")
@@ -56,7 +57,7 @@ func CaseUsageWatchdog(t *testing.T, e *Env) {
 		t.Fatalf("the watchdog's reading moved off 3000 MiB while the processes file held it:\n%s", grepLines(scrape(t, e.SharePluginURL+"/metrics"), "gpushare_container_"))
 	}
 
-	writeProcesses(t, procFile, pid, 6144)
+	writeProcessesSM(t, procFile, pid, 6144, 50)
 	var events string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
 		events = podEvents(e, ns, "hog")
@@ -90,6 +91,7 @@ func CaseUsageWatchdog(t *testing.T, e *Env) {
 	if !strings.Contains(metrics, " "+strconv.FormatInt(6144<<20, 10)) && !strings.Contains(metrics, " 6.442450944e+09") {
 		t.Errorf("share-plugin's metrics do not report 6144 MiB used:\n%s", grepLines(metrics, "gpushare_container_"))
 	}
+	checkSMUtilization(ctx, t, e, ns)
 
 	var out string
 	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(context.Context) (bool, error) {
@@ -139,7 +141,17 @@ func containerPID(t *testing.T, podUID, comm string) uint32 {
 // writeProcesses makes the simulated card 0 list one process, pid, using usedMiB.
 func writeProcesses(t *testing.T, path string, pid uint32, usedMiB int64) {
 	t.Helper()
+	writeProcessesSM(t, path, pid, usedMiB, -1)
+}
+
+// writeProcessesSM is writeProcesses with the process's SM utilisation in percent (negative:
+// none, an idle process).
+func writeProcessesSM(t *testing.T, path string, pid uint32, usedMiB int64, smUtil int) {
+	t.Helper()
 	b := fmt.Sprintf("- card: 0\n  pid: %d\n  usedMiB: %d\n", pid, usedMiB)
+	if smUtil >= 0 {
+		b += fmt.Sprintf("  smUtil: %d\n", smUtil)
+	}
 	if err := os.WriteFile(path+".tmp", []byte(b), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -634,7 +634,7 @@ func TestChartMonitoring(t *testing.T) {
 			alerts = append(alerts, r.Alert)
 			check(topology+" alert "+r.Alert, r.Expr)
 		}
-		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered", "GPUSharePodUnclaimedGPUMemory", "GPUShareMPSEscape"} {
+		for _, want := range []string{"GPUShareCardOvercommitted", "GPUShareBindFailuresRising", "GPUSharePluginNotRegistered", "GPUSharePodUnclaimedGPUMemory", "GPUShareMPSEscape", "GPUShareContainerOverGrant", "GPUShareGrantUnderused"} {
 			if !slices.Contains(alerts, want) {
 				t.Errorf("%s: alerts %v lack %s", topology, alerts, want)
 			}
@@ -655,6 +655,7 @@ func TestChartMonitoring(t *testing.T) {
 type alertRule struct {
 	Alert string `json:"alert"`
 	Expr  string `json:"expr"`
+	For   string `json:"for"`
 }
 
 // alertRules are the alerts of the rendered PrometheusRule gpushare, in order.
