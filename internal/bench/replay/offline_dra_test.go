@@ -188,8 +188,8 @@ func TestOfflineMode(t *testing.T) {
 }
 
 // uncachedPolicy hides a policy's fast scoring from pkg/policy: a Scorer of it knows no
-// usage scoring and no memo and goes through FirstFit (or Place) and Score for every node,
-// which is what the DRA emulation did before it shared the device-plugin path's Scorer.
+// usage scoring and no memo and goes through FirstFit (or Place) and Score for every node:
+// the reference the DRA emulation's Scorer is held to.
 type uncachedPolicy struct{ policy.Policy }
 
 // uncachedWorkloadAware is uncachedPolicy of a policy.WorkloadAware policy.
