@@ -14,7 +14,9 @@
 //     Prioritize scores through a Scorer (Scorer.Score), which runs the fit algorithm on
 //     per-card buffers it reuses from node to node and scores from them without building the
 //     Placement; a golden digest and a property test hold it to Place and Policy.Score bit
-//     for bit.
+//     for bit. NewFirstFitScorer does the same for the DRA path, where the allocator's
+//     FirstFit picks the cards and the policy only scores them (held to FirstFit and
+//     Policy.Score by a property test).
 //   - NormalizeScores normalizes one pod's scores on the candidate nodes to the integer
 //     0..MaxScore that the extender answers and the framework plugin multiplies up to 0-100.
 package policy

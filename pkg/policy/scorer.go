@@ -26,14 +26,37 @@ type Scorer struct {
 	// memo is on for fgd with a workload, whose scoring costs far more than finding a node
 	// equal to one scored before (scoreMemo); the cheap policies score every node afresh.
 	memo *scoreMemo
+	// firstFit: the cards are FirstFit's (NewFirstFitScorer), not the policy's Place.
+	firstFit bool
 }
 
 // NewScorer returns a Scorer of req placed by pol; host is the pod's CPU and memory request
 // (what Placement.Host carries).
 func NewScorer(pol Policy, req gpushare.PodRequest, host Host) *Scorer {
+	sc := newScorer(pol, req, host)
+	if sc.fast != nil {
+		sc.choose = sc.fast.chooser()
+	}
+	return sc
+}
+
+// NewFirstFitScorer returns a Scorer that rates FirstFit's placement of req with pol's
+// Score, as kube-scheduler's DRA path needs (the allocator picks the cards, the policy only
+// ranks nodes): Score gives the same fit answer as FirstFit and, bit for bit, the same value
+// as pol.Score of FirstFit's placement with host, except that a pod without gpu-mem fits a
+// node without cards (as with NewScorer; FirstFit refuses it). Same buffers and memo as
+// NewScorer.
+func NewFirstFitScorer(pol Policy, req gpushare.PodRequest, host Host) *Scorer {
+	sc := newScorer(pol, req, host)
+	sc.choose, sc.firstFit = chooseFirstFit, true
+	return sc
+}
+
+// newScorer is a Scorer of pol's Place, without its card order.
+func newScorer(pol Policy, req gpushare.PodRequest, host Host) *Scorer {
 	sc := &Scorer{pol: pol, req: req, host: host}
 	if f, ok := pol.(usageScorer); ok {
-		sc.fast, sc.choose = f, f.chooser()
+		sc.fast = f
 	}
 	if f, ok := pol.(fgd); ok && len(f.w) > 0 {
 		sc.memo = &scoreMemo{}
@@ -77,8 +100,12 @@ func (sc *Scorer) score(node Node) (float64, bool) {
 func (sc *Scorer) scoreByPlace(node Node) (float64, bool) {
 	p := Placement{Usage: gpushare.CardUnits{}}
 	if !sc.req.IsZero() {
+		place := sc.pol.Place
+		if sc.firstFit {
+			place = FirstFit
+		}
 		var err error
-		if p, err = sc.pol.Place(node, sc.req); err != nil {
+		if p, err = place(node, sc.req); err != nil {
 			return 0, false
 		}
 	}

@@ -201,3 +201,55 @@ func TestScorerAllocatesNothing(t *testing.T) {
 		}
 	}
 }
+
+// firstFitAndScore is NewFirstFitScorer's answer through the public API: FirstFit, then the
+// policy's Score of that placement with the pod's host request.
+func firstFitAndScore(pol Policy, node Node, req gpushare.PodRequest, host Host) (float64, bool) {
+	p := Placement{Usage: gpushare.CardUnits{}}
+	if !req.IsZero() {
+		var err error
+		if p, err = FirstFit(node, req); err != nil {
+			return 0, false
+		}
+	}
+	p.Host = host
+	return pol.Score(node, p), true
+}
+
+// TestFirstFitScorerMatchesFirstFitAndScore holds NewFirstFitScorer to FirstFit+Score on
+// the random corpus of TestScorerMatchesPlaceAndScoreRandom, for every registered policy,
+// fgd with and without a workload (its memo on), and policies it does not know. Each
+// group's nodes are scored twice by one Scorer, so the second pass reads fgd's memo.
+func TestFirstFitScorerMatchesFirstFitAndScore(t *testing.T) {
+	var fits, misses int
+	for gi, g := range corpus(13, 200, 10) {
+		names, pols := policiesFor(g)
+		for pi, pol := range pols {
+			names = append(names, names[pi]+"/foreign")
+			pols = append(pols, foreign{pol})
+		}
+		for pi, pol := range pols {
+			sc := NewFirstFitScorer(pol, g.req, g.host)
+			for pass := range 2 {
+				for ni, node := range g.nodes {
+					want, wantOK := firstFitAndScore(pol, node, g.req, g.host)
+					got, ok := sc.Score(node)
+					if ok != wantOK || !sameScore(got, want) {
+						t.Fatalf("%s group %d node %d pass %d: Scorer %v %v, FirstFit+Score %v %v\nnode %+v\nreq %+v",
+							names[pi], gi, ni, pass, got, ok, want, wantOK, node, g.req)
+					}
+					if pi == 0 && pass == 0 {
+						if wantOK {
+							fits++
+						} else {
+							misses++
+						}
+					}
+				}
+			}
+		}
+	}
+	if fits == 0 || misses == 0 {
+		t.Errorf("the corpus no longer covers both answers: %d fit, %d do not", fits, misses)
+	}
+}

@@ -129,6 +129,9 @@ type draUnitKey struct {
 type draConverted struct {
 	req gpushare.PodRequest
 	err error
+	// sc scores req on the nodes of this shape (policy.NewFirstFitScorer: FirstFit's cards,
+	// the policy's score, buffers and fgd's memo kept from node to node); nil when err.
+	sc *policy.Scorer
 }
 
 func (d *draScoring) rater(pol policy.Policy, host policy.Host) *draRater {
@@ -137,9 +140,10 @@ func (d *draScoring) rater(pol policy.Policy, host policy.Host) *draRater {
 
 // score places the claims on node's DRA cards where kube-scheduler's allocator will put
 // them (policy.FirstFit: the first cards with room, in index order) and rates that
-// placement with the policy's Score; ok is false where they do not fit or the node has no
-// gpushare ResourceSlice. node's own cards (the ledger's) are replaced; its host resources
-// are kept.
+// placement with the policy's Score, bit for bit (through one policy.NewFirstFitScorer per
+// node shape, whose buffers and memo serve node after node); ok is false where they do not
+// fit or the node has no gpushare ResourceSlice. node's own cards (the ledger's) are
+// replaced; its host resources are kept.
 func (r *draRater) score(node policy.Node) (float64, bool) {
 	n := r.d.view.nodes[node.Name]
 	if n == nil || len(n.cards) == 0 {
@@ -149,16 +153,14 @@ func (r *draRater) score(node policy.Node) (float64, bool) {
 	conv, ok := r.reqs[k]
 	if !ok {
 		conv.req, conv.err = r.d.req.podRequest(n)
+		if conv.err == nil {
+			conv.sc = policy.NewFirstFitScorer(r.pol, conv.req, r.host)
+		}
 		r.reqs[k] = conv
 	}
 	if conv.err != nil {
 		return 0, false
 	}
 	node.Cards = n.cards
-	pl, err := policy.FirstFit(node, conv.req)
-	if err != nil {
-		return 0, false
-	}
-	pl.Host = r.host
-	return r.pol.Score(node, pl), true
+	return conv.sc.Score(node)
 }

@@ -43,9 +43,16 @@ func (cfg offlineConfig) checkDRA() error {
 
 // placeDRA is place for the DRA emulations: the candidates pass the same filters, the
 // node is ranked as cfg.DRA says, and the cards are policy.FirstFit's on the chosen node.
+// DRAGPUShare rates the candidates with one policy.NewFirstFitScorer, as place does with
+// policy.NewScorer: the same fit and, bit for bit, the same score as FirstFit then
+// Policy.Score, with the Scorer's buffers and fgd's memo of equal nodes, which lives for
+// this one pod.
 func (o *offline) placeDRA(p policy.Policy, pod PodSpec, req gpushare.PodRequest) string {
 	perCard := o.cfg.Units.PodUnitsPerCard(pod)
-	host := policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}
+	var sc *policy.Scorer
+	if o.cfg.DRA == DRAGPUShare {
+		sc = policy.NewFirstFitScorer(p, req, policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB})
+	}
 	o.idx, o.scores, o.priorities = o.idx[:0], o.scores[:0], o.priorities[:0]
 	for i, n := range o.state {
 		// admits' card check is FirstFit's fit for the replay's one-container pods: count
@@ -58,12 +65,11 @@ func (o *offline) placeDRA(p policy.Policy, pod PodSpec, req gpushare.PodRequest
 			o.priorities = append(o.priorities, kubeDefaultScore(n.load, pod.MilliCPU, pod.MemoryMiB))
 			continue
 		}
-		pl, err := policy.FirstFit(n.policy, req)
-		if err != nil {
-			panic(fmt.Sprintf("offline replay: FirstFit fails where the cards fit: %v", err)) // a pre-check bug
+		score, ok := sc.Score(n.policy)
+		if !ok {
+			panic(fmt.Sprintf("offline replay: FirstFit fails on node %s where the cards fit", n.spec.Name)) // a pre-check bug
 		}
-		pl.Host = host
-		o.scores = append(o.scores, p.Score(n.policy, pl))
+		o.scores = append(o.scores, score)
 	}
 	if len(o.idx) == 0 {
 		return ""

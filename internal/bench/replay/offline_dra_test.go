@@ -186,3 +186,76 @@ func TestOfflineMode(t *testing.T) {
 		}
 	}
 }
+
+// uncachedPolicy hides a policy's fast scoring from pkg/policy: a Scorer of it knows no
+// usage scoring and no memo and goes through FirstFit (or Place) and Score for every node:
+// the reference the DRA emulation's Scorer is held to.
+type uncachedPolicy struct{ policy.Policy }
+
+// uncachedWorkloadAware is uncachedPolicy of a policy.WorkloadAware policy.
+type uncachedWorkloadAware struct{ uncachedPolicy }
+
+// uncached wraps p, policy.WorkloadAware where p is.
+func uncached(p policy.Policy) policy.Policy {
+	if _, ok := p.(policy.WorkloadAware); ok {
+		return uncachedWorkloadAware{uncachedPolicy{p}}
+	}
+	return uncachedPolicy{p}
+}
+
+func (u uncachedWorkloadAware) WithWorkload(w policy.Workload, c policy.Capacity) policy.Policy {
+	return uncached(u.Policy.(policy.WorkloadAware).WithWorkload(w, c))
+}
+
+// replayCards replays pods as replayOffline does and returns each pod's node ("" where it
+// failed) and the cards' used units at the end.
+func replayCards(t *testing.T, cfg offlineConfig, nodes []NodeSpec, pods []PodSpec) ([]string, map[string][]int64) {
+	t.Helper()
+	o, capacity, err := newOffline(cfg, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	learn := newLearner(cfg.Policy, capacity)
+	placed := make([]string, 0, len(pods))
+	for _, pod := range pods {
+		placed = append(placed, o.place(learn.next(o, pod), pod))
+	}
+	return placed, o.cardsUsed()
+}
+
+// TestOfflineDRAScorerPlacesAsUncached replays the openb sample with the DRA emulation
+// scoring through policy.NewFirstFitScorer (buffers reused, fgd's memo) and through FirstFit
+// then Score on every node, and wants the same node for every pod and the same cards used,
+// for each policy, tie mode and family.
+func TestOfflineDRAScorerPlacesAsUncached(t *testing.T) {
+	nodes := sampleNodes(t)
+	units, err := newUnits(UnitMilli, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range []string{"multigpu20", "gpuspec25"} {
+		pods, _, err := buildWorkload(samplePods(t, family), totalGPUMilli(nodes), 42, 1.3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"fgd", "binpack", "bestfit"} {
+			pol, err := policy.New(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ties := range []string{TiesRandom, TiesFirst} {
+				cfg := offlineConfig{Policy: pol, Units: units, Ties: ties, Seed: 42, CPUPods: CPUExtender, DRA: DRAGPUShare}
+				cached, cachedCards := replayCards(t, cfg, nodes, pods)
+				cfg.Policy = uncached(pol)
+				want, wantCards := replayCards(t, cfg, nodes, pods)
+				label := family + "/" + name + "/" + ties
+				if diff := cmp.Diff(want, cached); diff != "" {
+					t.Errorf("%s: nodes (-uncached,+cached):\n%s", label, diff)
+				}
+				if diff := cmp.Diff(wantCards, cachedCards); diff != "" {
+					t.Errorf("%s: cards used (-uncached,+cached):\n%s", label, diff)
+				}
+			}
+		}
+	}
+}
