@@ -16,6 +16,10 @@ var constructors = map[string]func() Policy{
 	"fgd":     func() Policy { return newFGD(nil, Capacity{}) },
 }
 
+// Packs reports whether the named policy packs pods onto the fullest nodes it can (fgd,
+// binpack), so that only the best-rated nodes are worth offering a pod.
+func Packs(name string) bool { return name == "fgd" || name == "binpack" }
+
 // Default is the policy used when none is configured: fgd, which leaves the least GPU
 // unallocated on every openb trace family (docs/design/benchmarks-replay.md); binpack is the
 // original gpushare's.

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/gpushare/gpushare/pkg/policy"
 )
 
 // draNarrowNodes is how many nodes PreFilter leaves a claim pod under a packing policy (fgd,
@@ -67,7 +69,7 @@ func (p *Plugin) narrowIn(ctx context.Context, s *cycleState, pod *v1.Pod, nodes
 	r := p.rate(ctx, s, pod, nodes)
 	defer r.release(&p.rates)
 	keep := 0 // every fitting node
-	if name := p.pol.Name(); name == "fgd" || name == "binpack" {
+	if policy.Packs(p.pol.Name()) {
 		keep = draNarrowNodes
 	}
 	return r.best(keep), true, nil
