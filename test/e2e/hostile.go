@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,11 +107,15 @@ func CaseSlowBodies(t *testing.T, e *Env) {
 		t.Fatalf("the suite's extender client has no TLS configuration")
 	}
 	answers := make(chan string, 4)
-	// Each connection says when it has sent its second byte: the extender then holds four
-	// bodies in progress.
-	arriving := make(chan struct{}, 4)
+	// Each connection says once when the extender has it in hand: its second byte sent (a
+	// body in progress), or, if the extender refused the announced length first, its answer
+	// read. Only then is the heap worth reading.
+	handled := make(chan struct{}, 4)
 	for i := 0; i < 4; i++ {
 		go func() {
+			var once sync.Once
+			signal := func() { once.Do(func() { handled <- struct{}{} }) }
+			defer signal()
 			conn, err := tls.Dial("tcp", u.Host, tr.TLSClientConfig.Clone())
 			if err != nil {
 				answers <- "dial: " + err.Error()
@@ -125,7 +130,7 @@ func CaseSlowBodies(t *testing.T, e *Env) {
 					break
 				}
 				if j == 1 {
-					arriving <- struct{}{}
+					signal()
 				}
 				time.Sleep(time.Second)
 			}
@@ -139,11 +144,9 @@ func CaseSlowBodies(t *testing.T, e *Env) {
 	}
 	for i := 0; i < 4; i++ {
 		select {
-		case <-arriving:
-		case a := <-answers:
-			t.Fatalf("a slow connection ended before its body was under way: %s", a)
+		case <-handled:
 		case <-ctx.Done():
-			t.Fatal("the slow connections never got their bodies under way")
+			t.Fatal("the slow connections were never under way nor answered")
 		}
 	}
 	heap := extenderHeap(ctx, t, e)
