@@ -9,8 +9,8 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 IMAGE_TAG ?= $(shell cat $(CURDIR)/VERSION)
 LDFLAGS   := -s -w -X github.com/gpushare/gpushare/pkg/version.Version=$(VERSION)
 # Packages with concurrency run under the race detector.
-RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/binding/... ./pkg/deviceplugin/... ./pkg/dra/... ./pkg/nodecards/... ./pkg/limithook/... ./pkg/watchdog/... ./pkg/inspect/... ./pkg/serving/... ./pkg/leader/... ./internal/bench/parallel/... ./pkg/schedulerplugin/... ./internal/broadcast/...
-COMMANDS  := extender share-plugin gpushare-limit-hook gpushare-probe kubectl-inspect-gpushare
+RACE_PKGS := ./pkg/cache/... ./pkg/routes/... ./pkg/binding/... ./pkg/deviceplugin/... ./pkg/dra/... ./pkg/nodecards/... ./pkg/limithook/... ./pkg/mps/... ./pkg/watchdog/... ./pkg/inspect/... ./pkg/serving/... ./pkg/leader/... ./internal/bench/parallel/... ./pkg/schedulerplugin/... ./internal/broadcast/...
+COMMANDS  := extender share-plugin gpushare-limit-hook gpushare-mps gpushare-probe kubectl-inspect-gpushare
 # Benchmark tools (internal/bench/cmd/*), built into ./bin beside the product commands.
 BENCH_COMMANDS := $(wildcard internal/bench/cmd/*)
 # share-plugin and gpushare-limit-hook reach the driver's NVML through cgo (go-nvml dlopens libnvidia-ml at run time,

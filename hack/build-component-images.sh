@@ -21,6 +21,8 @@ CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/share-plug
 # The share-plugin image also carries gpushare-limit-hook, which its DaemonSet's init
 # container installs on the host (static too: simulated GPUs only, like this share-plugin).
 CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/gpushare-limit-hook" "$REPO/cmd/gpushare-limit-hook"
+# And gpushare-mps, which deploy/mps's init container copies out of it.
+CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$IMAGES_DIR/bin/gpushare-mps" "$REPO/cmd/gpushare-mps"
 # And gpushare-probe, which `kubectl inspect gpushare --verify` runs from this image: static
 # (-tags nocuda), as the image has no C library to load libcuda.so.1 with.
 CGO_ENABLED=0 go build -trimpath -tags nocuda -ldflags "-s -w" -o "$IMAGES_DIR/bin/gpushare-probe" "$REPO/cmd/gpushare-probe"
@@ -30,7 +32,7 @@ for c in extender gpushare-scheduler share-plugin; do
   [ -x "$src" ] || die "$src not built (make build)"
   user=()
   files=("$src=/usr/bin/$c")
-  [ "$c" = share-plugin ] && files+=("$IMAGES_DIR/bin/gpushare-limit-hook=/usr/bin/gpushare-limit-hook" "$IMAGES_DIR/bin/gpushare-probe=/usr/bin/gpushare-probe")
+  [ "$c" = share-plugin ] && files+=("$IMAGES_DIR/bin/gpushare-limit-hook=/usr/bin/gpushare-limit-hook" "$IMAGES_DIR/bin/gpushare-mps=/usr/bin/gpushare-mps" "$IMAGES_DIR/bin/gpushare-probe=/usr/bin/gpushare-probe")
   # share-plugin stays root: it creates its socket in kubelet's root-owned folder.
   [ "$c" != share-plugin ] && user=(-user 65534:65534)
   "$IMAGES_DIR/bin/imagepack" -o "$IMAGES_DIR/$c.tar" -tag "gpushare/$c:$version" "${user[@]}" "${files[@]}"

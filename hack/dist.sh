@@ -78,6 +78,10 @@ for c in extender gpushare-scheduler share-plugin; do
       hook=dist/gpushare-limit-hook_${version}_linux_${arch}
       [ -f "$hook" ] || die "$hook: goreleaser did not build it"
       files+=("$hook=/usr/bin/gpushare-limit-hook")
+      # deploy/mps's init container copies gpushare-mps out of it.
+      mps=dist/gpushare-mps_${version}_linux_${arch}
+      [ -f "$mps" ] || die "$mps: goreleaser did not build it"
+      files+=("$mps=/usr/bin/gpushare-mps")
       # The isolation probe `kubectl inspect gpushare --verify` runs from this image: the
       # static build (the image has no C library to load libcuda with).
       probe=dist/gpushare-probe-static_${version}_linux_${arch}

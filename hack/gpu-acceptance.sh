@@ -13,8 +13,8 @@
 #                   read back (R615+), or the container refused (older drivers)
 #   usage-watchdog  a CUDA process in a kubepods-like cgroup: NVML lists it and the usage
 #                   watchdog's cgroup parser maps it to its pod and container
-#   mps             an MPS daemon of its own; a client through a read-only pipe folder is held
-#                   to CUDA_MPS_PINNED_DEVICE_MEM_LIMIT
+#   mps             an MPS daemon of its own with a server-side cap, as gpushare-mps sets it; a
+#                   client through a read-only pipe folder asking more is held to the cap
 #   preflight       share-plugin's reading of the NVIDIA runtime's config.toml (informative)
 # stderr: what each check ran and saw, indented.
 # Exit status: 1 when a check FAILed, else 0 (a machine without a GPU: every check SKIPs).
@@ -586,7 +586,7 @@ check_mps() {
   ensure_work
   dir=$work/mps
   mkdir -p "$dir/pipe" "$dir/log"
-  # As deploy/mps runs it: one daemon for the card, folders of its own (not the host's
+  # As gpushare-mps runs one: a daemon for the card, folders of its own (not the host's
   # default /tmp/nvidia-mps, so no other CUDA process on this machine connects to it).
   mps_env=("CUDA_VISIBLE_DEVICES=$card_uuid" "CUDA_MPS_PIPE_DIRECTORY=$dir/pipe" "CUDA_MPS_LOG_DIRECTORY=$dir/log")
   env "${mps_env[@]}" nvidia-cuda-mps-control -f >"$dir/daemon.out" 2>&1 &
@@ -598,6 +598,13 @@ check_mps() {
   if ! mps_control get_server_list >/dev/null 2>&1; then
     detail <"$dir/daemon.out"
     say FAIL mps "the control daemon did not answer within 15 s"
+    stop_mps
+    return
+  fi
+  # The cap on the server side, as gpushare-mps sets it for a grant.
+  if ! out=$(mps_control "set_default_device_pinned_mem_limit 0 ${CTR_LIMIT_MIB}M" 2>&1) || [ -n "$out" ]; then
+    printf 'set_default_device_pinned_mem_limit: %s\n' "$out" | detail
+    say FAIL mps "the control daemon refused set_default_device_pinned_mem_limit 0 ${CTR_LIMIT_MIB}M: $(first_line "$out")"
     stop_mps
     return
   fi
@@ -620,19 +627,20 @@ check_mps() {
   elif ! cat "$dir/log/control.log" "$dir/daemon.out" 2>/dev/null | grep -qi 'new client'; then
     say FAIL mps "the client did not connect through the read-only pipe folder (no NEW CLIENT in control.log): $(first_line "$out")"
   elif verdict=$(alloc_verdict "$CTR_LIMIT_MIB" "$out"); then
-    say PASS mps "client connected through a read-only pipe folder; CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=${CTR_LIMIT_MIB}M: $verdict"
+    say PASS mps "client connected through a read-only pipe folder; server cap ${CTR_LIMIT_MIB}M held against the client's own 0=$((CTR_LIMIT_MIB * 4))M: $verdict"
   else
     say FAIL mps "client connected, but $verdict"
   fi
 }
 
 # mps_client DIR runs the CUDA client as Allocate sets up a container on an mps node: the
-# pipe and log folders bind-mounted read-only (in a mount namespace of its own) and its grant
-# as CUDA_MPS_PINNED_DEVICE_MEM_LIMIT, the card being its device 0. Prints its output.
+# pipe and log folders bind-mounted read-only (in a mount namespace of its own), the card
+# being its device 0, and, as a tenant that raised it, four times its grant as its own
+# CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: the daemon's cap must hold. Prints its output.
 mps_client() {
   local dir=$1
   # shellcheck disable=SC2016 # $1 and $2 are the inner shell's: the two folders
-  env "${mps_env[@]}" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=${CTR_LIMIT_MIB}M" \
+  env "${mps_env[@]}" "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT=0=$((CTR_LIMIT_MIB * 4))M" \
     timeout "$(left 60)" unshare --mount --propagation private -- /bin/sh -c '
       for d in "$1" "$2"; do mount --bind "$d" "$d" && mount -o remount,bind,ro "$d" || exit 1; done
       if touch "$1/.write-probe" 2>/dev/null; then echo "pipe folder writable"; exit 1; fi

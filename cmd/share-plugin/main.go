@@ -51,6 +51,8 @@ type options struct {
 	cdiKind        string
 	cdiSpecDir     string
 	mpsRoot        string
+	mpsReady       time.Duration
+	mpsGrace       time.Duration
 	nvidiaConfig   string
 	limitHookPath  string
 	limitHookFails string
@@ -92,7 +94,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.cdiKind, "cdi-kind", nodecards.DefaultCDIKind, "with --device-list-strategy=cdi-cri or cdi-allocation, or --backend=dra: the CDI vendor/class of the card devices (<kind>=<UUID>; with cdi-allocation and --backend=dra, named where the runtime's CDI registry has them)")
 	fs.StringVar(&o.cdiSpecDir, "cdi-spec-dir", nodecards.DefaultCDISpecDir, "the runtime's CDI spec folder, seen by share-plugin at the same path: with --device-list-strategy=cdi-allocation, where it writes the per-allocation specs; with cdi-cri or cdi-allocation and simulated GPUs, where it writes the simulated cards' spec and files (real GPUs with cdi-cri: generate the spec with nvidia-ctk cdi generate)")
 	fs.StringVar(&o.mpsRoot, "mps-root", gpushare.DefaultMPSRoot,
-		"host folder of the cards' MPS daemon folders (<mps-root>/<GPU UUID>/{pipe,log,shm,ready}, deploy/mps), mounted at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
+		"host folder of the MPS daemons' folders (<mps-root>/<GPU UUID>/<cap>/, run by gpushare-mps, deploy/mps), mounted writable at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
+	fs.DurationVar(&o.mpsReady, "mps-ready-timeout", 30*time.Second,
+		"on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS)+": how long Allocate waits for the MPS daemon of a container's grant before it refuses the container")
+	fs.DurationVar(&o.mpsGrace, "mps-release-grace", 2*time.Minute,
+		"how long an MPS daemon no running pod holds is kept after the last Allocate that asked for it, before share-plugin releases it (gpushare-mps then stops it)")
 	fs.StringVar(&o.nvidiaConfig, "nvidia-runtime-config", preflight.DefaultNVIDIAConfigPath,
 		"the node's NVIDIA container runtime configuration (the host's file, mounted at the same path): whether it lets a pod's own NVIDIA_VISIBLE_DEVICES widen its cards goes to the node label "+gpushare.LabelEnvDeviceRequests+" (a missing file: unknown); empty: not read, no label")
 	fs.StringVar(&o.limitHookPath, "limit-hook-path", deviceplugin.DefaultLimitHookPath,

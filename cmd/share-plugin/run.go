@@ -114,7 +114,7 @@ func runDevicePlugin(ctx context.Context, o options, p parsed, node *noderuntime
 	plugin, err := deviceplugin.New(deviceplugin.Config{
 		Resources: p.res, PluginDir: o.pluginDir, AllocateWait: o.allocateWait, PodResourcesSocket: o.podResources,
 		DeviceListStrategy: p.deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir,
-		MPSRoot: o.mpsRoot, LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, NVIDIARuntimeConfig: o.nvidiaConfig,
+		MPSRoot: o.mpsRoot, MPSReadyTimeout: o.mpsReady, MPSReleaseGrace: o.mpsGrace, LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, NVIDIARuntimeConfig: o.nvidiaConfig,
 	}, node)
 	if err != nil {
 		return err

@@ -237,8 +237,7 @@ func TestAllocateCDIAllocation(t *testing.T) {
 			env, oci := containerEnvAfterCDI(t, dir, got...)
 			delete(env, "PATH")
 			if tc.mps { // the card's daemon folders, under the test's MPS root
-				tc.wantEnv[gpushare.EnvMPSPipeDirectory] = filepath.Join(mpsRoot, uuid(0), "pipe")
-				tc.wantEnv[gpushare.EnvMPSLogDirectory] = filepath.Join(mpsRoot, uuid(0), "log")
+				tc.wantEnv[gpushare.EnvMPSPipeDirectory] = mpsDir(mpsRoot, 0, 4096) + "/pipe"
 			}
 			if d := cmp.Diff(tc.wantEnv, env); d != "" {
 				t.Errorf("container env after the tenant's (-want,+got):\n%s", d)

@@ -38,10 +38,17 @@ type Config struct {
 	// which the per-allocation specs mount instead of device nodes; empty: real cards, or,
 	// on a simulated node with DeviceListCDIAllocation, New sets it.
 	SimulatedCardDir string
-	// MPSRoot is the host folder of the cards' MPS daemon folders, <MPSRoot>/<UUID>/..., used
-	// for containers on a node labelled gpushare.io/isolation=mps (default gpushare.DefaultMPSRoot).
-	// Allocate reads <MPSRoot>/<UUID>/ready, so the plugin sees the folder at the same path.
+	// MPSRoot is the host folder of the MPS daemons' folders (pkg/mps: <MPSRoot>/<UUID>/<cap>/),
+	// used for containers on a node labelled gpushare.io/isolation=mps (default
+	// gpushare.DefaultMPSRoot). Allocate writes the want of the daemon a container needs and
+	// waits for its ready file, so the plugin sees the folder at the same path, writable.
 	MPSRoot string
+	// MPSReadyTimeout bounds how long Allocate waits for a container's MPS daemon to be ready
+	// (default 30 s); a container whose daemon is not ready by then is refused.
+	MPSReadyTimeout time.Duration
+	// MPSReleaseGrace is how long a daemon nobody holds is kept after the last Allocate that
+	// asked for it (default 2 min): the pod informer may not show a just-admitted pod yet.
+	MPSReleaseGrace time.Duration
 	// NVIDIARuntimeConfig is the node's NVIDIA container runtime configuration file
 	// (preflight.DefaultNVIDIAConfigPath), read at each node publication: its verdict goes
 	// to the node label gpushare.LabelEnvDeviceRequests. Empty: not read, no label.
@@ -110,6 +117,12 @@ func (c *Config) validate() error {
 	}
 	if !filepath.IsAbs(c.MPSRoot) || filepath.Clean(c.MPSRoot) != c.MPSRoot {
 		return fmt.Errorf("MPS root %q: want a clean absolute path", c.MPSRoot)
+	}
+	if c.MPSReadyTimeout <= 0 {
+		c.MPSReadyTimeout = 30 * time.Second
+	}
+	if c.MPSReleaseGrace <= 0 {
+		c.MPSReleaseGrace = 2 * time.Minute
 	}
 	return nil
 }

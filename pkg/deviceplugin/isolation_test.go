@@ -2,6 +2,7 @@ package deviceplugin
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/mps"
 )
 
 // setIsolation sets testNode's isolation label on the fake API server ("" removes it).
@@ -40,21 +42,40 @@ func (e *testEnv) setIsolation(t *testing.T, mode string) {
 	}
 }
 
-// withMPSRoot points the plugin at a fresh MPS root whose listed cards' daemons are ready.
+// withMPSRoot points the plugin at a fresh MPS root and stands in for gpushare-mps there: the
+// daemons wanted on the listed cards are reported ready (with the wanted cap) until the test
+// ends; those on other cards never are, and Allocate waits 300 ms for them.
 func (e *testEnv) withMPSRoot(t *testing.T, readyCards ...int) string {
 	t.Helper()
 	root := t.TempDir()
 	e.plugin.cfg.MPSRoot = root
+	e.plugin.cfg.MPSReadyTimeout = 300 * time.Millisecond
+	ready := map[string]bool{}
 	for _, c := range readyCards {
-		dir := filepath.Join(root, uuid(c))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "ready"), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
+		ready[uuid(c)] = true
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			entries, _, _ := mps.Scan(root)
+			for _, en := range entries {
+				if en.Want != nil && en.Ready == nil && ready[en.Folder.Card] {
+					b, _ := json.Marshal(mps.Ready{Pid: 1, Cap: en.Want.Cap})
+					_ = os.WriteFile(filepath.Join(en.Folder.Dir, mps.ReadyFile), b, 0o644)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
 	return root
+}
+
+// mpsDir is the folder of the daemon holding clients to mib MiB on card i under root.
+func mpsDir(root string, i int, mib int64) string {
+	return filepath.Join(root, uuid(i), mps.Cap{PinnedMemMiB: mib, ActiveThreadPct: 100}.Name())
 }
 
 // allocateResp is allocate returning the whole container response.
@@ -90,20 +111,21 @@ func TestAllocateIsolation(t *testing.T) {
 		mode  string
 		units int
 		pod   runtime.Object
-		// wantLimit is the pinned limit ("" = no MPS part at all).
+		// wantLimit is the pinned limit ("" = no MPS part at all), wantMiB the daemon's cap.
 		wantLimit string
+		wantMiB   int64
 	}{
 		// 4 GiB on node card 1, which the container sees as device 0: 4 × 1024 MiB.
 		{"mps, GiB units, card 1", gpushare.GiB, "mps", 4,
-			makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), "0=4096M"},
+			makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), "0=4096M", 4096},
 		// 1536 MiB units: 1536 × 1 MiB.
 		{"mps, MiB units, card 0", gpushare.Unit{MiB: 1}, "mps", 1536,
-			makePod("p", 1, 10, []ctr{{name: "main", units: 1536}}, app(gpushare.CardUnits{0: 1536})), "0=1536M"},
+			makePod("p", 1, 10, []ctr{{name: "main", units: 1536}}, app(gpushare.CardUnits{0: 1536})), "0=1536M", 1536},
 		// 3 units of 256 MiB: 768 MiB.
 		{"mps, 256MiB units", gpushare.Unit{MiB: 256}, "mps", 3,
-			makePod("p", 1, 10, []ctr{{name: "main", units: 3}}, app(gpushare.CardUnits{1: 3})), "0=768M"},
-		{"none", gpushare.GiB, "none", 4, makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), ""},
-		{"unlabelled", gpushare.GiB, "", 4, makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), ""},
+			makePod("p", 1, 10, []ctr{{name: "main", units: 3}}, app(gpushare.CardUnits{1: 3})), "0=768M", 768},
+		{"none", gpushare.GiB, "none", 4, makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), "", 0},
+		{"unlabelled", gpushare.GiB, "", 4, makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -118,19 +140,17 @@ func TestAllocateIsolation(t *testing.T) {
 			var wantEnv map[string]string
 			var wantMounts []*pluginapi.Mount
 			if tc.wantLimit != "" {
-				card := uuid(0)
+				card := 0
 				if r.Envs[gpushare.EnvIndex] == "1" {
-					card = uuid(1)
+					card = 1
 				}
-				dir := filepath.Join(root, card)
+				dir := mpsDir(root, card, tc.wantMiB)
 				wantEnv = map[string]string{
 					gpushare.EnvMPSPinnedMemLimit: tc.wantLimit,
 					gpushare.EnvMPSPipeDirectory:  dir + "/pipe",
-					gpushare.EnvMPSLogDirectory:   dir + "/log",
 				}
 				wantMounts = []*pluginapi.Mount{
 					{ContainerPath: dir + "/pipe", HostPath: dir + "/pipe", ReadOnly: true},
-					{ContainerPath: dir + "/log", HostPath: dir + "/log", ReadOnly: true},
 					{ContainerPath: "/dev/shm", HostPath: dir + "/shm"},
 				}
 			} else {
@@ -173,7 +193,7 @@ func TestAllocateIsolationRefusals(t *testing.T) {
 			`node label gpushare.io/isolation="Mps": want none, mps or limit`},
 		{"daemon not ready", "mps",
 			makePod("p", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), 4, []int{0},
-			"the MPS daemon of card 1 (" + uuid(1) + ") is not ready"},
+			"no MPS daemon ready for its grant on card 1 (" + uuid(1) + ")"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -234,7 +254,7 @@ func TestAllocateNodeUnreadable(t *testing.T) {
 }
 
 // TestMPSMountsReadOnly: whatever the handover strategy, a container on an MPS node gets its
-// card's pipe and log folders read-only (every container of the card shares them; one that
+// daemon's pipe folder read-only (every container of the card shares them; one that
 // could write there could remove or replace the daemon's pipes and sockets under its
 // neighbours) and only the card's shm folder, its /dev/shm, writable.
 func TestMPSMountsReadOnly(t *testing.T) {
@@ -252,7 +272,7 @@ func TestMPSMountsReadOnly(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			dir := filepath.Join(root, uuid(0))
+			dir := mpsDir(root, 0, 4096)
 			got := map[string]bool{} // host path: writable
 			for _, m := range r.Mounts {
 				got[m.HostPath] = !m.ReadOnly
@@ -260,7 +280,7 @@ func TestMPSMountsReadOnly(t *testing.T) {
 					t.Errorf("mount %s at %s: want the host path (the daemon and its clients name the same paths)", m.HostPath, m.ContainerPath)
 				}
 			}
-			want := map[string]bool{dir + "/pipe": false, dir + "/log": false, dir + "/shm": true}
+			want := map[string]bool{dir + "/pipe": false, dir + "/shm": true}
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("mounts, host path: writable (-want,+got):\n%s", d)
 			}

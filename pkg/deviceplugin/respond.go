@@ -3,12 +3,8 @@ package deviceplugin
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,69 +16,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/klog/v2"
 	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	cdi "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/nodecards"
 )
-
-// mpsDirs are the host folders of one card's MPS control daemon.
-type mpsDirs struct {
-	pipe, log, shm, ready string
-}
-
-func (p *Plugin) mpsDirs(uuid string) mpsDirs {
-	d := filepath.Join(p.cfg.MPSRoot, uuid)
-	return mpsDirs{
-		pipe: filepath.Join(d, "pipe"), log: filepath.Join(d, "log"), shm: filepath.Join(d, "shm"),
-		ready: filepath.Join(d, gpushare.MPSReadyFile),
-	}
-}
-
-// mpsResponse is what a container on card c holding units gpu-mem units there needs to run
-// as a client of c's MPS control daemon: the pinned device-memory limit of its grant, the
-// daemon's pipe and log folders (environment and mounts, at the host paths, so the paths the
-// daemon and its clients use are the same in every mount namespace) and the card's MPS shared
-// memory as /dev/shm. The pipe and log folders are mounted read-only: every container of the
-// card shares them, and a container that could remove, rename or replace the daemon's pipes
-// and sockets could cut its neighbours off MPS or put its own listener in the daemon's place.
-// A read-only mount still lets a client open the daemon's FIFOs and connect to its sockets:
-// Linux refuses writes on a read-only mount only to regular files, directories and symlinks.
-// Errors (*refusal): the container is not on exactly one card, or the card's daemon has not
-// said it is ready: a container started without a daemon would run unlimited.
-func (p *Plugin) mpsResponse(cand candidate, cards []gpushare.Device, units []int64) (map[string]string, []*pluginapi.Mount, error) {
-	if len(cards) != 1 {
-		return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node isolates cards with MPS (%s=%s), which serves one card per container, and the container has %d",
-			cand.cont.Name, klog.KObj(cand.pod), gpushare.LabelIsolation, gpushare.IsolationMPS, len(cards))}
-	}
-	c := cards[0]
-	dirs := p.mpsDirs(c.UUID)
-	if _, err := os.Stat(dirs.ready); err != nil {
-		why := err.Error()
-		if errors.Is(err, fs.ErrNotExist) {
-			why = dirs.ready + " does not exist"
-		}
-		return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: the MPS daemon of card %d (%s) is not ready (%s); is deploy/mps running on node %s?",
-			cand.cont.Name, klog.KObj(cand.pod), c.Index, c.UUID, why, p.node.Name())}
-	}
-	env := map[string]string{
-		// The container sees its one card as device 0, whatever its index on the node.
-		gpushare.EnvMPSPinnedMemLimit: gpushare.MPSMemLimit(units[0] * p.node.Unit().MiB),
-		gpushare.EnvMPSPipeDirectory:  dirs.pipe,
-		gpushare.EnvMPSLogDirectory:   dirs.log,
-	}
-	mounts := []*pluginapi.Mount{
-		{ContainerPath: dirs.pipe, HostPath: dirs.pipe, ReadOnly: true},
-		{ContainerPath: dirs.log, HostPath: dirs.log, ReadOnly: true},
-		// MPS clients and their server exchange data through POSIX shared memory, so the
-		// container's /dev/shm is the one of the card's daemon (NVIDIA's device plugin mounts
-		// its daemon's the same way).
-		{ContainerPath: "/dev/shm", HostPath: dirs.shm},
-	}
-	return env, mounts, nil
-}
 
 // refuse marks c's pod refused in the ledger (see refused), tells the pod in a Warning
 // event and returns the error for kubelet, which fails the pod's admission with it.

@@ -38,10 +38,14 @@ func (p *Plugin) Run(ctx context.Context) error {
 	defer wg.Wait()
 	defer cancel()
 
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		p.node.WatchHealth(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		p.keepMPSDaemonsReleased(ctx, min(mpsReleaseInterval, p.cfg.MPSReleaseGrace))
 	}()
 	go func() {
 		defer wg.Done()

@@ -87,15 +87,10 @@ func MPSMemLimit(mib int64) string {
 	return fmt.Sprintf("0=%dM", mib)
 }
 
-// The folders of the MPS daemon (deploy/mps), shared with share-plugin: under the MPS root,
-// one folder per card UUID holding pipe/ (the control daemon's pipes and sockets), log/, shm/
-// (the /dev/shm of the card's daemon and its clients) and MPSReadyFile.
-const (
-	// DefaultMPSRoot is the default MPS root on the nodes (share-plugin's --mps-root).
-	DefaultMPSRoot = "/run/gpushare/mps"
-	// MPSReadyFile is present in a card's folder while its control daemon answers.
-	MPSReadyFile = "ready"
-)
+// DefaultMPSRoot is the default MPS root on the nodes (share-plugin's --mps-root,
+// gpushare-mps's --root): the MPS daemons' folders, one per card and cap, whose layout is
+// pkg/mps's.
+const DefaultMPSRoot = "/run/gpushare/mps"
 
 // LabelVerifyRun is the label of the probe pods `kubectl inspect gpushare --verify` creates
 // (value: the run's ID, five lowercase letters and digits), by which the run finds and

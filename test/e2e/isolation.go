@@ -4,8 +4,6 @@ package e2e
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,18 +12,17 @@ import (
 )
 
 // CaseMPSIsolation: the real node labelled gpushare.io/isolation=mps, with two simulated T4s
-// whose MPS daemon folders are ready. A one-card container gets its MPS memory limit (its
-// grant) and its card's daemon folders; a container asking for two cards is kept off the node
-// by the scheduler side with the isolation reason; inspect shows the mode. No MPS daemon runs
-// here (no GPU): this checks the label's path through the extender and share-plugin.
+// and gpushare-mps over a stand-in control daemon. A one-card container gets its MPS memory
+// limit (its grant) and the pipe folder of its grant's daemon; a container asking for two
+// cards is kept off the node by the scheduler side with the isolation reason; inspect shows
+// the mode. This checks the label's path through the extender and share-plugin
+// (TestE2E/MPSDaemons checks the daemons).
 func CaseMPSIsolation(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "extender", "share-plugin", "kubectl-inspect-gpushare")
 	ctx := testContext(t, 5*time.Minute)
-	root := filepath.Join(e.cfg.state, "mps")
-	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	root, _ := startMPSLauncher(t, e)
 	inv := restartSharePlugin(ctx, t, e, "t4:2", "GPUSHARE_MPS_ROOT="+root)
-	readyMPSFolders(t, root, inv)
 	labelNode(ctx, t, e, e.RealNode, string(gpushare.IsolationMPS))
 	t.Cleanup(func() { labelNode(context.Background(), t, e, e.RealNode, "") })
 
@@ -36,8 +33,7 @@ func CaseMPSIsolation(t *testing.T, e *Env) {
 	logs := podLogs(t, e, ns, "one")
 	for _, want := range []string{
 		gpushare.EnvMPSPinnedMemLimit + "=" + gpushare.MPSMemLimit(4096),
-		gpushare.EnvMPSPipeDirectory + "=" + filepath.Join(root, dev.UUID, "pipe"),
-		gpushare.EnvMPSLogDirectory + "=" + filepath.Join(root, dev.UUID, "log"),
+		gpushare.EnvMPSPipeDirectory + "=" + mpsFolder(t, root, dev.UUID, 4096).Pipe(),
 	} {
 		if !strings.Contains(logs, want+"\n") {
 			t.Errorf("the container on card %d lacks %s:\n%s", dev.Index, want, logs)

@@ -31,13 +31,11 @@ func CaseMPSEscape(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "extender", "share-plugin")
 	ctx := testContext(t, 5*time.Minute)
-	root := filepath.Join(e.cfg.state, "mps")
-	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	root, _ := startMPSLauncher(t, e)
 	procFile := filepath.Join(e.cfg.state, "gpu-processes.yaml")
 	t.Cleanup(func() { _ = os.Remove(procFile) })
 	// A 2s node resync: the watchdog reads the isolation label that late after the label.
 	inv := restartSharePlugin(ctx, t, e, "t4:1", "GPUSHARE_MPS_ROOT="+root, "GPUSHARE_USAGE_INTERVAL=1s", "GPUSHARE_NODE_RESYNC=2s")
-	readyMPSFolders(t, root, inv)
 	labelNode(ctx, t, e, e.RealNode, string(gpushare.IsolationMPS))
 	t.Cleanup(func() { labelNode(context.Background(), t, e, e.RealNode, "") })
 

@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -154,10 +152,8 @@ func CaseReservedEnvFromConfigMap(t *testing.T, e *Env) {
 	requireRealNode(t, e)
 	requireBinary(t, e, "extender", "share-plugin")
 	ctx := testContext(t, 5*time.Minute)
-	root := filepath.Join(e.cfg.state, "mps")
-	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	root, _ := startMPSLauncher(t, e)
 	inv := restartSharePlugin(ctx, t, e, "t4:2", "GPUSHARE_DEVICE_LIST_STRATEGY=cdi-allocation", "GPUSHARE_MPS_ROOT="+root)
-	readyMPSFolders(t, root, inv)
 	labelNode(ctx, t, e, e.RealNode, string(gpushare.IsolationMPS))
 	t.Cleanup(func() { labelNode(context.Background(), t, e, e.RealNode, "") })
 
@@ -180,7 +176,7 @@ func CaseReservedEnvFromConfigMap(t *testing.T, e *Env) {
 		cudaVisibleDevices:            dev.UUID,
 		gpushare.EnvContainerUnits:    "1",
 		gpushare.EnvMPSPinnedMemLimit: gpushare.MPSMemLimit(1024),
-		gpushare.EnvMPSPipeDirectory:  filepath.Join(root, dev.UUID, "pipe"),
+		gpushare.EnvMPSPipeDirectory:  mpsFolder(t, root, dev.UUID, 1024).Pipe(),
 	})
 }
 
@@ -268,22 +264,6 @@ func wantEnvOnce(t *testing.T, logs string, want map[string]string) {
 		}
 		if len(got) != 1 || got[0] != v {
 			t.Errorf("the container sees %s=%v, want exactly %q (the pod's env set it too); its log:\n%s", k, got, v, logs)
-		}
-	}
-}
-
-// readyMPSFolders makes the MPS daemon folders of every card of inv under root, and its
-// ready file, as deploy/mps's script does once a card's daemon answers: no daemon runs here.
-func readyMPSFolders(t *testing.T, root string, inv gpushare.Inventory) {
-	t.Helper()
-	for _, d := range inv.Devices {
-		for _, sub := range []string{"pipe", "log", "shm"} {
-			if err := os.MkdirAll(filepath.Join(root, d.UUID, sub), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := os.WriteFile(filepath.Join(root, d.UUID, gpushare.MPSReadyFile), nil, 0o644); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

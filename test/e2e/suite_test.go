@@ -53,6 +53,7 @@ var suite = []struct {
 	{"UsageWatchdogUnclaimed", CaseUsageWatchdogUnclaimed},
 	{"NodePreflight", CaseNodePreflight},
 	{"MPSIsolation", CaseMPSIsolation},
+	{"MPSDaemons", CaseMPSDaemons},
 	{"MPSEscape", CaseMPSEscape},
 	{"LimitHookRecordsGrant", CaseLimitHookRecordsGrant},
 	{"VerifyIsolation", CaseVerifyIsolation},

@@ -3,7 +3,7 @@
 //
 //   - the two back ends, pkg/deviceplugin and pkg/dra, never depend on each other, directly
 //     or through another package, tests included;
-//   - the node layer below them, pkg/nodecards and pkg/noderuntime, depends on neither;
+//   - the node layer below them, pkg/nodecards, pkg/noderuntime and pkg/mps, depends on neither;
 //   - only pkg/nvml imports github.com/NVIDIA/go-nvml (its own files and tests; every other
 //     package, tests included, reaches NVML through pkg/nvml).
 //

@@ -152,7 +152,7 @@ func TestCheck(t *testing.T) {
 				{ImportPath: m + "/pkg/util", Imports: []string{m + "/pkg/dra"}},
 				{ImportPath: m + "/pkg/dra", Imports: []string{m + "/pkg/nodecards"}},
 			},
-			want: []Violation{{Rule: "the node layer (pkg/nodecards, pkg/noderuntime) must not depend on a back end", Chain: []string{m + "/pkg/nodecards", m + "/pkg/util", m + "/pkg/dra"}}},
+			want: []Violation{{Rule: "the node layer (pkg/nodecards, pkg/noderuntime, pkg/mps) must not depend on a back end", Chain: []string{m + "/pkg/nodecards", m + "/pkg/util", m + "/pkg/dra"}}},
 		},
 		{
 			name: "the node runtime imports a back end",
@@ -161,7 +161,7 @@ func TestCheck(t *testing.T) {
 				{ImportPath: m + "/pkg/nodecards"},
 				{ImportPath: m + "/pkg/deviceplugin", Imports: []string{m + "/pkg/noderuntime"}},
 			},
-			want: []Violation{{Rule: "the node layer (pkg/nodecards, pkg/noderuntime) must not depend on a back end", Chain: []string{m + "/pkg/noderuntime", m + "/pkg/deviceplugin"}}},
+			want: []Violation{{Rule: "the node layer (pkg/nodecards, pkg/noderuntime, pkg/mps) must not depend on a back end", Chain: []string{m + "/pkg/noderuntime", m + "/pkg/deviceplugin"}}},
 		},
 		{
 			name: "go-nvml outside pkg/nvml, in a test too",

@@ -43,11 +43,11 @@ func (v Violation) String() string {
 // Rules are the import rules of the module with path module.
 func Rules(module string) []Rule {
 	dp, dra := module+"/pkg/deviceplugin/...", module+"/pkg/dra/..."
-	node := []string{module + "/pkg/nodecards/...", module + "/pkg/noderuntime/..."}
+	node := []string{module + "/pkg/nodecards/...", module + "/pkg/noderuntime/...", module + "/pkg/mps/..."}
 	return []Rule{
 		{Name: "pkg/dra must not depend on pkg/deviceplugin", From: []string{dra}, Forbid: []string{dp}},
 		{Name: "pkg/deviceplugin must not depend on pkg/dra", From: []string{dp}, Forbid: []string{dra}},
-		{Name: "the node layer (pkg/nodecards, pkg/noderuntime) must not depend on a back end", From: node, Forbid: []string{dp, dra}},
+		{Name: "the node layer (pkg/nodecards, pkg/noderuntime, pkg/mps) must not depend on a back end", From: node, Forbid: []string{dp, dra}},
 		{Name: "only pkg/nvml imports go-nvml", From: []string{module + "/..."}, Except: []string{module + "/pkg/nvml"},
 			Forbid: []string{"github.com/NVIDIA/go-nvml/..."}, Direct: true},
 	}

@@ -1,9 +1,6 @@
 package manifests_test
 
 import (
-	"bytes"
-	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -59,10 +56,11 @@ func mountAt(c corev1.Container, path string) (corev1.VolumeMount, bool) {
 	return corev1.VolumeMount{}, false
 }
 
-// TestMPSDaemon: deploy/mps runs NVIDIA's CUDA base image pinned by tag on the nodes labelled
-// gpushare.io/isolation=mps, with the node's PIDs, its entry script from a ConfigMap, and the
-// MPS root where share-plugin looks for it (share-plugin's DaemonSet mounts the same folder
-// and passes it as --mps-root); the chart carries the same script.
+// TestMPSDaemon: deploy/mps runs gpushare-mps, copied by an init container from the
+// share-plugin image, in NVIDIA's CUDA base image pinned by tag on the nodes labelled
+// gpushare.io/isolation=mps, with the node's PIDs and the MPS root where share-plugin writes
+// its wants (share-plugin's DaemonSet mounts the same folder, writable, and passes it as
+// --mps-root); it is never rolled on its own (a restart ends every MPS context of the node).
 func TestMPSDaemon(t *testing.T) {
 	ds := deployDaemonSet(t, "mps/daemonset.yaml")
 	spec := ds.Spec.Template.Spec
@@ -72,63 +70,41 @@ func TestMPSDaemon(t *testing.T) {
 	if !spec.HostPID {
 		t.Error("the MPS daemon does not run with the node's PIDs")
 	}
+	if ds.Spec.UpdateStrategy.Type != appsv1.OnDeleteDaemonSetStrategyType {
+		t.Errorf("update strategy %q, want OnDelete", ds.Spec.UpdateStrategy.Type)
+	}
+	if len(spec.InitContainers) != 1 || !slices.Equal(spec.InitContainers[0].Command, []string{"/usr/bin/gpushare-mps", "install", "/opt/gpushare"}) ||
+		!strings.HasPrefix(spec.InitContainers[0].Image, "gpushare/share-plugin:") {
+		t.Errorf("init containers %+v, want gpushare-mps installed from the share-plugin image", spec.InitContainers)
+	}
 	c := spec.Containers[0]
 	name, tag, ok := strings.Cut(c.Image, ":")
 	if !ok || tag == "" || tag == "latest" || name != "nvcr.io/nvidia/cuda" || !strings.Contains(tag, "-base-") {
 		t.Errorf("image %s, want NVIDIA's CUDA base image pinned by tag", c.Image)
 	}
-	env := envOf(c)
-	if env["GPUSHARE_MPS_ROOT"] != gpushare.DefaultMPSRoot || !strings.Contains(env["NVIDIA_DRIVER_CAPABILITIES"], "compute") {
-		t.Errorf("env %v: want GPUSHARE_MPS_ROOT=%s and the compute capability (the driver's MPS binaries)", env, gpushare.DefaultMPSRoot)
+	if !strings.Contains(envOf(c)["NVIDIA_DRIVER_CAPABILITIES"], "compute") {
+		t.Errorf("env %v: want the compute capability (the driver's MPS binaries)", envOf(c))
 	}
 	if m, ok := mountAt(c, gpushare.DefaultMPSRoot); !ok || m.MountPropagation == nil || *m.MountPropagation != corev1.MountPropagationBidirectional {
 		t.Errorf("MPS root mount %+v, want %s with Bidirectional propagation (the shm tmpfs must reach the host)", m, gpushare.DefaultMPSRoot)
 	}
-	if !slices.Equal(c.Command, []string{"/bin/bash", "/opt/gpushare/mps-daemon.sh"}) {
-		t.Errorf("command %v", c.Command)
+	if !slices.Equal(c.Command, []string{"/opt/gpushare/gpushare-mps"}) || !slices.Contains(c.Args, "--root="+gpushare.DefaultMPSRoot) {
+		t.Errorf("command %v args %v, want gpushare-mps --root=%s", c.Command, c.Args, gpushare.DefaultMPSRoot)
+	}
+	if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+		t.Error("gpushare-mps is not privileged: it mounts each daemon's shm for the host to see")
 	}
 
 	sp := deployDaemonSet(t, "share-plugin/daemonset.yaml").Spec.Template.Spec.Containers[0]
 	if !slices.Contains(sp.Args, "--mps-root="+gpushare.DefaultMPSRoot) {
 		t.Errorf("share-plugin args %v lack --mps-root=%s", sp.Args, gpushare.DefaultMPSRoot)
 	}
-	if m, ok := mountAt(sp, gpushare.DefaultMPSRoot); !ok || !m.ReadOnly {
-		t.Errorf("share-plugin does not mount %s read-only: %+v", gpushare.DefaultMPSRoot, m)
-	}
-
-	kust, err := os.ReadFile("mps/kustomization.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"daemonset.yaml", "name: gpushare-mps-daemon", "- mps-daemon.sh", "disableNameSuffixHash: true"} {
-		if !strings.Contains(string(kust), want) {
-			t.Errorf("mps/kustomization.yaml lacks %q", want)
-		}
-	}
-	script, err := os.ReadFile("mps/mps-daemon.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	chartScript, err := os.ReadFile(chartDir + "/files/mps-daemon.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(script, chartScript) {
-		t.Errorf("%s/files/mps-daemon.sh differs from deploy/mps/mps-daemon.sh: copy it", chartDir)
-	}
-	// The folders share-plugin mounts and the ready file it checks.
-	for _, want := range []string{`"$d/pipe" "$d/log" "$d/shm"`, `touch "$root/$u/ready"`, "nvidia-cuda-mps-control -f", "CUDA_VISIBLE_DEVICES=$u"} {
-		if !strings.Contains(string(script), want) {
-			t.Errorf("mps-daemon.sh lacks %q", want)
-		}
-	}
-	if out, err := exec.Command("bash", "-n", "mps/mps-daemon.sh").CombinedOutput(); err != nil {
-		t.Errorf("bash -n mps-daemon.sh: %v\n%s", err, out)
+	if m, ok := mountAt(sp, gpushare.DefaultMPSRoot); !ok || m.ReadOnly {
+		t.Errorf("share-plugin does not mount %s writable (it writes the wants): %+v", gpushare.DefaultMPSRoot, m)
 	}
 }
 
-// TestChartMPS: mps.enabled renders deploy/mps's DaemonSet (same pod spec) and the script's
-// ConfigMap; off by default; mps.root moves the daemon's and share-plugin's folder together.
+// TestChartMPS: mps.enabled renders deploy/mps's DaemonSet (same pod spec); off by default; mps.root moves the daemon's and share-plugin's folder together.
 func TestChartMPS(t *testing.T) {
 	if _, ok := render(t, "kube-system", nil)["DaemonSet/gpushare-mps"]; ok {
 		t.Error("the MPS daemon is rendered by default")
@@ -140,21 +116,11 @@ func TestChartMPS(t *testing.T) {
 	if d := cmp.Diff(want, ds.Spec.Template.Spec); d != "" {
 		t.Errorf("pod spec: deploy/mps (-) vs chart (+):\n%s", d)
 	}
-	var cm corev1.ConfigMap
-	c.decode(t, "ConfigMap/gpushare-mps-daemon", &cm)
-	script, err := os.ReadFile("mps/mps-daemon.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cm.Data["mps-daemon.sh"] != string(script) {
-		t.Error("ConfigMap gpushare-mps-daemon does not hold mps-daemon.sh as it is")
-	}
-
-	c = render(t, "kube-system", []string{"mps.enabled=true", "mps.root=/var/run/gpu-mps", "mps.shmSize=128m"})
+	c = render(t, "kube-system", []string{"mps.enabled=true", "mps.root=/var/run/gpu-mps", "mps.shmSize=128Mi"})
 	c.decode(t, "DaemonSet/gpushare-mps", &ds)
-	env := envOf(ds.Spec.Template.Spec.Containers[0])
-	if env["GPUSHARE_MPS_ROOT"] != "/var/run/gpu-mps" || env["GPUSHARE_MPS_SHM_SIZE"] != "128m" {
-		t.Errorf("MPS daemon env %v ignores mps.root or mps.shmSize", env)
+	args := ds.Spec.Template.Spec.Containers[0].Args
+	if !slices.Contains(args, "--root=/var/run/gpu-mps") || !slices.Contains(args, "--shm-size=128Mi") {
+		t.Errorf("gpushare-mps args %v ignore mps.root or mps.shmSize", args)
 	}
 	var sp appsv1.DaemonSet
 	c.decode(t, "DaemonSet/share-plugin", &sp)

@@ -135,6 +135,8 @@ func TestBuilds(t *testing.T) {
 		// kube-scheduler and the OCI runtimes that run the hook: linux nodes only.
 		"gpushare-scheduler":  {{"linux", "amd64"}, {"linux", "arm64"}},
 		"gpushare-limit-hook": {{"linux", "amd64"}, {"linux", "arm64"}},
+		// mount namespaces and tmpfs on linux nodes.
+		"gpushare-mps": {{"linux", "amd64"}, {"linux", "arm64"}},
 		// Run in containers on linux nodes; the static variant goes into the share-plugin image.
 		"gpushare-probe":        {{"linux", "amd64"}, {"linux", "arm64"}},
 		"gpushare-probe-static": {{"linux", "amd64"}, {"linux", "arm64"}},

@@ -1,0 +1,83 @@
+package deviceplugin
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/mps"
+)
+
+// TestAllocateMPSDaemonPerGrant: containers with the same grant on a card share one daemon,
+// another grant gets one of its own, and each daemon's cap is its containers' grant.
+func TestAllocateMPSDaemonPerGrant(t *testing.T) {
+	e := newTestEnv(t, "t4:2",
+		makePod("a", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})),
+		makePod("b", 2, 11, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})),
+		makePod("c", 3, 12, []ctr{{name: "main", units: 2}}, app(gpushare.CardUnits{0: 2})))
+	root := e.withMPSRoot(t, 0)
+	e.setIsolation(t, "mps")
+	var pipes []string
+	for _, n := range []int{4, 4, 2} {
+		r, err := e.allocateResp(t, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipes = append(pipes, r.Envs[gpushare.EnvMPSPipeDirectory])
+	}
+	want := []string{mpsDir(root, 0, 4096) + "/pipe", mpsDir(root, 0, 4096) + "/pipe", mpsDir(root, 0, 2048) + "/pipe"}
+	if d := cmp.Diff(want, pipes); d != "" {
+		t.Errorf("pipe folders of a, b, c (-want,+got):\n%s", d)
+	}
+	entries, _, err := mps.Scan(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps []mps.Cap
+	for _, en := range entries {
+		caps = append(caps, en.Want.Cap)
+	}
+	if d := cmp.Diff([]mps.Cap{{PinnedMemMiB: 2048, ActiveThreadPct: 100}, {PinnedMemMiB: 4096, ActiveThreadPct: 100}}, caps); d != "" {
+		t.Errorf("wanted daemons (-want,+got):\n%s", d)
+	}
+}
+
+// TestReleaseMPSDaemons: a daemon a running pod holds stays wanted; one no pod holds is
+// released once its last request is older than MPSReleaseGrace, not before; a pod that has
+// ended holds nothing.
+func TestReleaseMPSDaemons(t *testing.T) {
+	ended := makePod("done", 2, 11, []ctr{{name: "main", units: 2}}, app(gpushare.CardUnits{0: 2}))
+	ended.Status.Phase = "Succeeded"
+	e := newTestEnv(t, "t4:2",
+		makePod("a", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{1: 4})), ended)
+	root := e.withMPSRoot(t)
+	e.plugin.cfg.MPSReleaseGrace = time.Minute
+	now := e.clock.Now()
+	folder := func(card int, mib int64) mps.Folder {
+		f, err := mps.FolderOf(root, uuid(card), mps.Cap{PinnedMemMiB: mib, ActiveThreadPct: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	held, ofEnded, young, old := folder(1, 4096), folder(0, 2048), folder(0, 1024), folder(1, 1024)
+	for f, at := range map[mps.Folder]time.Time{held: now.Add(-time.Hour), ofEnded: now.Add(-time.Hour), young: now.Add(-30 * time.Second), old: now.Add(-2 * time.Minute)} {
+		if err := mps.Request(f, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := e.plugin.releaseMPSDaemons(); n != 2 {
+		t.Errorf("released %d, want 2 (the ended pod's and the old one)", n)
+	}
+	entries, _, _ := mps.Scan(root)
+	got := map[mps.Key]bool{}
+	for _, en := range entries {
+		got[en.Folder.Key()] = en.Want != nil
+	}
+	want := map[mps.Key]bool{held.Key(): true, ofEnded.Key(): false, young.Key(): true, old.Key(): false}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("wanted (-want,+got):\n%s", d)
+	}
+}
