@@ -84,7 +84,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	var hooks []*cdi.Hook
 	if err == nil && iso == gpushare.IsolationLimit {
 		var h *cdi.Hook
-		if h, err = p.limitHook(c.pod, d); err == nil {
+		if h, err = p.limitHook(c, d); err == nil {
 			hooks = []*cdi.Hook{h}
 		}
 	}

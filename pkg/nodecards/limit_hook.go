@@ -27,13 +27,19 @@ type PodGrant struct {
 	UID   types.UID
 	Cards []gpushare.Device
 	Units []int64
+	// Limits[i] is the most the pod may allocate on Cards[i], in units: its containers'
+	// memory limits (gpushare.AnnotationMemLimit) summed as Units are; nil, or an entry
+	// below Units[i]: Units[i].
+	Limits []int64
 }
 
 // LimitHook is the createRuntime hook that holds a container to units[i] units of unit on
 // cards[i], and its pod, pod.UID, to pod.Units[i] units on pod.Cards[i]: gpushare-limit-hook
 // at c.Path with each card's UUID and limit in MiB (--pod-uid and --pod-limit for the pod), in
 // NVML mode, or, when c.SimulatedCardDir is set, recording the limits beside the simulated
-// cards' files. The hook refuses a container of another pod than pod.UID.
+// cards' files. The hook refuses a container of another pod than pod.UID. Where limits[i]
+// (the container's memory limit on cards[i]) or pod.Limits[i] is above the grant, that is the
+// hard limit and the grant the soft one; nil limits: the grant is both.
 //
 // createRuntime, not createContainer: runc runs the latter inside the container's PID and
 // cgroup namespaces, where the host's cgroup path of the container cannot be found.
@@ -41,7 +47,7 @@ type PodGrant struct {
 // The hook's own --deadline (limithook.DefaultDeadline) and the entry's timeout in seconds
 // (limithook.RuntimeTimeoutSeconds of it, after which the runtime kills the hook) come from
 // the one deadline here, so the hook always gives up, and says why, before it is killed.
-func LimitHook(c LimitHookConfig, unit gpushare.Unit, cards []gpushare.Device, units []int64, pod PodGrant) *cdi.Hook {
+func LimitHook(c LimitHookConfig, unit gpushare.Unit, cards []gpushare.Device, units, limits []int64, pod PodGrant) *cdi.Hook {
 	mode := limithook.ModeNVML
 	if c.SimulatedCardDir != "" {
 		mode = limithook.ModeSimulated
@@ -52,18 +58,22 @@ func LimitHook(c LimitHookConfig, unit gpushare.Unit, cards []gpushare.Device, u
 		HookName: cdiapi.CreateRuntimeHook,
 		Path:     c.Path,
 		Args: limithook.FormatArgs(c.Path, limithook.Args{
-			Mode: mode, SimulatedCardDir: c.SimulatedCardDir, Deadline: deadline, FailureDir: c.FailureDir, Limits: limitsMiB(unit, cards, units),
-			PodUID: string(pod.UID), PodLimits: limitsMiB(unit, pod.Cards, pod.Units),
+			Mode: mode, SimulatedCardDir: c.SimulatedCardDir, Deadline: deadline, FailureDir: c.FailureDir, Limits: limitsMiB(unit, cards, units, limits),
+			PodUID: string(pod.UID), PodLimits: limitsMiB(unit, pod.Cards, pod.Units, pod.Limits),
 		}),
 		Timeout: &timeout,
 	}
 }
 
-// limitsMiB is units[i] units of unit on cards[i], in MiB, card by card.
-func limitsMiB(unit gpushare.Unit, cards []gpushare.Device, units []int64) []limithook.Limit {
+// limitsMiB is units[i] units of unit on cards[i], in MiB, card by card, as both soft and
+// hard limit, or as the soft limit under a hard limit of hard[i] units where that is larger.
+func limitsMiB(unit gpushare.Unit, cards []gpushare.Device, units, hard []int64) []limithook.Limit {
 	limits := make([]limithook.Limit, len(cards))
 	for i, card := range cards {
 		limits[i] = limithook.Limit{UUID: card.UUID, MiB: units[i] * unit.MiB}
+		if i < len(hard) && hard[i] > units[i] {
+			limits[i].SoftMiB, limits[i].MiB = units[i]*unit.MiB, hard[i]*unit.MiB
+		}
 	}
 	return limits
 }
