@@ -55,6 +55,7 @@ var suite = []struct {
 	{"MPSIsolation", CaseMPSIsolation},
 	{"MPSEscape", CaseMPSEscape},
 	{"LimitHookRecordsGrant", CaseLimitHookRecordsGrant},
+	{"BurstableLimit", CaseBurstableLimit},
 	{"VerifyIsolation", CaseVerifyIsolation},
 	{"ChaosExtenderKills", CaseChaosExtenderKills},
 	{"ChaosDelayedBinding", CaseChaosDelayedBinding},
