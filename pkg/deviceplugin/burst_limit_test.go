@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
@@ -130,6 +131,102 @@ func TestAllocateMemLimitRefusals(t *testing.T) {
 			events := e.drainEvents()
 			if len(events) != 1 || !strings.HasPrefix(events[0], "Warning "+eventAllocateRefused+" ") || !strings.Contains(events[0], tc.want) {
 				t.Errorf("events %q, want one Warning %s saying %q", events, eventAllocateRefused, tc.want)
+			}
+		})
+	}
+}
+
+// TestAllocateToolkitHook: with NVIDIACDIHookPath set, a limit node's per-allocation spec
+// names NVIDIA's toolkit hook, once per card, and carries the soft and hard limit per card in
+// MiB under both spellings of the toolkit's variables; no gpushare-limit-hook.
+func TestAllocateToolkitHook(t *testing.T) {
+	tests := []struct {
+		name    string
+		ctrs    []ctr
+		alloc   gpushare.PodAllocation
+		limits  string
+		units   int
+		wantReq string
+		wantLim string
+	}{
+		{name: "a limit", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{1: 4}), limits: "main=10", units: 4, wantReq: "4096", wantLim: "10240"},
+		{name: "no limit: the grant is both", ctrs: []ctr{{name: "main", units: 4}}, alloc: app(gpushare.CardUnits{1: 4}), units: 4, wantReq: "4096", wantLim: "4096"},
+		{name: "two cards: per card", ctrs: []ctr{{name: "main", units: 4, cards: 2}}, alloc: app(gpushare.CardUnits{0: 2, 1: 2}), limits: "main=8", units: 4, wantReq: "2048", wantLim: "4096"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := makePod("p", 1, 10, tc.ctrs, tc.alloc)
+			if tc.limits != "" {
+				pod.Annotations[gpushare.AnnotationMemLimit] = tc.limits
+			}
+			e := newTestEnvUnit(t, "t4:2", gpushare.GiB, pod)
+			dir := e.withAllocationSpecs(t, false)
+			e.plugin.cfg.NVIDIACDIHookPath, e.plugin.cfg.NVIDIADriverRoot = "/usr/bin/nvidia-cdi-hook", "/run/nvidia/driver"
+			e.setIsolation(t, "limit")
+			if _, err := e.allocateResp(t, tc.units); err != nil {
+				t.Fatal(err)
+			}
+			spec, err := cdiapi.ReadSpec(nodecards.AllocationSpecPath(dir, string(pod.UID)+"_main"), 0)
+			if err != nil {
+				t.Fatalf("the CDI library refuses the written spec: %v", err)
+			}
+			edits := spec.Devices[0].ContainerEdits
+			var want [][]string
+			for i := range tc.alloc.For(gpushare.ContainerRef{}) {
+				want = append(want, []string{"nvidia-cdi-hook", "apply-cuda-memory-limits", "--driver-root", "/run/nvidia/driver", "--gpu-id", uuid(i)})
+			}
+			var got [][]string
+			for _, h := range edits.Hooks {
+				if h.HookName != cdiapi.CreateRuntimeHook || h.Path != "/usr/bin/nvidia-cdi-hook" {
+					t.Errorf("hook %+v, want a createRuntime hook at /usr/bin/nvidia-cdi-hook", h)
+				}
+				got = append(got, h.Args)
+			}
+			if d := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b []string) bool { return a[5] < b[5] })); d != "" {
+				t.Errorf("hooks' args (-want,+got):\n%s", d)
+			}
+			env := map[string]string{}
+			for _, kv := range edits.Env {
+				k, v, _ := strings.Cut(kv, "=")
+				env[k] = v
+			}
+			for k, v := range map[string]string{gpushare.EnvToolkitMemRequest: tc.wantReq, gpushare.EnvToolkitMemRequests: tc.wantReq,
+				gpushare.EnvToolkitMemLimit: tc.wantLim, gpushare.EnvToolkitMemLimits: tc.wantLim} {
+				if env[k] != v {
+					t.Errorf("%s=%q, want %q (env %v)", k, env[k], v, edits.Env)
+				}
+			}
+		})
+	}
+}
+
+// TestToolkitHookConfig: the toolkit's hook needs clean absolute paths and real cards; its
+// driver root defaults to "/".
+func TestToolkitHookConfig(t *testing.T) {
+	tests := []struct {
+		name     string
+		c        Config
+		wantRoot string
+		wantErr  string
+	}{
+		{name: "unset", c: Config{}},
+		{name: "default root", c: Config{NVIDIACDIHookPath: "/usr/bin/nvidia-cdi-hook"}, wantRoot: "/"},
+		{name: "operator root", c: Config{NVIDIACDIHookPath: "/usr/bin/nvidia-cdi-hook", NVIDIADriverRoot: "/run/nvidia/driver"}, wantRoot: "/run/nvidia/driver"},
+		{name: "relative hook", c: Config{NVIDIACDIHookPath: "bin/nvidia-cdi-hook"}, wantErr: "want a clean absolute path"},
+		{name: "root without hook", c: Config{NVIDIADriverRoot: "/"}, wantErr: "without NVIDIA's CDI hook"},
+		{name: "simulated cards", c: Config{NVIDIACDIHookPath: "/usr/bin/nvidia-cdi-hook", SimulatedCardDir: "/cdi/sim"}, wantErr: "cannot limit simulated cards"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.checkToolkitHook()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || tc.c.NVIDIADriverRoot != tc.wantRoot {
+				t.Fatalf("error %v, root %q; want none and %q", err, tc.c.NVIDIADriverRoot, tc.wantRoot)
 			}
 		})
 	}

@@ -56,24 +56,43 @@ func (p *Plugin) enforcedIsolation(iso gpushare.Isolation) (gpushare.Isolation, 
 	return iso, nil
 }
 
-// limitHook is nodecards.LimitHook for candidate c's container, which decision d serves,
-// with this plugin's hook path, simulated cards, failure folder and unit: the container is
-// held to d.units on d.cards, and the pod to what its whole allocation d.alloc holds on each
-// of its cards (podGrant), as soft and hard limit; where the pod declares memory limits
-// (c.req, gpushare.AnnotationMemLimit) those are the hard limits, the container's and the
-// pod's summed the same way. Errors: a card of the pod's allocation that the node does not
-// have; *refusal for a container whose limit per card is above the card it got.
-func (p *Plugin) limitHook(c candidate, d cardDecision) (*cdi.Hook, error) {
+// limitHooks are the createRuntime hooks that hold candidate c's container, which decision
+// d serves, to its grant (soft limit) and its memory limit (hard limit; the grant where its
+// pod declares none, c.req, gpushare.AnnotationMemLimit) on each of d.cards, with the
+// variables they read: gpushare-limit-hook (limitHook), or NVIDIA's toolkit hook where
+// NVIDIACDIHookPath is set (nodecards.ToolkitLimitHooks, no pod-level limit). Errors:
+// limitHook's; *refusal for a container whose limit per card is above the card it got.
+func (p *Plugin) limitHooks(c candidate, d cardDecision) ([]*cdi.Hook, map[string]string, error) {
 	var limits []int64
 	if c.cont.Limited() {
 		for _, card := range d.cards {
 			if c.cont.LimitPerCard() > card.Units {
-				return nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: its GPU-memory limit (%s) of %d units per card is above card %d (%s, %d units)",
+				return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: its GPU-memory limit (%s) of %d units per card is above card %d (%s, %d units)",
 					c.cont.Name, klog.KObj(c.pod), gpushare.AnnotationMemLimit, c.cont.LimitPerCard(), card.Index, card.UUID, card.Units)}
 			}
 			limits = append(limits, c.cont.LimitPerCard())
 		}
 	}
+	if p.cfg.NVIDIACDIHookPath != "" {
+		hooks, env := nodecards.ToolkitLimitHooks(nodecards.ToolkitHookConfig{Path: p.cfg.NVIDIACDIHookPath, DriverRoot: p.cfg.NVIDIADriverRoot},
+			p.node.Unit(), d.cards, c.cont.PerCard(), c.cont.LimitPerCard())
+		return hooks, env, nil
+	}
+	h, err := p.limitHook(c, d, limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []*cdi.Hook{h}, nil, nil
+}
+
+// limitHook is nodecards.LimitHook for candidate c's container, which decision d serves,
+// with this plugin's hook path, simulated cards, failure folder and unit: the container is
+// held to d.units on d.cards, and the pod to what its whole allocation d.alloc holds on each
+// of its cards (podGrant), as soft and hard limit; where the container has memory limits
+// (limits, per card of d.cards) those are its hard limits, and where the pod's containers
+// do, the pod's hard limits are theirs summed the same way. Errors: a card of the pod's
+// allocation that the node does not have.
+func (p *Plugin) limitHook(c candidate, d cardDecision, limits []int64) (*cdi.Hook, error) {
 	grant, err := p.podGrant(c.pod, c.req, d.alloc)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,8 @@
 package nodecards
 
 import (
+	"strconv"
+
 	"k8s.io/apimachinery/pkg/types"
 	cdiapi "tags.cncf.io/container-device-interface/pkg/cdi"
 	cdi "tags.cncf.io/container-device-interface/specs-go"
@@ -76,4 +78,42 @@ func limitsMiB(unit gpushare.Unit, cards []gpushare.Device, units, hard []int64)
 		}
 	}
 	return limits
+}
+
+// ToolkitHookConfig is where NVIDIA's container toolkit hook is on the host, for
+// ToolkitLimitHooks.
+type ToolkitHookConfig struct {
+	// Path is nvidia-cdi-hook's host path (share-plugin's --nvidia-cdi-hook-path).
+	Path string
+	// DriverRoot is the driver's root on the host, passed as the hook's --driver-root ("/"
+	// for a driver installed on the host, /run/nvidia/driver under NVIDIA's GPU Operator).
+	DriverRoot string
+}
+
+// ToolkitLimitHooks hands a container's limits to NVIDIA's container toolkit instead of
+// gpushare-limit-hook: one createRuntime hook per card, `<c.Path> apply-cuda-memory-limits
+// --driver-root <c.DriverRoot> --gpu-id <UUID>`, as the toolkit's own CDI specs name it, and
+// the environment it reads the limits from: requestUnits units of unit per card as soft
+// limit and limitUnits (at least requestUnits) as hard limit, in MiB, under both spellings of
+// gpushare's EnvToolkitMem* names. The toolkit's hook limits the container's cgroup only: no
+// pod-level limit goes with it.
+func ToolkitLimitHooks(c ToolkitHookConfig, unit gpushare.Unit, cards []gpushare.Device, requestUnits, limitUnits int64) ([]*cdi.Hook, map[string]string) {
+	limitUnits = max(limitUnits, requestUnits)
+	timeout := limithook.RuntimeTimeoutSeconds(limithook.DefaultDeadline)
+	hooks := make([]*cdi.Hook, 0, len(cards))
+	for _, card := range cards {
+		hooks = append(hooks, &cdi.Hook{
+			HookName: cdiapi.CreateRuntimeHook,
+			Path:     c.Path,
+			Args:     []string{"nvidia-cdi-hook", gpushare.ToolkitApplyLimitsHook, "--driver-root", c.DriverRoot, "--gpu-id", card.UUID},
+			Timeout:  &timeout,
+		})
+	}
+	req := strconv.FormatInt(requestUnits*unit.MiB, 10)
+	lim := strconv.FormatInt(limitUnits*unit.MiB, 10)
+	env := map[string]string{
+		gpushare.EnvToolkitMemRequest: req, gpushare.EnvToolkitMemRequests: req,
+		gpushare.EnvToolkitMemLimit: lim, gpushare.EnvToolkitMemLimits: lim,
+	}
+	return hooks, env
 }
