@@ -532,10 +532,22 @@ func TestMemLimitAnnotationIsCreateOnly(t *testing.T) {
 			request{user: tenant(), op: admission.Update, resource: "pods", old: pod("gpu-a", with(bound(), k, "main=12")), object: pod("gpu-a", bound())}, k},
 		{"a Binding carries them",
 			request{user: tenant(), op: admission.Create, resource: "pods", subresource: "binding", object: binding(map[string]string{k: "main=12"})}, k},
+		{"a pod of ResourceClaims names one",
+			request{user: tenant(), op: admission.Create, resource: "pods", object: withClaim(pod("", map[string]string{k: "main=12"}))},
+			"not supported for pods with ResourceClaims"},
+		{"a pod of ResourceClaims without one",
+			request{user: tenant(), op: admission.Create, resource: "pods", object: withClaim(pod("", nil))}, ""},
 		{"an admin with the override changes them",
 			request{user: admin, op: admission.Update, resource: "pods", old: pod("gpu-a", with(bound(), k, "main=12")), object: pod("gpu-a", with(bound(), k, "main=14"))}, ""},
 	}
 	runAdmitCases(t, c, admins, tests)
+}
+
+// withClaim is p with a ResourceClaim from template "gpu".
+func withClaim(p *corev1.Pod) *corev1.Pod {
+	tmpl := "gpu"
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+	return p
 }
 
 func TestSharePluginNodeScope(t *testing.T) {
