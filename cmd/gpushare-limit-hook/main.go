@@ -1,6 +1,6 @@
 // Command gpushare-limit-hook is the OCI createRuntime hook that share-plugin's per-allocation
 // CDI spec names on nodes labelled gpushare.io/isolation=limit: it gives the container's
-// cgroup a hard GPU-memory limit per card, set by the driver. `gpushare-limit-hook install
+// cgroup, and its pod's, a soft and a hard GPU-memory limit per card, set by the driver. `gpushare-limit-hook install
 // DIR` copies it into DIR on the host (the share-plugin DaemonSet's init container). See
 // pkg/limithook and docs/share-plugin.md.
 package main

@@ -56,6 +56,8 @@ type options struct {
 	nvidiaConfig   string
 	limitHookPath  string
 	limitHookFails string
+	// nvidiaCDIHook and nvidiaDriverRoot hand the limits to NVIDIA's toolkit hook.
+	nvidiaCDIHook, nvidiaDriverRoot string
 	// The usage watchdog.
 	usageInterval      time.Duration
 	overGrantThreshold float64
@@ -103,6 +105,11 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"the node's NVIDIA container runtime configuration (the host's file, mounted at the same path): whether it lets a pod's own NVIDIA_VISIBLE_DEVICES widen its cards goes to the node label "+gpushare.LabelEnvDeviceRequests+" (a missing file: unknown); empty: not read, no label")
 	fs.StringVar(&o.limitHookPath, "limit-hook-path", deviceplugin.DefaultLimitHookPath,
 		"host path of gpushare-limit-hook, which the per-allocation CDI spec names on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationLimit)+" (the DaemonSet installs it there)")
+	fs.StringVar(&o.nvidiaCDIHook, "nvidia-cdi-hook-path", "",
+		"host path of NVIDIA's container toolkit hook nvidia-cdi-hook; when set, the per-allocation CDI spec on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationLimit)+
+			" hands the limits to its "+gpushare.ToolkitApplyLimitsHook+" (variables "+gpushare.EnvToolkitMemRequest+" and "+gpushare.EnvToolkitMemLimit+") instead of gpushare-limit-hook, which then sets no pod-level limit; device plugin back end, real cards only; empty: gpushare-limit-hook")
+	fs.StringVar(&o.nvidiaDriverRoot, "nvidia-driver-root", "",
+		"with --nvidia-cdi-hook-path: the NVIDIA driver's root on the host, the hook's --driver-root (empty: /; /run/nvidia/driver under NVIDIA's GPU Operator)")
 	fs.StringVar(&o.limitHookFails, "limit-hook-failure-dir", limithook.DefaultFailureDir,
 		"host folder, mounted at the same path, where gpushare-limit-hook leaves a record of each failure (its --failure-dir) and share-plugin counts them on /metrics (gpushare_limit_hook_failures_total) and removes them; empty: no records, no counter")
 	fs.StringVar(&o.podResources, "pod-resources-socket", "/var/lib/kubelet/pod-resources/kubelet.sock", "kubelet's PodResources API socket, which tells Allocate the pod being admitted; empty: pick the oldest matching pod")

@@ -133,3 +133,29 @@ func unsetenv(t *testing.T, k string) {
 		t.Fatal(err)
 	}
 }
+
+// TestToolkitHookFlags: NVIDIA's toolkit hook serves the device plugin back end only; with
+// --backend=dra its flags are refused at start.
+func TestToolkitHookFlags(t *testing.T) {
+	for _, tc := range []struct {
+		name, backend, hook, root, wantErr string
+	}{
+		{name: "device plugin", backend: "device-plugin", hook: "/usr/bin/nvidia-cdi-hook", root: "/run/nvidia/driver"},
+		{name: "dra with the hook", backend: "dra", hook: "/usr/bin/nvidia-cdi-hook", wantErr: "for the device plugin back end"},
+		{name: "dra with a driver root", backend: "dra", root: "/", wantErr: "for the device plugin back end"},
+		{name: "dra without", backend: "dra"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var o options
+			fs := flagSet(&o, pflag.ContinueOnError)
+			if err := fs.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			o.nodeName, o.backend, o.nvidiaCDIHook, o.nvidiaDriverRoot = "n1", tc.backend, tc.hook, tc.root
+			_, err := parseOptions(o)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("parseOptions = %v, want an error saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -70,6 +70,9 @@ func parseOptions(o options) (parsed, error) {
 	if d := o.limitHookFails; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
 		return p, fmt.Errorf("--limit-hook-failure-dir %q: want a clean absolute path", d)
 	}
+	if (o.nvidiaCDIHook != "" || o.nvidiaDriverRoot != "") && p.backend == gpushare.BackendDRA {
+		return p, errors.New("--nvidia-cdi-hook-path and --nvidia-driver-root are for the device plugin back end: with --backend=dra the claims' specs name gpushare-limit-hook")
+	}
 	if p.action, err = watchdog.ParseOverGrantAction(o.overGrantAction); err != nil {
 		return p, fmt.Errorf("--over-grant-action: %w", err)
 	}
@@ -115,6 +118,7 @@ func runDevicePlugin(ctx context.Context, o options, p parsed, node *noderuntime
 		Resources: p.res, PluginDir: o.pluginDir, AllocateWait: o.allocateWait, PodResourcesSocket: o.podResources,
 		DeviceListStrategy: p.deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir,
 		MPSRoot: o.mpsRoot, MPSReadyTimeout: o.mpsReady, MPSReleaseGrace: o.mpsGrace, LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, NVIDIARuntimeConfig: o.nvidiaConfig,
+		NVIDIACDIHookPath: o.nvidiaCDIHook, NVIDIADriverRoot: o.nvidiaDriverRoot,
 	}, node)
 	if err != nil {
 		return err

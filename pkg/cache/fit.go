@@ -39,7 +39,8 @@ func (c *Cache) fits(n *nodeState, req gpushare.PodRequest, pol policy.Policy) e
 		_, err := n.placeOn(req, pol)
 		return err
 	}
-	if n.plain && n.fitsOneContainer(req) {
+	// A memory limit is for admits to judge (the node's mode and its largest card).
+	if n.plain && !req.Limited() && n.fitsOneContainer(req) {
 		return nil // admits would pass: the usual answer, read from one cache line
 	}
 	if err := n.admits(req); err != nil {

@@ -24,8 +24,9 @@ type nodeState struct {
 	// reads), cards starts the second (what the rating paths read next).
 	topFree [4]int64
 	nTop    int8 // at most len(topFree)
-	// plain: the node admits every request (known, with cards, isolation none and a valid
-	// label), so a request topFree holds fits without reading further. Set by recompute,
+	// plain: the node admits every request without a memory limit (known, with cards,
+	// isolation none or limit and a valid label), so such a request topFree holds fits
+	// without reading further. Set by recompute,
 	// which every change of those fields ends with.
 	plain bool
 	known bool // a node object matching the selector exists
@@ -170,6 +171,27 @@ func (n *nodeState) admits(req gpushare.PodRequest) error {
 	}
 	if err := n.isolation.Admits(req); err != nil {
 		return &IsolationError{Err: err}
+	}
+	return n.limitsFit(req)
+}
+
+// limitsFit refuses, as an *IsolationError, a container whose memory limit per card is above
+// the largest card of n: the driver could never let it reach its limit there. Which card the
+// container gets is placement's choice, by its request; share-plugin's Allocate refuses it
+// on a smaller card. Caller holds n.mu.
+func (n *nodeState) limitsFit(req gpushare.PodRequest) error {
+	if !req.Limited() {
+		return nil
+	}
+	var largest int64
+	for _, d := range n.devices {
+		largest = max(largest, d.Units)
+	}
+	for _, c := range req.Containers {
+		if c.Limited() && c.LimitPerCard() > largest {
+			return &IsolationError{Err: fmt.Errorf("container %q has a GPU-memory limit of %d units per card (%s), above this node's largest card (%d units)",
+				c.Name, c.LimitPerCard(), gpushare.AnnotationMemLimit, largest)}
+		}
 	}
 	return nil
 }

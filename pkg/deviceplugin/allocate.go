@@ -81,12 +81,12 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	if err == nil && iso == gpushare.IsolationMPS {
 		mpsEnv, mounts, err = p.mpsResponse(ctx, c, d.cards, d.units)
 	}
-	var hooks []*cdi.Hook
+	var (
+		hooks    []*cdi.Hook
+		limitEnv map[string]string
+	)
 	if err == nil && iso == gpushare.IsolationLimit {
-		var h *cdi.Hook
-		if h, err = p.limitHook(c.pod, d); err == nil {
-			hooks = []*cdi.Hook{h}
-		}
+		hooks, limitEnv, err = p.limitHooks(c, d)
 	}
 	switch {
 	case errors.As(err, &ref):
@@ -106,6 +106,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 	p.ledger.grantContainers(c.pod, d.alloc, p.informerHas(c.pod), c.cont.Ref)
 	env := containerEnv(c, d.cards)
 	maps.Copy(env, mpsEnv)
+	maps.Copy(env, limitEnv)
 	if d.placed {
 		p.node.Recorder().Eventf(c.pod, corev1.EventTypeNormal, eventCardChosen,
 			"share-plugin chose the pod's cards (%s) because it had no valid allocation: %v", usageString(d.alloc.CardUsage(c.pod)), d.why)

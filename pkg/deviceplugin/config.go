@@ -56,6 +56,12 @@ type Config struct {
 	// LimitHookPath is the host path of gpushare-limit-hook, which the per-allocation CDI
 	// specs name on nodes labelled gpushare.io/isolation=limit (default DefaultLimitHookPath).
 	LimitHookPath string
+	// NVIDIACDIHookPath, when set, is the host path of NVIDIA's container toolkit hook
+	// (nvidia-cdi-hook): the per-allocation specs on limit nodes then hand the limits to its
+	// apply-cuda-memory-limits in place of gpushare-limit-hook (nodecards.ToolkitLimitHooks),
+	// with NVIDIADriverRoot as its --driver-root (default "/"). The toolkit sets no pod-level
+	// limit. Not with simulated cards, which the toolkit's hook cannot limit.
+	NVIDIACDIHookPath, NVIDIADriverRoot string
 	// LimitHookFailureDir is where the hook leaves a record of each failure (its
 	// --failure-dir, host path, share-plugin sees it at the same path), counted on /metrics
 	// as gpushare_limit_hook_failures_total; empty: no records, no counter.
@@ -108,6 +114,9 @@ func (c *Config) validate() error {
 	}
 	if !filepath.IsAbs(c.LimitHookPath) || filepath.Clean(c.LimitHookPath) != c.LimitHookPath {
 		return fmt.Errorf("limit hook path %q: want a clean absolute path", c.LimitHookPath)
+	}
+	if err := c.checkToolkitHook(); err != nil {
+		return err
 	}
 	if d := c.LimitHookFailureDir; d != "" && (!filepath.IsAbs(d) || filepath.Clean(d) != d) {
 		return fmt.Errorf("limit hook failure folder %q: want a clean absolute path", d)
@@ -162,4 +171,28 @@ func ParseDeviceListStrategy(s string) (DeviceListStrategy, error) {
 		return d, nil
 	}
 	return "", fmt.Errorf("device list strategy %q: want %s, %s or %s", s, DeviceListEnvVar, DeviceListCDICRI, DeviceListCDIAllocation)
+}
+
+// checkToolkitHook defaults NVIDIADriverRoot to "/" and refuses a toolkit hook path or driver
+// root that is not a clean absolute path, a driver root without the hook, or the hook with
+// simulated cards (SimulatedCardDir set): the toolkit's hook limits real cards only.
+func (c *Config) checkToolkitHook() error {
+	if c.NVIDIACDIHookPath == "" {
+		if c.NVIDIADriverRoot != "" {
+			return fmt.Errorf("NVIDIA driver root %q given without NVIDIA's CDI hook: it is the hook's --driver-root", c.NVIDIADriverRoot)
+		}
+		return nil
+	}
+	if c.NVIDIADriverRoot == "" {
+		c.NVIDIADriverRoot = "/"
+	}
+	for _, p := range []string{c.NVIDIACDIHookPath, c.NVIDIADriverRoot} {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return fmt.Errorf("NVIDIA CDI hook path or driver root %q: want a clean absolute path", p)
+		}
+	}
+	if c.SimulatedCardDir != "" {
+		return fmt.Errorf("NVIDIA's CDI hook %s cannot limit simulated cards: leave it unset with simulated cards", c.NVIDIACDIHookPath)
+	}
+	return nil
 }

@@ -56,26 +56,64 @@ func (p *Plugin) enforcedIsolation(iso gpushare.Isolation) (gpushare.Isolation, 
 	return iso, nil
 }
 
-// limitHook is nodecards.LimitHook for the container of pod that decision d serves, with
-// this plugin's hook path, simulated cards, failure folder and unit: the container is held
-// to d.units on d.cards, and the pod to what its whole allocation d.alloc holds on each of
-// its cards (podGrant). Errors: a card of the pod's allocation that the node does not have.
-func (p *Plugin) limitHook(pod *corev1.Pod, d cardDecision) (*cdi.Hook, error) {
-	grant, err := p.podGrant(pod, d.alloc)
+// limitHooks are the createRuntime hooks that hold candidate c's container, which decision
+// d serves, to its grant (soft limit) and its memory limit (hard limit; the grant where its
+// pod declares none, c.req, gpushare.AnnotationMemLimit) on each of d.cards, with the
+// variables they read: gpushare-limit-hook (limitHook), or NVIDIA's toolkit hook where
+// NVIDIACDIHookPath is set (nodecards.ToolkitLimitHooks, no pod-level limit). Errors:
+// limitHook's; *refusal for a container whose limit per card is above the card it got.
+func (p *Plugin) limitHooks(c candidate, d cardDecision) ([]*cdi.Hook, map[string]string, error) {
+	var limits []int64
+	if c.cont.Limited() {
+		for _, card := range d.cards {
+			if c.cont.LimitPerCard() > card.Units {
+				return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: its GPU-memory limit (%s) of %d units per card is above card %d (%s, %d units)",
+					c.cont.Name, klog.KObj(c.pod), gpushare.AnnotationMemLimit, c.cont.LimitPerCard(), card.Index, card.UUID, card.Units)}
+			}
+			limits = append(limits, c.cont.LimitPerCard())
+		}
+	}
+	if p.cfg.NVIDIACDIHookPath != "" {
+		hooks, env := nodecards.ToolkitLimitHooks(nodecards.ToolkitHookConfig{Path: p.cfg.NVIDIACDIHookPath, DriverRoot: p.cfg.NVIDIADriverRoot},
+			p.node.Unit(), d.cards, c.cont.PerCard(), c.cont.LimitPerCard())
+		return hooks, env, nil
+	}
+	h, err := p.limitHook(c, d, limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []*cdi.Hook{h}, nil, nil
+}
+
+// limitHook is nodecards.LimitHook for candidate c's container, which decision d serves,
+// with this plugin's hook path, simulated cards, failure folder and unit: the container is
+// held to d.units on d.cards, and the pod to what its whole allocation d.alloc holds on each
+// of its cards (podGrant), as soft and hard limit; where the container has memory limits
+// (limits, per card of d.cards) those are its hard limits, and where the pod's containers
+// do, the pod's hard limits are theirs summed the same way. Errors: a card of the pod's
+// allocation that the node does not have.
+func (p *Plugin) limitHook(c candidate, d cardDecision, limits []int64) (*cdi.Hook, error) {
+	grant, err := p.podGrant(c.pod, c.req, d.alloc)
 	if err != nil {
 		return nil, err
 	}
-	c := nodecards.LimitHookConfig{Path: p.cfg.LimitHookPath, SimulatedCardDir: p.cfg.SimulatedCardDir, FailureDir: p.cfg.LimitHookFailureDir}
-	return nodecards.LimitHook(c, p.node.Unit(), d.cards, d.units, grant), nil
+	cfg := nodecards.LimitHookConfig{Path: p.cfg.LimitHookPath, SimulatedCardDir: p.cfg.SimulatedCardDir, FailureDir: p.cfg.LimitHookFailureDir}
+	return nodecards.LimitHook(cfg, p.node.Unit(), d.cards, d.units, limits, grant), nil
 }
 
 // podGrant is what pod holds on each card of its allocation, in units: its usage there
 // (gpushare.PodAllocation.CardUsage, what its containers running at once may hold, as the
-// ledger counts it), card index order. This is the pod-level limit: every container of the
-// pod, including one that requests no gpu-mem and so has no hook or limit of its own, runs
-// under the pod's cgroup, which the hook holds to it. Errors: a card the node does not have.
-func (p *Plugin) podGrant(pod *corev1.Pod, alloc gpushare.PodAllocation) (nodecards.PodGrant, error) {
+// ledger counts it), card index order; and, where req gives containers memory limits, the
+// same usage of its limits (gpushare.PodRequest.LimitAllocation), capped at the card. This is
+// the pod-level limit: every container of the pod, including one that requests no gpu-mem and
+// so has no hook or limit of its own, runs under the pod's cgroup, which the hook holds to it.
+// Errors: a card the node does not have.
+func (p *Plugin) podGrant(pod *corev1.Pod, req gpushare.PodRequest, alloc gpushare.PodAllocation) (nodecards.PodGrant, error) {
 	usage := alloc.CardUsage(pod)
+	var limits gpushare.CardUnits
+	if req.Limited() {
+		limits = req.LimitAllocation(alloc).CardUsage(pod)
+	}
 	g := nodecards.PodGrant{UID: pod.UID}
 	for _, i := range slices.Sorted(maps.Keys(usage)) {
 		card, ok := p.cards.ByIndex(i)
@@ -87,6 +125,9 @@ func (p *Plugin) podGrant(pod *corev1.Pod, alloc gpushare.PodAllocation) (nodeca
 		}
 		g.Cards = append(g.Cards, card)
 		g.Units = append(g.Units, usage[i])
+		if limits != nil {
+			g.Limits = append(g.Limits, min(max(limits[i], usage[i]), max(card.Units, usage[i])))
+		}
 	}
 	return g, nil
 }

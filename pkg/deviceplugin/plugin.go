@@ -88,6 +88,9 @@ func New(cfg Config, node *noderuntime.Node) (*Plugin, error) {
 	}
 	if node.Simulated() && cfg.DeviceListStrategy == DeviceListCDIAllocation && cfg.SimulatedCardDir == "" {
 		cfg.SimulatedCardDir = nodecards.SimulatedCardDir(cfg.CDISpecDir) // the per-allocation specs mount simulated cards' files
+		if err := cfg.checkToolkitHook(); err != nil {
+			return nil, fmt.Errorf("device plugin config: %w", err)
+		}
 	}
 	p := &Plugin{
 		cfg:           cfg,

@@ -245,7 +245,7 @@ func (d *Driver) writeSpec(uid types.UID, devices []PreparedDevice, limit bool, 
 	if limit {
 		hooks = []*cdispec.Hook{nodecards.LimitHook(nodecards.LimitHookConfig{
 			Path: d.cfg.LimitHookPath, SimulatedCardDir: d.cfg.Specs.SimulatedCardDir, FailureDir: d.cfg.LimitHookFailureDir,
-		}, d.cfg.Inventory.Unit, cards, units, pod)}
+		}, d.cfg.Inventory.Unit, cards, units, nil, pod)}
 	}
 	own := slices.DeleteFunc(slices.Clone(cards), func(c gpushare.Device) bool {
 		return slices.ContainsFunc(runtimeDevices, func(id string) bool { return strings.HasSuffix(id, "="+c.UUID) })

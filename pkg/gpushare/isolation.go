@@ -53,7 +53,19 @@ func NodeIsolation(labels map[string]string) (Isolation, error) {
 // has an MPS control daemon of its own and a CUDA process connects to one daemon, so a
 // container on two cards would run unlimited on one of them. This is the one copy of the
 // rule: the scheduler side (the ledger's fit) and share-plugin's Allocate both ask it.
+//
+// A container with a memory limit above its request (AnnotationMemLimit) needs
+// IsolationLimit: the driver's per-cgroup soft and hard limits are what let it burst to its
+// limit and no further; MPS caps a container at one pinned limit and none caps nothing.
 func (i Isolation) Admits(req PodRequest) error {
+	if i != IsolationLimit {
+		for _, c := range req.Containers {
+			if c.Limited() {
+				return fmt.Errorf("container %q has a GPU-memory limit (%s: %d above its request %d), which only nodes labelled %s=%s enforce, and this node is %s",
+					c.Name, AnnotationMemLimit, c.Limit, c.Units, LabelIsolation, IsolationLimit, i)
+			}
+		}
+	}
 	if i != IsolationMPS {
 		return nil
 	}

@@ -29,6 +29,7 @@ func TestParseIsolation(t *testing.T) {
 func TestIsolationAdmits(t *testing.T) {
 	one := ContainerRequest{Name: "one", Units: 4, Cards: 1}
 	two := ContainerRequest{Name: "two", Units: 8, Cards: 2}
+	burst := ContainerRequest{Name: "burst", Units: 4, Cards: 1, Limit: 12}
 	tests := []struct {
 		name    string
 		mode    Isolation
@@ -39,6 +40,12 @@ func TestIsolationAdmits(t *testing.T) {
 		{name: "mps takes one card", mode: IsolationMPS, req: PodRequest{Containers: []ContainerRequest{one, one}}},
 		{name: "mps refuses two cards", mode: IsolationMPS, req: PodRequest{Containers: []ContainerRequest{one, two}},
 			wantErr: `node isolates cards with MPS (gpushare.io/isolation=mps): one card per container, and container "two" asks for 2`},
+		{name: "limit takes a memory limit", mode: IsolationLimit, req: PodRequest{Containers: []ContainerRequest{one, burst}}},
+		{name: "none refuses a memory limit", mode: IsolationNone, req: PodRequest{Containers: []ContainerRequest{one, burst}},
+			wantErr: `container "burst" has a GPU-memory limit (gpushare.io/gpu-mem-limit: 12 above its request 4), which only nodes labelled gpushare.io/isolation=limit enforce, and this node is none`},
+		{name: "mps refuses a memory limit", mode: IsolationMPS, req: PodRequest{Containers: []ContainerRequest{burst}},
+			wantErr: `container "burst" has a GPU-memory limit (gpushare.io/gpu-mem-limit: 12 above its request 4), which only nodes labelled gpushare.io/isolation=limit enforce, and this node is mps`},
+		{name: "a limit equal to the request is none", mode: IsolationNone, req: PodRequest{Containers: []ContainerRequest{{Name: "eq", Units: 4, Cards: 1, Limit: 4}}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

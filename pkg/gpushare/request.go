@@ -59,8 +59,12 @@ type ContainerRequest struct {
 	Ref   ContainerRef
 	Name  string
 	Kind  ContainerKind
-	Units int64 // total gpu-mem units of the container (its limit)
+	Units int64 // total gpu-mem units of the container (its gpu-mem resource limit): its request
 	Cards int   // distinct cards (gpu-count limit, default 1)
+	// Limit is the container's GPU-memory limit in units, all its cards together, from the
+	// pod's AnnotationMemLimit (WithMemLimits; PlacementRequest reads it): above Units, or 0
+	// for none. Nothing counts it: the ledger, fgd and every filter count Units.
+	Limit int64
 }
 
 // PerCard is the units the container needs on each of its cards.

@@ -117,6 +117,7 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, dra draObjects, res gpusha
 		n.addClaims(claims)
 	}
 	sort.Slice(n.Cards, func(i, j int) bool { return n.Cards[i].Index < n.Cards[j].Index })
+	n.addLimits()
 	if v, ok := node.Annotations[gpushare.AnnotationNodeUsage]; ok {
 		n.addUsage(v)
 	}
@@ -168,9 +169,17 @@ func buildPod(p *corev1.Pod, res gpushare.Resources) (pod podUsage, warn string,
 		return podUsage{}, fmt.Sprintf("pod %s/%s: %v (ignored)", p.Namespace, p.Name, allocErr), false
 	case placed:
 		usage := alloc.CardUsage(p)
+		limits, limitErr := podLimits(p, req, reqErr, alloc)
+		if limitErr != nil {
+			warn = fmt.Sprintf("pod %s/%s: %v (limits not shown)", p.Namespace, p.Name, limitErr)
+		}
 		for _, idx := range alloc.Cards() {
 			if u := usage[idx]; u > 0 {
-				pod.Cards = append(pod.Cards, podCard{Index: idx, Allocated: u})
+				pc := podCard{Index: idx, Allocated: u}
+				if l := limits[idx]; l > u {
+					pc.Limit = l
+				}
+				pod.Cards = append(pod.Cards, pc)
 			}
 		}
 	case reqErr != nil:
@@ -188,6 +197,39 @@ func buildPod(p *corev1.Pod, res gpushare.Resources) (pod podUsage, warn string,
 		return podUsage{}, warn, false
 	}
 	return pod, warn, true
+}
+
+// podLimits is what the pod's containers may allocate on each card of alloc at most where
+// they declare memory limits (gpushare.WithMemLimits; the limits' usage by the
+// effective-request rule, as share-plugin hands the pod's cgroup); nil for a pod without
+// any, or whose request (reqErr) does not read. Errors: the limit annotation does not read.
+func podLimits(p *corev1.Pod, req gpushare.PodRequest, reqErr error, alloc gpushare.PodAllocation) (gpushare.CardUnits, error) {
+	if reqErr != nil {
+		return nil, nil
+	}
+	req, err := gpushare.WithMemLimits(p, req)
+	if err != nil || !req.Limited() {
+		return nil, err
+	}
+	return req.LimitAllocation(alloc).CardUsage(p), nil
+}
+
+// addLimits sets each card's Limits, where a pod of the card declares a limit there: the
+// sum over its pods of what each may allocate (podCard.committed).
+func (n *nodeUsage) addLimits() {
+	for i := range n.Cards {
+		var sum int64
+		limited := false
+		for _, p := range n.Pods {
+			if c, ok := p.card(n.Cards[i].Index); ok {
+				sum += c.committed()
+				limited = limited || c.Limit > 0
+			}
+		}
+		if limited {
+			n.Cards[i].Limits = sum
+		}
+	}
 }
 
 // cardChoiceOf words the pod's card annotations for the details view: "key=value, …", or

@@ -80,6 +80,10 @@ type cardUsage struct {
 	// UnattributedMiB is the memory processes of no GPU-sharing pod use on the card
 	// (usage watchdog); absent without usage data for the card.
 	UnattributedMiB *int64 `json:"unattributedMiB,omitempty"`
+	// Limits is what the card's pods may allocate together at most, in units: the sum over
+	// its pods of their limit there (podCard.Limit), or their Allocated for pods without one;
+	// it may exceed Total. Absent when no pod of the card declares a memory limit.
+	Limits int64 `json:"limits,omitempty"`
 }
 
 // podUsage is a pod bound to a node that holds or waits for gpu-mem on it.
@@ -116,7 +120,14 @@ type podCard struct {
 	UsedMiB *int64 `json:"usedMiB,omitempty"`
 	// UsedUnknown: NVML could not measure some of the processes; UsedMiB is a lower bound.
 	UsedUnknown bool `json:"usedUnknown,omitempty"`
+	// Limit is the most the pod may allocate on the card, in units, where its containers
+	// declare memory limits above their requests (gpushare.AnnotationMemLimit): their limits
+	// summed as Allocated sums their requests. Absent (0) otherwise: the limit is Allocated.
+	Limit int64 `json:"limit,omitempty"`
 }
+
+// committed is what the pod may allocate on the card at most: Limit, or Allocated.
+func (c podCard) committed() int64 { return max(c.Limit, c.Allocated) }
 
 // maxCardColumns is one more than the highest card index on the node (0 without cards):
 // the number of GPUn columns its rows need.
@@ -148,6 +159,12 @@ func (p podUsage) card(index int) (podCard, bool) {
 		}
 	}
 	return podCard{}, false
+}
+
+// limit returns the pod's limit on card index (0 when it declares none there).
+func (p podUsage) limit(index int) int64 {
+	c, _ := p.card(index)
+	return c.Limit
 }
 
 // units returns the pod's units on card index (0 when it holds none there).

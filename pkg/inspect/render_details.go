@@ -24,7 +24,9 @@ import (
 // then the cluster line "Allocated/Total GPU Memory In Cluster:  12/14 (85%)". Every pod
 // row shows the pod's units on each card of the node (0 where it holds none): a multi-card
 // pod has several non-zero cells, a multi-container pod the sum of its containers per card.
-// Pending(Allocated) (the old tool's spelling) appears for nodes with pending pods. A node
+// Pending(Allocated) (the old tool's spelling) appears for nodes with pending pods. A pod
+// with a memory limit on a card says it in its cell ("4 (limit 10)"), and its node has a
+// "Limits :" line with what the pods of each such card may allocate beside its size. A node
 // with pods that choose their cards by annotation lists them in a CARD CHOICE block, a DRA
 // node its allocated claims in a CLAIMS block. With
 // mixed units the node and cluster amounts carry their unit, as in renderSummary. Errors
@@ -54,7 +56,7 @@ func renderDetails(w io.Writer, m model) error {
 		for _, p := range n.Pods {
 			row := []string{p.Name, p.Namespace}
 			for i := 0; i < cols; i++ {
-				row = append(row, fmt.Sprint(p.units(i))+usedNote(p, i))
+				row = append(row, fmt.Sprint(p.units(i))+limitNote(p, i)+usedNote(p, i))
 			}
 			if pending {
 				row = append(row, fmt.Sprint(p.PendingAllocated))
@@ -66,6 +68,9 @@ func renderDetails(w io.Writer, m model) error {
 		rows = append(rows,
 			fmt.Sprintf("Allocated :\t%s (%d%%)", amount(n.Allocated, suffix), n.Percent),
 			fmt.Sprintf("Total :\t%s", amount(n.Total, suffix)))
+		if l := limitsLine(n, suffix); l != "" {
+			rows = append(rows, l)
+		}
 		body := table(rows)
 		b.Write(body)
 		width := widest(body)
@@ -174,6 +179,31 @@ func envDeviceRequestsNote(v string) string {
 		return " (share-plugin found no NVIDIA runtime configuration it could read)"
 	}
 	return ""
+}
+
+// limitNote is " (limit 10)" for a pod that declares a memory limit on card index, in
+// units; "" otherwise.
+func limitNote(p podUsage, index int) string {
+	if l := p.limit(index); l > 0 {
+		return fmt.Sprintf(" (limit %d)", l)
+	}
+	return ""
+}
+
+// limitsLine is the "Limits :" line of a node one of whose pods declares a memory limit:
+// per such card what its pods may allocate together beside its size
+// ("GPU0 22/16, GPU1 8/16"); "" without any, so that such nodes print as before.
+func limitsLine(n nodeUsage, suffix string) string {
+	var cards []string
+	for _, c := range n.Cards {
+		if c.Limits > 0 {
+			cards = append(cards, fmt.Sprintf("GPU%d %s/%s", c.Index, amount(c.Limits, suffix), amount(c.Total, suffix)))
+		}
+	}
+	if cards == nil {
+		return ""
+	}
+	return "Limits :\t" + strings.Join(cards, ", ")
 }
 
 // usedNote is " (used 5.2GiB)" for a pod whose use on card index the node's usage

@@ -182,3 +182,21 @@ func usageScenario(t *testing.T) []runtime.Object {
 		makePod("ml", "other").Node("gpu-x").GPU(1, 0).Alloc(`{"0":{"0":1}}`).Obj(),
 	}
 }
+
+// limitScenario: multiScenario's pods, where "trainer"'s container may burst to 24 (12 per
+// card), "bundle"'s first app container to 6 and its init container to 10, and a pod with an
+// unreadable limit annotation ("broken", 1 unit on card 1: a warning, no limit shown). Card 0:
+// trainer 12 + bundle max(6+3, 10) = 10 → limits 22/16; card 1: trainer 12 + solo 1 + broken 1
+// → 14/16.
+func limitScenario(t *testing.T) []runtime.Object {
+	objs := multiScenario(t)
+	ann := map[string]string{"trainer": "c0=24", "bundle": "c0=6,init0=10"}
+	for _, o := range objs {
+		if p, ok := o.(*corev1.Pod); ok && ann[p.Name] != "" {
+			p.Annotations[gpushare.AnnotationMemLimit] = ann[p.Name]
+		}
+	}
+	broken := makePod("ml", "broken").Node("gpu-m").GPU(1, 0).Alloc(`{"0":{"1":1}}`).Obj()
+	broken.Annotations[gpushare.AnnotationMemLimit] = "c0=0"
+	return append(objs, broken)
+}

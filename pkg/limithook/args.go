@@ -20,17 +20,33 @@ const (
 	ModeSimulated Mode = "simulated"
 )
 
-// Limit is one card's hard limit for a cgroup: the container's, or its pod's.
+// Limit is one card's limits for a cgroup: the container's, or its pod's.
 type Limit struct {
 	// UUID is the card's NVML UUID ("GPU-…").
 	UUID string
-	// MiB is the limit in MiB: the container's grant on the card (units × unit MiB), or for
-	// a pod limit the sum of the pod's grants on the card.
+	// MiB is the hard limit in MiB, the most the cgroup may allocate on the card: the
+	// container's grant (units × unit MiB), or its memory limit where the pod declares one
+	// (gpushare.AnnotationMemLimit); for a pod limit the same summed over the pod's
+	// containers by the effective-request rule.
 	MiB int64
+	// SoftMiB is the soft limit in MiB, what the cgroup is guaranteed: the grant, where it
+	// is below MiB; 0: the soft limit is MiB.
+	SoftMiB int64
 }
 
-// Bytes is the limit in bytes, the unit NVML takes.
+// Bytes is the hard limit in bytes, the unit NVML takes.
 func (l Limit) Bytes() uint64 { return uint64(l.MiB) << 20 }
+
+// Soft is the soft limit in MiB: SoftMiB, or MiB when it is unset.
+func (l Limit) Soft() int64 {
+	if l.SoftMiB > 0 {
+		return l.SoftMiB
+	}
+	return l.MiB
+}
+
+// SoftBytes is the soft limit in bytes.
+func (l Limit) SoftBytes() uint64 { return uint64(l.Soft()) << 20 }
 
 // Args are the hook's command-line arguments.
 type Args struct {
@@ -51,10 +67,11 @@ type Args struct {
 	// whose cgroup is another pod's (PodOf), so a spec never limits, nor lets run, another
 	// pod's container under limits counted for this one.
 	PodUID string
-	// PodLimits are the pod's limits, one per card: the sum of the grants of all the pod's
-	// containers on the card, set on the pod's cgroup, the parent of every container's. The
-	// cgroup v2 dmem controller nests limits, so no container of the pod, granted or not, can
-	// allocate beyond them. Each card of Limits has one, at least as large as the container's.
+	// PodLimits are the pod's limits, one per card: the sum of the grants (soft) and of the
+	// memory limits (hard) of all the pod's containers on the card, set on the pod's cgroup,
+	// the parent of every container's. The cgroup v2 dmem controller nests limits, so no
+	// container of the pod, granted or not, can allocate beyond them. Each card of Limits has
+	// one, at least as large as the container's.
 	PodLimits []Limit
 }
 
@@ -67,8 +84,9 @@ const (
 // FormatArgs is the argument list of the hook for a, argv[0] (the hook's path) first, as a
 // CDI hook entry carries it: --mode=<mode> [--simulated-card-dir=<dir>] [--proc-root=<dir>]
 // [--cgroup-root=<dir>] [--deadline=<duration>] [--failure-dir=<dir>] --pod-uid=<uid>
-// --pod-limit=<UUID>=<MiB>... <UUID>=<MiB>...; a field left empty, or a root at its default, is
-// not written. The one writer of the format that ParseArgs reads.
+// --pod-limit=<limit>... <limit>..., each limit as Limit.String writes it; a field left
+// empty, or a root at its default, is not written. The one writer of the format that
+// ParseArgs reads.
 func FormatArgs(path string, a Args) []string {
 	out := []string{path, "--mode=" + string(a.Mode)}
 	if a.Mode == ModeSimulated {
@@ -103,9 +121,10 @@ func FormatArgs(path string, a Args) []string {
 // ParseArgs reads the hook's arguments after argv[0]. Errors: an unknown flag or mode, a
 // simulated mode without its folder, a deadline that is not positive or over MaxDeadline,
 // a failure folder that is not an absolute path, no limit, a limit or pod limit that is not
-// <UUID>=<positive MiB>, no or an invalid --pod-uid, or pod limits that do not cover the
-// container's (checkPodLimits). On an error after the flags were read, the Args returned
-// still hold FailureDir, so that the failure can be recorded.
+// <UUID>=<positive MiB> (soft = hard) or <UUID>=<soft MiB>:<hard MiB> with soft at most
+// hard, no or an invalid --pod-uid, or pod limits that do not cover the container's
+// (checkPodLimits). On an error after the flags were read, the Args returned still hold
+// FailureDir, so that the failure can be recorded.
 func ParseArgs(args []string) (Args, error) {
 	a := Args{}
 	fs := flag.NewFlagSet("gpushare-limit-hook", flag.ContinueOnError)
@@ -163,41 +182,70 @@ func ParseArgs(args []string) (Args, error) {
 	return a, nil
 }
 
-// String is l as an argument: <UUID>=<MiB>.
-func (l Limit) String() string { return l.UUID + "=" + strconv.FormatInt(l.MiB, 10) }
+// String is l as an argument: <UUID>=<MiB> when soft and hard limit are the same, else
+// <UUID>=<soft MiB>:<hard MiB>.
+func (l Limit) String() string {
+	if l.Soft() == l.MiB {
+		return l.UUID + "=" + strconv.FormatInt(l.MiB, 10)
+	}
+	return l.UUID + "=" + strconv.FormatInt(l.Soft(), 10) + ":" + strconv.FormatInt(l.MiB, 10)
+}
 
-// parseLimit reads <UUID>=<MiB>. Errors: no '=', an empty UUID or one with a '/' (it names a
-// record file on simulated cards), or MiB that is not a positive integer up to 2^40.
+// parseLimit reads <UUID>=<MiB> (soft and hard limit) or <UUID>=<soft MiB>:<hard MiB>.
+// Errors: no '=', an empty UUID or one with a '/' (it names a record file on simulated
+// cards), MiB that is not a positive integer up to 2^40, or a soft limit above the hard one.
 func parseLimit(s string) (Limit, error) {
 	uuid, v, ok := strings.Cut(s, "=")
-	mib, err := strconv.ParseInt(v, 10, 64)
-	if !ok || uuid == "" || strings.ContainsRune(uuid, '/') || err != nil || mib <= 0 || mib > 1<<40 {
-		return Limit{}, fmt.Errorf("limit %q: want <GPU UUID>=<MiB>, MiB a positive integer", s)
+	softV, hardV, burst := strings.Cut(v, ":")
+	if !burst {
+		hardV = softV
 	}
-	return Limit{UUID: uuid, MiB: mib}, nil
+	soft, errS := parseMiB(softV)
+	hard, errH := parseMiB(hardV)
+	if !ok || uuid == "" || strings.ContainsRune(uuid, '/') || errS != nil || errH != nil {
+		return Limit{}, fmt.Errorf("limit %q: want <GPU UUID>=<MiB> or <GPU UUID>=<soft MiB>:<hard MiB>, MiB a positive integer", s)
+	}
+	if soft > hard {
+		return Limit{}, fmt.Errorf("limit %q: the soft limit %d MiB is above the hard limit %d MiB", s, soft, hard)
+	}
+	l := Limit{UUID: uuid, MiB: hard}
+	if soft < hard {
+		l.SoftMiB = soft
+	}
+	return l, nil
+}
+
+// parseMiB reads a positive integer of MiB up to 2^40.
+func parseMiB(s string) (int64, error) {
+	mib, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || mib <= 0 || mib > 1<<40 {
+		return 0, fmt.Errorf("%q: want a positive integer of MiB", s)
+	}
+	return mib, nil
 }
 
 // checkPodLimits checks that pod names each card once, and every card of ctr with at least
-// the container's MiB: the pod's sum includes the container's own grant, so anything else is
-// a spec written wrong, and the hook refuses it rather than set limits it cannot explain.
+// the container's soft and hard MiB: the pod's sums include the container's own, so anything
+// else is a spec written wrong, and the hook refuses it rather than set limits it cannot
+// explain.
 func checkPodLimits(ctr, pod []Limit) error {
 	if len(pod) == 0 {
 		return fmt.Errorf("no --pod-limit given: the pod's cgroup is limited too, want --pod-limit=<GPU UUID>=<MiB> for each card of the container")
 	}
-	byCard := make(map[string]int64, len(pod))
+	byCard := make(map[string]Limit, len(pod))
 	for _, l := range pod {
 		if _, dup := byCard[l.UUID]; dup {
 			return fmt.Errorf("--pod-limit names card %s twice", l.UUID)
 		}
-		byCard[l.UUID] = l.MiB
+		byCard[l.UUID] = l
 	}
 	for _, l := range ctr {
 		p, ok := byCard[l.UUID]
 		if !ok {
 			return fmt.Errorf("limit %s: no --pod-limit for card %s", l, l.UUID)
 		}
-		if p < l.MiB {
-			return fmt.Errorf("limit %s: the pod's limit on card %s, %d MiB, is below the container's own", l, l.UUID, p)
+		if p.MiB < l.MiB || p.Soft() < l.Soft() {
+			return fmt.Errorf("limit %s: the pod's limit on card %s, %s, is below the container's own", l, l.UUID, p)
 		}
 	}
 	return nil

@@ -1,6 +1,8 @@
 // Package limithook is the OCI hook that gives a container a hard GPU-memory limit per card,
 // set by the NVIDIA driver on the container's cgroup v2 (NVML nvmlDeviceSetMemoryLimits_v1),
-// for nodes labelled gpushare.io/isolation=limit.
+// for nodes labelled gpushare.io/isolation=limit. The soft limit is the grant; the hard limit
+// is the grant too, or the container's memory limit where its pod declares one above it
+// (gpushare.AnnotationMemLimit), and the pod's cgroup gets the sums of both.
 //
 // share-plugin's per-allocation CDI spec names the hook with the container's card UUIDs and
 // limits as arguments (FormatArgs); the runtime runs it with the container's state on stdin

@@ -29,15 +29,16 @@ func (NVMLSetter) AcceptsV1() bool { return false }
 // Callee is NVML's limit call.
 func (NVMLSetter) Callee() (who, call string) { return "NVML", gpunvml.LimitCall }
 
-// SetLimit sets the soft and hard limit of card l.UUID for cg to l: the grant is both what
-// the ledger guarantees the container and the most it may allocate. Errors name the card,
+// SetLimit sets the soft limit of card l.UUID for cg to l.Soft() and the hard limit to
+// l.MiB: the grant is what the ledger guarantees the cgroup, and it may allocate beyond it up
+// to its memory limit where its pod declares one (soft = hard = grant where not). Errors name the card,
 // and where the node cannot limit memory the driver and cgroup requirements; they are tagged
 // with their reason (ReasonOf). The call is not bounded here: Run abandons it at the deadline.
 func (s NVMLSetter) SetLimit(_ context.Context, _ string, cg Cgroup, l Limit) error {
 	if cg.Version != 2 {
 		return failed(ReasonCgroup, l.UUID, fmt.Errorf("card %s: cgroup %s is not on cgroup v2: %s", l.UUID, cg.Path, requirements))
 	}
-	err := s.Lib.SetMemoryLimits(l.UUID, filepath.Join(s.CgroupRoot, cg.Path), l.Bytes(), l.Bytes())
+	err := s.Lib.SetMemoryLimits(l.UUID, filepath.Join(s.CgroupRoot, cg.Path), l.SoftBytes(), l.Bytes())
 	switch {
 	case errors.Is(err, gpunvml.ErrLimitsUnsupported):
 		return failed(ReasonUnsupported, l.UUID, fmt.Errorf("%w: %s", err, requirements))

@@ -171,6 +171,30 @@ func TestRunNVMLSetsThePodsAndTheContainersLimits(t *testing.T) {
 	}
 }
 
+// A container with a memory limit above its grant gets soft = grant and hard = limit, and so
+// does its pod (sums over its containers); one without gets soft = hard = grant.
+func TestRunNVMLSoftAndHard(t *testing.T) {
+	var calls []setCall
+	lib := mockLib(answerSuccess, &calls, "GPU-a", "GPU-b")
+	a := Args{Mode: ModeNVML, ProcRoot: fakeProc(t, 9, cgroupV2), CgroupRoot: "/sys/fs/cgroup",
+		Limits:    []Limit{{UUID: "GPU-a", MiB: 12288, SoftMiB: 4096}, {UUID: "GPU-b", MiB: 1024}},
+		PodUID:    testPodUID,
+		PodLimits: []Limit{{UUID: "GPU-a", MiB: 14336, SoftMiB: 6144}, {UUID: "GPU-b", MiB: 1024}},
+	}
+	if err := Run(context.Background(), a, stateJSON(containerID, 9), NVMLSetter{Lib: lib, CgroupRoot: a.CgroupRoot}); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	want := []setCall{
+		{UUID: "GPU-a", Namespace: "/sys/fs/cgroup" + podCgroup, Soft: 6144 << 20, Hard: 14336 << 20},
+		{UUID: "GPU-b", Namespace: "/sys/fs/cgroup" + podCgroup, Soft: 1024 << 20, Hard: 1024 << 20},
+		{UUID: "GPU-a", Namespace: "/sys/fs/cgroup" + ctrCgroup, Soft: 4096 << 20, Hard: 12288 << 20},
+		{UUID: "GPU-b", Namespace: "/sys/fs/cgroup" + ctrCgroup, Soft: 1024 << 20, Hard: 1024 << 20},
+	}
+	if d := cmp.Diff(want, calls); d != "" {
+		t.Errorf("SetMemoryLimits_v1 calls (-want +got):\n%s", d)
+	}
+}
+
 // The limits come from the arguments only: the variables a tenant sets in its pod's env (here
 // in the hook's own environment, the most the hook could ever see) change nothing.
 func TestRunNVMLReadsNoEnvironment(t *testing.T) {

@@ -12,7 +12,8 @@ import (
 // Setter applies one card's limit to one cgroup.
 type Setter interface {
 	// SetLimit gives cgroup cg (the cgroup of the container with runtime ID containerID, or
-	// of its pod when cg.Pod) a hard limit of l on card l.UUID.
+	// of its pod when cg.Pod) a soft limit of l.Soft() and a hard limit of l.MiB on card
+	// l.UUID.
 	SetLimit(ctx context.Context, containerID string, cg Cgroup, l Limit) error
 	// AcceptsV1 reports whether the setter takes a cgroup v1 path (simulated cards only).
 	AcceptsV1() bool

@@ -26,6 +26,10 @@ type Record struct {
 	Pod bool `json:"pod,omitempty"`
 	// HardLimitBytes is the limit the driver would enforce, in bytes.
 	HardLimitBytes uint64 `json:"hardLimitBytes"`
+	// SoftLimitBytes is the soft limit the driver would set, in bytes, where it is below
+	// HardLimitBytes (a container with a memory limit above its grant, or its pod); absent:
+	// the soft limit is HardLimitBytes.
+	SoftLimitBytes uint64 `json:"softLimitBytes,omitempty"`
 }
 
 // RecordDir is the folder of the records of the simulated card uuid, beside the card's file
@@ -85,7 +89,11 @@ func (s SimulatedSetter) SetLimit(_ context.Context, containerID string, cg Cgro
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("card %s: creating the limit records' folder: %w", l.UUID, err)
 	}
-	b, err := json.Marshal(Record{UUID: l.UUID, ContainerID: containerID, Cgroup: cg.Path, CgroupVersion: cg.Version, Pod: cg.Pod, HardLimitBytes: l.Bytes()})
+	rec := Record{UUID: l.UUID, ContainerID: containerID, Cgroup: cg.Path, CgroupVersion: cg.Version, Pod: cg.Pod, HardLimitBytes: l.Bytes()}
+	if l.Soft() < l.MiB {
+		rec.SoftLimitBytes = l.SoftBytes()
+	}
+	b, err := json.Marshal(rec)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,33 @@ func TestRunSimulatedRecordsEachCard(t *testing.T) {
 	}
 }
 
+// A limit above the grant records its soft limit beside the hard one; a record without it
+// (the grant is the limit) is written as before, without the field.
+func TestRunSimulatedRecordsSoftLimit(t *testing.T) {
+	cards := simulatedCards(t, "GPU-a")
+	a := Args{Mode: ModeSimulated, SimulatedCardDir: cards, ProcRoot: fakeProc(t, 78, cgroupV2),
+		Limits: []Limit{{UUID: "GPU-a", MiB: 3072, SoftMiB: 1024}},
+		PodUID: testPodUID, PodLimits: []Limit{{UUID: "GPU-a", MiB: 4096, SoftMiB: 2048}}}
+	if err := Run(context.Background(), a, stateJSON(containerID, 78), SimulatedSetter{CardDir: cards}); err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	got, err := ReadRecords(cards, "GPU-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Record{
+		{UUID: "GPU-a", ContainerID: containerID, Cgroup: podCgroup, CgroupVersion: 2, Pod: true, HardLimitBytes: 4096 << 20, SoftLimitBytes: 2048 << 20},
+		{UUID: "GPU-a", ContainerID: containerID, Cgroup: ctrCgroup, CgroupVersion: 2, HardLimitBytes: 3072 << 20, SoftLimitBytes: 1024 << 20},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("records (-want +got):\n%s", d)
+	}
+	b, err := os.ReadFile(filepath.Join(RecordDir(cards, "GPU-a"), recordFile(ctrCgroup)))
+	if err != nil || !strings.Contains(string(b), `"softLimitBytes":1073741824`) {
+		t.Errorf("record file %s (%v): want softLimitBytes", b, err)
+	}
+}
+
 func TestRunSimulatedUnknownCard(t *testing.T) {
 	cards := simulatedCards(t, "GPU-a")
 	a := withPod(Args{Mode: ModeSimulated, SimulatedCardDir: cards, ProcRoot: fakeProc(t, 77, cgroupV2), Limits: []Limit{{UUID: "GPU-z", MiB: 1}}})

@@ -27,7 +27,7 @@ func TestLimitHook(t *testing.T) {
 		{name: "no failure folder", c: LimitHookConfig{Path: "/h"}, mode: limithook.ModeNVML},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := LimitHook(tc.c, gpushare.GiB, cards, []int64{2, 1}, pod)
+			h := LimitHook(tc.c, gpushare.GiB, cards, []int64{2, 1}, nil, pod)
 			if h.HookName != cdiapi.CreateRuntimeHook || h.Path != "/h" || h.Args[0] != "/h" {
 				t.Errorf("hook %+v, want a %s hook at /h", h, cdiapi.CreateRuntimeHook)
 			}
@@ -48,5 +48,20 @@ func TestLimitHook(t *testing.T) {
 				t.Errorf("args (-want +got):\n%s", d)
 			}
 		})
+	}
+}
+
+// A container's memory limit above its grant, and its pod's, make <soft>:<hard> arguments on
+// the cards where they are larger; the other cards keep the grant as both.
+func TestLimitHookSoftAndHard(t *testing.T) {
+	cards := []gpushare.Device{{UUID: "GPU-a"}, {UUID: "GPU-b"}}
+	pod := PodGrant{UID: "0b5c1f0e-8d1e-4f57-9a0c-6c1e2a3b4c5d", Cards: cards, Units: []int64{5, 1}, Limits: []int64{9, 1}}
+	h := LimitHook(LimitHookConfig{Path: "/h"}, gpushare.GiB, cards, []int64{2, 1}, []int64{6, 1}, pod)
+	tail := h.Args[len(h.Args)-4:]
+	if d := cmp.Diff([]string{"--pod-limit=GPU-a=5120:9216", "--pod-limit=GPU-b=1024", "GPU-a=2048:6144", "GPU-b=1024"}, tail); d != "" {
+		t.Errorf("arguments (-want +got):\n%s", d)
+	}
+	if _, err := limithook.ParseArgs(h.Args[1:]); err != nil {
+		t.Errorf("the hook refuses its arguments: %v", err)
 	}
 }

@@ -195,6 +195,55 @@ func TestFilterIsolation(t *testing.T) {
 	}
 }
 
+// TestFilterMemLimit: a pod whose container has a memory limit above its request passes only
+// limit nodes, whose largest card holds the limit; none and mps nodes fail it as
+// unresolvable, naming the annotation; a malformed limit fails every node with the parse
+// error, counted as an invalid request.
+func TestFilterMemLimit(t *testing.T) {
+	labelled := func(name, mode string) *corev1.Node {
+		n := ct.Node(name, 16, 16)
+		n.Labels[gpushare.LabelIsolation] = mode
+		return n
+	}
+	f := newFixture(t, labelled("limit", "limit"), labelled("mps", "mps"), ct.Node("plain", 16, 16))
+	limited := func(v string) *corev1.Pod {
+		p := ct.Pod("burst", 4)
+		p.Annotations = map[string]string{gpushare.AnnotationMemLimit: v}
+		return p
+	}
+	notEnforced := `container "main" has a GPU-memory limit (gpushare.io/gpu-mem-limit: 12 above its request 4), which only nodes labelled gpushare.io/isolation=limit enforce, and this node is `
+	bad := `annotation gpushare.io/gpu-mem-limit: container "main": limit 3 is below its gpu-mem request 4`
+	tests := []struct {
+		name            string
+		pod             *corev1.Pod
+		wantPass        []string
+		wantUnresolvabl extenderv1.FailedNodesMap
+	}{
+		{"a limit", limited("main=12"), []string{"limit"}, extenderv1.FailedNodesMap{"mps": notEnforced + "mps", "plain": notEnforced + "none"}},
+		{"above every card", limited("main=20"), []string{}, extenderv1.FailedNodesMap{
+			"limit": `container "main" has a GPU-memory limit of 20 units per card (gpushare.io/gpu-mem-limit), above this node's largest card (16 units)`,
+			"mps":   `container "main" has a GPU-memory limit (gpushare.io/gpu-mem-limit: 20 above its request 4), which only nodes labelled gpushare.io/isolation=limit enforce, and this node is mps`,
+			"plain": `container "main" has a GPU-memory limit (gpushare.io/gpu-mem-limit: 20 above its request 4), which only nodes labelled gpushare.io/isolation=limit enforce, and this node is none`,
+		}},
+		{"below the request", limited("main=3"), []string{}, extenderv1.FailedNodesMap{"limit": bad, "mps": bad, "plain": bad}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			names := []string{"limit", "mps", "plain"}
+			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.ExtenderFilterResult
+			decodeInto(t, rec, &got)
+			want := extenderv1.ExtenderFilterResult{NodeNames: &tc.wantPass, FailedNodes: extenderv1.FailedNodesMap{}, FailedAndUnresolvableNodes: tc.wantUnresolvabl}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
 // TestFilterInventoryOutOfRange: a node publishing a card of 9e18 units fails every GPU pod
 // as unresolvable, with the reason kubectl describe shows naming the value, counted under
 // reason "inventory_out_of_range"; the other node still takes the pod.

@@ -244,6 +244,31 @@ func TestPodsWithoutGPUMem(t *testing.T) {
 	}
 }
 
+// TestMemLimitPods: PreFilter refuses everywhere a pod whose limit annotation does not read,
+// and one that names a limit for a container without gpu-mem (a pod of claims, say), rather
+// than skip it; Filter refuses a pod with a limit on a node that does not enforce limits.
+func TestMemLimitPods(t *testing.T) {
+	f := start(t, &GPUShareArgs{Policy: "binpack"}, ct.Node("n1", 16))
+	bad := ct.Pod("bad", 4)
+	bad.Annotations = map[string]string{gpushare.AnnotationMemLimit: "main=2"}
+	cpu := ct.Pod("cpu", 0)
+	cpu.Annotations = map[string]string{gpushare.AnnotationMemLimit: "main=2"}
+	for _, pod := range []*v1.Pod{bad, cpu} {
+		if _, _, status := f.prefilter(t, pod); status.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(status.Message(), gpushare.AnnotationMemLimit) {
+			t.Errorf("pod %s: PreFilter = %v, want UnschedulableAndUnresolvable naming %s", pod.Name, status, gpushare.AnnotationMemLimit)
+		}
+	}
+	burst := ct.Pod("burst", 4)
+	burst.Annotations = map[string]string{gpushare.AnnotationMemLimit: "main=8"}
+	st, _, status := f.prefilter(t, burst)
+	if !status.IsSuccess() {
+		t.Fatalf("PreFilter = %v", status)
+	}
+	if s := f.pl.Filter(context.Background(), st, burst, nodeInfo("n1")); s.IsSuccess() || !strings.Contains(s.Message(), "only nodes labelled gpushare.io/isolation=limit") {
+		t.Errorf("Filter on an unlabelled node = %v, want a refusal saying only limit nodes enforce it", s)
+	}
+}
+
 func TestReserveBindUnreserve(t *testing.T) {
 	pod, other := ct.Pod("p", 12), ct.Pod("q", 12)
 	f := start(t, nil, ct.Node("n1", 16), pod, other)

@@ -18,6 +18,9 @@ type signedContainer struct {
 	Index int   `json:"index"`
 	Units int64 `json:"units"`
 	Cards int   `json:"cards"`
+	// Limit is the container's memory limit (gpushare.AnnotationMemLimit): a node's isolation
+	// mode decides whether it takes a pod with one.
+	Limit int64 `json:"limit,omitempty"`
 }
 
 // SignPod lets kube-scheduler's opportunistic batching reuse one pod's filter and score
@@ -49,7 +52,7 @@ func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *f
 	}
 	sig := make([]signedContainer, len(req.Containers))
 	for i, c := range req.Containers {
-		sig[i] = signedContainer{Init: c.Ref.InitList, Index: c.Ref.Index, Units: c.Units, Cards: c.Cards}
+		sig[i] = signedContainer{Init: c.Ref.InitList, Index: c.Ref.Index, Units: c.Units, Cards: c.Cards, Limit: c.Limit}
 	}
 	return []fwk.SignFragment{{Key: signKey, Value: sig}}, nil
 }

@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
+	"github.com/gpushare/gpushare/pkg/gpushare"
 )
 
 func TestSignPod(t *testing.T) {
@@ -40,6 +41,12 @@ func TestSignPod(t *testing.T) {
 	}
 	if a1 == b || a1 == c {
 		t.Fatalf("different requests, same signature: %s, %s, %s", a1, b, c)
+	}
+	// A memory limit decides which nodes take the pod: it is part of the signature.
+	limited := ct.Pod("l", 4)
+	limited.Annotations = map[string]string{gpushare.AnnotationMemLimit: "main=8"}
+	if l, _ := sign(t, f.pl, limited); l == "" || l == a1 {
+		t.Fatalf("a pod with a memory limit signs %q, as one without: %s", l, a1)
 	}
 	if _, status := sign(t, f.pl, invalid); status.Code() != fwk.Unschedulable {
 		t.Fatalf("invalid request: SignPod = %v, want Unschedulable", status)

@@ -56,6 +56,7 @@ var suite = []struct {
 	{"MPSDaemons", CaseMPSDaemons},
 	{"MPSEscape", CaseMPSEscape},
 	{"LimitHookRecordsGrant", CaseLimitHookRecordsGrant},
+	{"BurstableLimit", CaseBurstableLimit},
 	{"VerifyIsolation", CaseVerifyIsolation},
 	{"ChaosExtenderKills", CaseChaosExtenderKills},
 	{"ChaosDelayedBinding", CaseChaosDelayedBinding},

@@ -511,6 +511,45 @@ func TestCardChoiceAnnotationsAreTenants(t *testing.T) {
 	}
 }
 
+// TestMemLimitAnnotationIsCreateOnly: a tenant gives its containers memory limits when it
+// creates the pod (gpushare.AnnotationMemLimit), and may not add, change or remove them after,
+// nor bind with them; the trusted writers and an admin with the override may.
+func TestMemLimitAnnotationIsCreateOnly(t *testing.T) {
+	c := compile(t, load(t).policies["gpushare-allocation-annotations"])
+	k := gpushare.AnnotationMemLimit
+	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}
+	admins := allowUsers{admin.Name}
+	tests := []admitCase{
+		{"tenant creates a pod with limits",
+			request{user: tenant(), op: admission.Create, resource: "pods", object: pod("", map[string]string{k: "main=12"})}, ""},
+		{"tenant keeps them on an update",
+			request{user: tenant(), op: admission.Update, resource: "pods", old: pod("gpu-a", with(bound(), k, "main=12")), object: pod("gpu-a", with(bound(), k, "main=12", "team", "a"))}, ""},
+		{"tenant raises a limit",
+			request{user: tenant(), op: admission.Update, resource: "pods", old: pod("gpu-a", with(bound(), k, "main=12")), object: pod("gpu-a", with(bound(), k, "main=14"))}, k},
+		{"tenant adds limits to a pending pod",
+			request{user: tenant(), op: admission.Update, resource: "pods", old: pod("", nil), object: pod("", map[string]string{k: "main=12"})}, k},
+		{"tenant removes them",
+			request{user: tenant(), op: admission.Update, resource: "pods", old: pod("gpu-a", with(bound(), k, "main=12")), object: pod("gpu-a", bound())}, k},
+		{"a Binding carries them",
+			request{user: tenant(), op: admission.Create, resource: "pods", subresource: "binding", object: binding(map[string]string{k: "main=12"})}, k},
+		{"a pod of ResourceClaims names one",
+			request{user: tenant(), op: admission.Create, resource: "pods", object: withClaim(pod("", map[string]string{k: "main=12"}))},
+			"not supported for pods with ResourceClaims"},
+		{"a pod of ResourceClaims without one",
+			request{user: tenant(), op: admission.Create, resource: "pods", object: withClaim(pod("", nil))}, ""},
+		{"an admin with the override changes them",
+			request{user: admin, op: admission.Update, resource: "pods", old: pod("gpu-a", with(bound(), k, "main=12")), object: pod("gpu-a", with(bound(), k, "main=14"))}, ""},
+	}
+	runAdmitCases(t, c, admins, tests)
+}
+
+// withClaim is p with a ResourceClaim from template "gpu".
+func withClaim(p *corev1.Pod) *corev1.Pod {
+	tmpl := "gpu"
+	p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tmpl}}
+	return p
+}
+
 func TestSharePluginNodeScope(t *testing.T) {
 	c := compile(t, load(t).policies["gpushare-share-plugin-node-scope"])
 	onA := sa(sharePluginSA, "gpu-a")

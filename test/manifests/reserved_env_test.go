@@ -99,6 +99,13 @@ func TestReservedEnv(t *testing.T) {
 			createPod(tenant(), withInit(envPod("team-a", 1), envVar("NVIDIA_DRIVER_CAPABILITIES"))), `container "setup" sets NVIDIA_DRIVER_CAPABILITIES`},
 		{"a pod created by the DaemonSet controller in a tenant namespace",
 			createPod(sa(daemonSetController, ""), envPod("team-a", 0, envVar("NVIDIA_VISIBLE_DEVICES"))), "sets NVIDIA_VISIBLE_DEVICES"},
+		// NVIDIA's toolkit hook apply-cuda-memory-limits reads these; only share-plugin's CDI
+		// spec may set them.
+		{"a container sets its own GPU memory limit for the toolkit's hook",
+			createPod(tenant(), envPod("team-a", 1, envVar("NVIDIA_GPU_MEMORY_LIMIT"), envVar("NVIDIA_GPU_MEMORY_REQUESTS"))),
+			`container "main" sets NVIDIA_GPU_MEMORY_LIMIT, container "main" sets NVIDIA_GPU_MEMORY_REQUESTS`},
+		{"envFrom under NVIDIA_GPU_MEMORY_", createPod(tenant(), withEnvFrom(envPod("team-a", 1), fromConfigMap("NVIDIA_GPU_MEMORY_"))),
+			"prefix NVIDIA_GPU_MEMORY_, which could set NVIDIA_*"},
 		{"ordinary and look-alike variables",
 			createPod(tenant(), envPod("team-a", 1, envVar("CUDA_HOME"), envVar("CUDA_DEVICE_ORDER"), envVar("MY_NVIDIA_VISIBLE_DEVICES"),
 				envVar("nvidia_visible_devices"), envVar("CUDA_VISIBLE_DEVICES_COUNT"), envVar("ALIYUN_COM_GPU"))), ""},
