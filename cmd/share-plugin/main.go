@@ -53,6 +53,7 @@ type options struct {
 	mpsRoot        string
 	mpsReady       time.Duration
 	mpsGrace       time.Duration
+	mpsOverhead    int64
 	nvidiaConfig   string
 	limitHookPath  string
 	limitHookFails string
@@ -99,6 +100,8 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 		"host folder of the MPS daemons' folders (<mps-root>/<GPU UUID>/<cap>/, run by gpushare-mps, deploy/mps), mounted writable at the same path; used on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS))
 	fs.DurationVar(&o.mpsReady, "mps-ready-timeout", 30*time.Second,
 		"on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS)+": how long Allocate waits for the MPS daemon of a container's grant before it refuses the container")
+	fs.Int64Var(&o.mpsOverhead, "mps-daemon-overhead-mib", 0,
+		"on nodes labelled "+gpushare.LabelIsolation+"="+string(gpushare.IsolationMPS)+": GPU memory in MiB one MPS daemon's server takes on its card outside every grant (see gpushare_card_mps_server_memory_used_bytes); Allocate refuses a container whose grant needs a new daemon on a card without room for it; 0: not counted")
 	fs.DurationVar(&o.mpsGrace, "mps-release-grace", 2*time.Minute,
 		"how long an MPS daemon no running pod holds is kept after the last Allocate that asked for it, before share-plugin releases it (gpushare-mps then stops it)")
 	fs.StringVar(&o.nvidiaConfig, "nvidia-runtime-config", preflight.DefaultNVIDIAConfigPath,

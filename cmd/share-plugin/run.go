@@ -117,7 +117,7 @@ func runDevicePlugin(ctx context.Context, o options, p parsed, node *noderuntime
 	plugin, err := deviceplugin.New(deviceplugin.Config{
 		Resources: p.res, PluginDir: o.pluginDir, AllocateWait: o.allocateWait, PodResourcesSocket: o.podResources,
 		DeviceListStrategy: p.deviceList, CDIKind: o.cdiKind, CDISpecDir: o.cdiSpecDir,
-		MPSRoot: o.mpsRoot, MPSReadyTimeout: o.mpsReady, MPSReleaseGrace: o.mpsGrace, LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, NVIDIARuntimeConfig: o.nvidiaConfig,
+		MPSRoot: o.mpsRoot, MPSReadyTimeout: o.mpsReady, MPSReleaseGrace: o.mpsGrace, MPSDaemonOverheadMiB: o.mpsOverhead, LimitHookPath: o.limitHookPath, LimitHookFailureDir: o.limitHookFails, NVIDIARuntimeConfig: o.nvidiaConfig,
 		NVIDIACDIHookPath: o.nvidiaCDIHook, NVIDIADriverRoot: o.nvidiaDriverRoot,
 	}, node)
 	if err != nil {

@@ -79,7 +79,7 @@ func (p *Plugin) allocateOne(ctx context.Context, n int) (*pluginapi.ContainerAl
 		d, err = p.decideCards(c, view)
 	}
 	if err == nil && iso == gpushare.IsolationMPS {
-		mpsEnv, mounts, err = p.mpsResponse(ctx, c, d.cards, d.units)
+		mpsEnv, mounts, err = p.mpsResponse(ctx, c, d)
 	}
 	var (
 		hooks    []*cdi.Hook

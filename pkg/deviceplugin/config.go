@@ -46,6 +46,10 @@ type Config struct {
 	// MPSReadyTimeout bounds how long Allocate waits for a container's MPS daemon to be ready
 	// (default 30 s); a container whose daemon is not ready by then is refused.
 	MPSReadyTimeout time.Duration
+	// MPSDaemonOverheadMiB is the GPU memory, in MiB, one MPS daemon's server takes on its
+	// card outside every grant; Allocate refuses a container whose grant needs a new daemon on
+	// a card without room for its overhead (0: not counted).
+	MPSDaemonOverheadMiB int64
 	// MPSReleaseGrace is how long a daemon nobody holds is kept after the last Allocate that
 	// asked for it (default 2 min): the pod informer may not show a just-admitted pod yet.
 	MPSReleaseGrace time.Duration
@@ -129,6 +133,9 @@ func (c *Config) validate() error {
 	}
 	if c.MPSReadyTimeout <= 0 {
 		c.MPSReadyTimeout = 30 * time.Second
+	}
+	if c.MPSDaemonOverheadMiB < 0 {
+		return fmt.Errorf("MPS daemon overhead %d MiB: want 0 or more", c.MPSDaemonOverheadMiB)
 	}
 	if c.MPSReleaseGrace <= 0 {
 		c.MPSReleaseGrace = 2 * time.Minute

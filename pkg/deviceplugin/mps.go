@@ -35,7 +35,8 @@ func (p *Plugin) mpsCap(units int64) mps.Cap {
 // and connect to sockets. Errors (*refusal): the container is not on exactly one card, or its
 // daemon is not ready within MPSReadyTimeout: a container started without its daemon would
 // run unlimited.
-func (p *Plugin) mpsResponse(ctx context.Context, cand candidate, cards []gpushare.Device, units []int64) (map[string]string, []*pluginapi.Mount, error) {
+func (p *Plugin) mpsResponse(ctx context.Context, cand candidate, d cardDecision) (map[string]string, []*pluginapi.Mount, error) {
+	cards, units := d.cards, d.units
 	if len(cards) != 1 {
 		return nil, nil, &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: node isolates cards with MPS (%s=%s), which serves one card per container, and the container has %d",
 			cand.cont.Name, klog.KObj(cand.pod), gpushare.LabelIsolation, gpushare.IsolationMPS, len(cards))}
@@ -43,6 +44,9 @@ func (p *Plugin) mpsResponse(ctx context.Context, cand candidate, cards []gpusha
 	c := cards[0]
 	f, err := mps.FolderOf(p.cfg.MPSRoot, c.UUID, p.mpsCap(units[0]))
 	if err == nil {
+		if r := p.mpsRoomForDaemon(cand, f, c, d.alloc); r != nil {
+			return nil, nil, r
+		}
 		err = mps.Request(f, p.node.Clock().Now())
 	}
 	if err == nil {
@@ -67,6 +71,57 @@ func (p *Plugin) mpsResponse(ctx context.Context, cand candidate, cards []gpusha
 		{ContainerPath: "/dev/shm", HostPath: f.Shm()},
 	}
 	return env, mounts, nil
+}
+
+// mpsRoomForDaemon counts the overhead of MPS daemons against card c (MPSDaemonOverheadMiB
+// each): a container whose grant needs a daemon the card does not run yet is refused when
+// the card's grants (the node's running pods', alloc for cand's pod) and one more daemon's
+// overhead beside the daemons already wanted there exceed the card's memory. A container
+// whose daemon runs already, or a zero overhead, passes. Errors: *refusal.
+func (p *Plugin) mpsRoomForDaemon(cand candidate, f mps.Folder, c gpushare.Device, alloc gpushare.PodAllocation) error {
+	overhead := p.cfg.MPSDaemonOverheadMiB
+	if overhead <= 0 {
+		return nil
+	}
+	entries, _, err := mps.Scan(p.cfg.MPSRoot)
+	if err != nil {
+		return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: cannot count the MPS daemons of card %d: %v", cand.cont.Name, klog.KObj(cand.pod), c.Index, err)}
+	}
+	daemons := int64(0)
+	for _, e := range entries {
+		if e.Folder.Card != c.UUID || e.Want == nil {
+			continue
+		}
+		if e.Folder.Key() == f.Key() {
+			return nil
+		}
+		daemons++
+	}
+	units := unitsOn(alloc, c.Index)
+	for _, g := range (usageLedger{p}).Grants() {
+		if g.Pod.UID != cand.pod.UID && g.Pod.Status.Phase != corev1.PodSucceeded && g.Pod.Status.Phase != corev1.PodFailed {
+			units += unitsOn(g.Grant, c.Index)
+		}
+	}
+	need := units*p.node.Unit().MiB + (daemons+1)*overhead
+	if need <= c.MemoryMiB {
+		return nil
+	}
+	return &refusal{msg: fmt.Sprintf("refusing container %q of pod %s: its grant needs an MPS daemon of its own on card %d (%s), and the card's grants (%d MiB) with %d daemons' overhead (%d MiB each, --mps-daemon-overhead-mib) would need %d MiB of its %d MiB",
+		cand.cont.Name, klog.KObj(cand.pod), c.Index, c.UUID, units*p.node.Unit().MiB, daemons+1, overhead, need, c.MemoryMiB)}
+}
+
+// unitsOn is a pod's units on card index i at any one time: its app containers' sum, or its
+// largest init container's, which run one at a time before them (the effective-request rule).
+func unitsOn(a gpushare.PodAllocation, i int) int64 {
+	var app, init int64
+	for _, cu := range a.App {
+		app += cu[i]
+	}
+	for _, cu := range a.Init {
+		init = max(init, cu[i])
+	}
+	return max(app, init)
 }
 
 // releaseMPSDaemons removes the wants of the daemons no pod of the node holds any more (so that

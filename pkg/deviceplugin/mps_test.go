@@ -1,6 +1,7 @@
 package deviceplugin
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,31 @@ func TestReleaseMPSDaemons(t *testing.T) {
 	want := map[mps.Key]bool{held.Key(): true, ofEnded.Key(): false, young.Key(): true, old.Key(): false}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("wanted (-want,+got):\n%s", d)
+	}
+}
+
+// TestAllocateMPSDaemonOverhead: with a daemon overhead set, a grant that needs a new daemon
+// is refused when the card's grants and the daemons' overhead would pass the card's memory;
+// a grant whose daemon is wanted already adds no overhead.
+func TestAllocateMPSDaemonOverhead(t *testing.T) {
+	// A T4 has 15079 MiB (14 GiB units). a, b, c and d hold 5, 4, 4 and 1 GiB: 14 GiB, 14336
+	// MiB, leaving 743 MiB for daemons of 300 MiB each.
+	e := newTestEnv(t, "t4:1",
+		makePod("a", 1, 10, []ctr{{name: "main", units: 5}}, app(gpushare.CardUnits{0: 5})),
+		makePod("b", 2, 11, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})),
+		makePod("c", 3, 12, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4})),
+		makePod("d", 4, 13, []ctr{{name: "main", units: 1}}, app(gpushare.CardUnits{0: 1})))
+	e.withMPSRoot(t, 0)
+	e.plugin.cfg.MPSDaemonOverheadMiB = 300
+	e.setIsolation(t, "mps")
+	for _, n := range []int{5, 4, 4} { // a and b: a daemon each; c shares b's
+		if _, err := e.allocateResp(t, n); err != nil {
+			t.Fatalf("%d units: %v", n, err)
+		}
+	}
+	// d needs a third daemon: 14336 + 3 × 300 > 15079.
+	_, err := e.allocateResp(t, 1)
+	if err == nil || !strings.Contains(err.Error(), "MPS daemon of its own on card 0") || !strings.Contains(err.Error(), "--mps-daemon-overhead-mib") {
+		t.Errorf("d: %v, want a refusal naming the daemons' overhead", err)
 	}
 }

@@ -16,6 +16,7 @@ type usageCollector struct {
 	granted      *prometheus.Desc
 	unattributed *prometheus.Desc
 	unclaimed    *prometheus.Desc
+	mpsServers   *prometheus.Desc
 	sm           *prometheus.Desc
 	smPerShare   *prometheus.Desc
 }
@@ -43,6 +44,9 @@ func newUsageCollector(w *Watchdog) *usageCollector {
 		unattributed: prometheus.NewDesc("gpushare_card_unattributed_memory_used_bytes",
 			"GPU memory used on a card by processes of no GPU-sharing pod of the node (host processes, pods that requested no gpu-mem, processes whose cgroup could not be read).",
 			[]string{"node", "card", "uuid"}, nil),
+		mpsServers: prometheus.NewDesc("gpushare_card_mps_server_memory_used_bytes",
+			"GPU memory the MPS servers on a card use, on nodes labelled gpushare.io/isolation=mps: the overhead of the card's MPS daemons (one per distinct grant), outside every grant. Absent on other nodes.",
+			[]string{"node", "card", "uuid"}, nil),
 		// One series per pod and card with such use only, gone with the use: bounded by
 		// what runs on the node.
 		unclaimed: prometheus.NewDesc("gpushare_pod_unclaimed_gpu_memory_used_bytes",
@@ -56,6 +60,7 @@ func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.granted
 	ch <- c.unattributed
 	ch <- c.unclaimed
+	ch <- c.mpsServers
 	ch <- c.sm
 	ch <- c.smPerShare
 	c.w.overGrant.Describe(ch)
@@ -88,6 +93,10 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, card := range c.w.cfg.Cards {
 		if s.listed[card.Index] {
 			ch <- prometheus.MustNewConstMetric(c.unattributed, prometheus.GaugeValue, float64(s.unattributed[card.Index]),
+				node, strconv.Itoa(card.Index), card.UUID)
+		}
+		if s.mps && s.listed[card.Index] {
+			ch <- prometheus.MustNewConstMetric(c.mpsServers, prometheus.GaugeValue, float64(s.mpsServers[card.Index]),
 				node, strconv.Itoa(card.Index), card.UUID)
 		}
 	}

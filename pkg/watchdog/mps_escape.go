@@ -60,6 +60,7 @@ func (w *Watchdog) checkMPS(s *usageSample, card gpushare.Device, pr gpunvml.Pro
 		}
 		return
 	case pr.Kind == gpunvml.ProcessMPSServer && !tenant:
+		s.mpsServers[card.Index] += pr.UsedBytes
 		return
 	}
 	key, reason := escapeKey{pid: pr.PID, card: card.Index}, origin

@@ -272,3 +272,42 @@ func TestWatchdogMPSNodeReadFails(t *testing.T) {
 		t.Errorf("%d events %q once the node was read, want 1", len(ev), ev)
 	}
 }
+
+// TestWatchdogMPSServerMemory: on an MPS node the memory of the MPS servers (the daemons'
+// overhead, outside every grant) is exported per card, a tenant's process bearing the
+// server's name is not counted in it; off MPS nodes the series is absent.
+func TestWatchdogMPSServerMemory(t *testing.T) {
+	server := gpunvml.ProcessMPSServer
+	for _, tc := range []struct {
+		label string
+		want  string
+	}{
+		{"mps", `gpushare_card_mps_server_memory_used_bytes{card="0",node="gpu-node",uuid="` + uuid(0) + `"} 3.145728e+08` + "\n" +
+			`gpushare_card_mps_server_memory_used_bytes{card="1",node="gpu-node",uuid="` + uuid(1) + `"} 0`},
+		{"", ""},
+	} {
+		t.Run("label "+tc.label, func(t *testing.T) {
+			e := newWatchdogEnv(t, OverGrant{Threshold: 10})
+			if tc.label != "" {
+				e.labelIsolation(t, tc.label)
+			}
+			// Two servers of the host on card 0 (200 + 100 MiB); a tenant's process named as
+			// the server is an escape, not overhead.
+			e.listProcs(proc{0, 300, 200, server}, proc{0, 301, 100, server}, proc{0, 100, 50, server})
+			e.at(0)
+			got, err := collect(e.w, "gpushare_card_mps_server_memory_used_bytes")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var series []string
+			for _, l := range strings.Split(got, "\n") {
+				if strings.HasPrefix(l, "gpushare_card_mps_server_memory_used_bytes{") {
+					series = append(series, l)
+				}
+			}
+			if d := cmp.Diff(tc.want, strings.Join(series, "\n")); d != "" {
+				t.Errorf("series (-want,+got):\n%s", d)
+			}
+		})
+	}
+}

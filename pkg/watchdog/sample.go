@@ -65,6 +65,11 @@ type usageSample struct {
 	// gpushare.io/isolation=mps (empty on other nodes): per container and card for a pod's,
 	// per process and card for others.
 	escapes map[escapeKey]*escape
+	// mpsServers is, per card index on an MPS node, the bytes its MPS servers use: the
+	// daemons' overhead, outside every grant.
+	mpsServers map[int]uint64
+	// mps is whether the node was an MPS node at the sample.
+	mps bool
 }
 
 // sample lists the processes of every card and charges each to its container: through
@@ -80,7 +85,7 @@ type usageSample struct {
 // SM utilisation on the card is charged to it too (addUtilization).
 func (w *Watchdog) sample(mps bool) usageSample {
 	s := usageSample{at: w.cfg.Clock.Now(), ctrs: map[usageKey]*ctrUsage{}, unattributed: map[int]uint64{}, listed: map[int]bool{}, utilRead: map[int]bool{},
-		unclaimed: map[podCard]*unclaimedUsage{}, podSeen: map[types.UID]bool{}, escapes: map[escapeKey]*escape{}}
+		unclaimed: map[podCard]*unclaimedUsage{}, podSeen: map[types.UID]bool{}, escapes: map[escapeKey]*escape{}, mpsServers: map[int]uint64{}, mps: mps}
 	pods, all, holds := w.grants(&s)
 	for _, card := range w.cfg.Cards {
 		procs, err := w.cfg.Processes(card.Index)
