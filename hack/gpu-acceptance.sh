@@ -619,6 +619,9 @@ check_mps() {
   fi
   out=$(mps_client "$dir")
   printf 'MPS client: %s\n' "$out" | detail
+  local kinds
+  kinds=$(mps_kinds "$dir")
+  printf 'NVML kinds: %s\n' "$kinds" | detail
   stop_mps
   # The daemon in the foreground (-f) may write its log to its output rather than control.log.
   cat "$dir/log/control.log" "$dir/daemon.out" 2>/dev/null | detail
@@ -626,11 +629,41 @@ check_mps() {
     say FAIL mps "could not make the pipe folder read-only for the client: $(first_line "$out")"
   elif ! cat "$dir/log/control.log" "$dir/daemon.out" 2>/dev/null | grep -qi 'new client'; then
     say FAIL mps "the client did not connect through the read-only pipe folder (no NEW CLIENT in control.log): $(first_line "$out")"
+  elif [ "$kinds" != "client=mps bypass=direct" ]; then
+    say FAIL mps "the usage watchdog's reading of NVML cannot tell an MPS client from a process that bypassed MPS: $kinds (want client=mps bypass=direct)"
   elif verdict=$(alloc_verdict "$CTR_LIMIT_MIB" "$out"); then
-    say PASS mps "client connected through a read-only pipe folder; server cap ${CTR_LIMIT_MIB}M held against the client's own 0=$((CTR_LIMIT_MIB * 4))M: $verdict"
+    say PASS mps "client connected through a read-only pipe folder; server cap ${CTR_LIMIT_MIB}M held against the client's own 0=$((CTR_LIMIT_MIB * 4))M: $verdict; NVML lists a client as mps and a process that bypassed MPS as direct (an escape)"
   else
     say FAIL mps "client connected, but $verdict"
   fi
+}
+
+# mps_kinds DIR holds 256 MiB for a few seconds in two clients, one through the daemon and one
+# whose pipe folder is empty (it bypasses MPS, as a tenant's escape does), and prints how the
+# usage watchdog's NVML reading (hack/gpuaccept kind) lists each: "client=<kind> bypass=<kind>".
+mps_kinds() {
+  local dir=$1 client bypass k1 k2
+  mkdir -p "$dir/empty"
+  if ! ensure_tools; then
+    echo "tools: $tools_state"
+    return
+  fi
+  env "${mps_env[@]}" timeout 30 python3 "$ALLOC" 256 256 8 >/dev/null 2>&1 &
+  client=$!
+  env "CUDA_VISIBLE_DEVICES=$card_uuid" "CUDA_MPS_PIPE_DIRECTORY=$dir/empty" timeout 30 python3 "$ALLOC" 256 256 8 >/dev/null 2>&1 &
+  bypass=$!
+  k1=$(timeout 15 "$work/bin/gpuaccept" kind "$(child_of "$client")" 2>&1 | head -1)
+  k2=$(timeout 15 "$work/bin/gpuaccept" kind "$(child_of "$bypass")" 2>&1 | head -1)
+  wait "$client" "$bypass" 2>/dev/null
+  echo "client=$k1 bypass=$k2"
+}
+
+# child_of PID is the python process timeout PID runs (timeout forks it), else PID.
+child_of() {
+  local c
+  sleep 0.5
+  read -r c _ <"/proc/$1/task/$1/children" 2>/dev/null
+  echo "${c:-$1}"
 }
 
 # mps_client DIR runs the CUDA client as Allocate sets up a container on an mps node: the

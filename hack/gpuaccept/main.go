@@ -52,7 +52,7 @@ func main() {
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return exitError{2, errors.New("usage: gpuaccept driver|cards|limit-support|limits|attribute|preflight ...")}
+		return exitError{2, errors.New("usage: gpuaccept driver|cards|limit-support|limits|attribute|kind|preflight ...")}
 	}
 	cmd, rest := args[0], args[1:]
 	switch {
@@ -70,6 +70,8 @@ func run(args []string) error {
 		return limits(rest[0], rest[1], rest[2])
 	case cmd == "attribute" && len(rest) == 3:
 		return attribute(rest[0], rest[1], rest[2])
+	case cmd == "kind" && len(rest) == 1:
+		return kind(rest[0])
 	case cmd == "preflight" && len(rest) <= 1:
 		path := preflight.DefaultNVIDIAConfigPath
 		if len(rest) == 1 {
@@ -174,6 +176,41 @@ func attribute(pidArg, podUID, ctrID string) error {
 	}
 	fmt.Printf("process %d (%s) is pod %s container %.12s\n", pid, where, got.PodUID, got.ID)
 	return nil
+}
+
+// kind prints how NVML lists process pid on its card, as the usage watchdog reads it on an
+// MPS node (pkg/nvml's ProcessKind: "mps" for an MPS client, "direct" for a process with a
+// context of its own, which the watchdog calls an escape, "server", "unknown"), asking for up
+// to 10 s as NVML may list a new process late.
+func kind(pidArg string) error {
+	pid, err := strconv.ParseUint(pidArg, 10, 32)
+	if err != nil {
+		return exitError{2, fmt.Errorf("pid %q: %w", pidArg, err)}
+	}
+	c, err := gpunvml.New(gpunvml.SystemLibrary(""))
+	if err != nil {
+		return err
+	}
+	defer c.Shutdown()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		devs, err := c.Devices()
+		if err != nil {
+			return err
+		}
+		for _, d := range devs {
+			procs, err := c.Processes(d.Index)
+			if err != nil {
+				return err
+			}
+			for _, p := range procs {
+				if p.PID == uint32(pid) {
+					fmt.Println(p.Kind)
+					return nil
+				}
+			}
+		}
+	}
+	return exitError{5, fmt.Errorf("NVML lists no process %d on any card", pid)}
 }
 
 // processLister is what attribute needs of pkg/nvml's client, with or without cgo.
