@@ -8,8 +8,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	goflag "flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -35,6 +37,7 @@ type options struct {
 	interval     time.Duration
 	retryAfter   time.Duration
 	stopTimeout  time.Duration
+	metrics      string
 	showVersion  bool
 }
 
@@ -46,6 +49,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.interval, "interval", 500*time.Millisecond, "how often the MPS root is read for share-plugin's wants")
 	fs.DurationVar(&o.retryAfter, "retry-after", 10*time.Second, "how long a daemon that failed to start waits before the next try")
 	fs.DurationVar(&o.stopTimeout, "stop-timeout", 10*time.Second, "how long a daemon told to quit may take before it is killed")
+	fs.StringVar(&o.metrics, "metrics-address", ":9402", "address of /metrics and /healthz; empty disables")
 	fs.BoolVar(&o.showVersion, "version", false, "print the version and exit")
 }
 
@@ -119,6 +123,16 @@ func run(o options) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	klog.InfoS("gpushare-mps starting", "version", version.Version)
+	if o.metrics != "" {
+		srv := &http.Server{Addr: o.metrics, Handler: l.Handler(), ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				klog.ErrorS(err, "Serving /metrics failed", "address", o.metrics)
+				stop()
+			}
+		}()
+		defer srv.Close()
+	}
 	l.Run(ctx)
 	klog.InfoS("gpushare-mps stopped")
 	return nil

@@ -19,6 +19,7 @@ func (l *Launcher) start(ctx context.Context, f Folder) {
 	removeFile(f.file(ReadyFile))
 	proc, ready, err := l.launch(ctx, f)
 	if err != nil {
+		l.metrics.starts.WithLabelValues("failed").Inc()
 		l.failed[f.Key()] = l.clock.Now()
 		if werr := os.WriteFile(f.file(FailedFile), []byte(err.Error()+"\n"), 0o644); werr != nil {
 			klog.ErrorS(werr, "Cannot record why an MPS daemon failed", "daemon", f.Key())
@@ -39,6 +40,7 @@ func (l *Launcher) start(ctx context.Context, f Folder) {
 	l.mu.Lock()
 	l.daemons[f.Key()] = &daemon{f: f, proc: proc, ready: ready}
 	l.mu.Unlock()
+	l.metrics.starts.WithLabelValues("ready").Inc()
 	klog.InfoS("MPS control daemon ready", "daemon", f.Key(), "pid", proc.Pid(),
 		"pinnedMemMiB", f.Cap.PinnedMemMiB, "activeThreadPct", f.Cap.ActiveThreadPct)
 }

@@ -50,9 +50,11 @@ type Launcher struct {
 	clock clock.WithTicker
 	shm   shmMounter
 
-	mu      sync.Mutex // guards daemons, for Daemons
+	mu      sync.Mutex // guards daemons and scanned, for Daemons and Handler
 	daemons map[Key]*daemon
+	scanned time.Time         // when Reconcile last read the root
 	failed  map[Key]time.Time // when a start last failed
+	metrics launcherMetrics
 }
 
 // daemon is one running control daemon.
@@ -67,7 +69,8 @@ func NewLauncher(cfg Config, ctl Control, clk clock.WithTicker) (*Launcher, erro
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Launcher{cfg: cfg, ctl: ctl, clock: clk, shm: tmpfsMounter{}, daemons: map[Key]*daemon{}, failed: map[Key]time.Time{}}, nil
+	return &Launcher{cfg: cfg, ctl: ctl, clock: clk, shm: tmpfsMounter{}, daemons: map[Key]*daemon{}, failed: map[Key]time.Time{},
+		metrics: newLauncherMetrics()}, nil
 }
 
 // Run reconciles every Interval until ctx ends, then stops every daemon it runs and removes
@@ -110,6 +113,9 @@ func (l *Launcher) Reconcile(ctx context.Context) {
 	for _, p := range problems {
 		klog.ErrorS(p, "Ignoring an MPS folder")
 	}
+	l.mu.Lock()
+	l.scanned = l.clock.Now()
+	l.mu.Unlock()
 	l.reapExited()
 	wanted := map[Key]Folder{}
 	for _, e := range entries {
@@ -139,6 +145,12 @@ func (l *Launcher) Reconcile(ctx context.Context) {
 	}
 }
 
+func (l *Launcher) lastScan() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.scanned
+}
+
 func (l *Launcher) snapshot() map[Key]*daemon {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -166,6 +178,7 @@ func (l *Launcher) reapExited() {
 			l.mu.Lock()
 			delete(l.daemons, k)
 			l.mu.Unlock()
+			l.metrics.exits.Inc()
 			klog.ErrorS(nil, "MPS control daemon exited; starting it again if still wanted", "daemon", k, "pid", d.proc.Pid())
 		default:
 		}

@@ -3,6 +3,8 @@ package mps
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -208,5 +210,36 @@ func TestLauncherIgnoresOddFolders(t *testing.T) {
 	l.Reconcile(context.Background())
 	if n := len(l.Daemons()); n != 0 {
 		t.Errorf("%d daemons started from odd folders, want 0", n)
+	}
+}
+
+// TestLauncherHandler: /metrics counts the daemons per card and the starts by result;
+// /healthz fails once the root has not been read for three intervals.
+func TestLauncherHandler(t *testing.T) {
+	ctl := newFakeControl()
+	l, clk := testLauncher(t, ctl)
+	for _, mib := range []int64{4096, 2048} {
+		if err := Request(mustFolder(t, l.cfg.Root, mib, 100), clk.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Reconcile(context.Background())
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		l.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	_, body := get("/metrics")
+	for _, want := range []string{`gpushare_mps_daemons{uuid="` + card0 + `"} 2`, `gpushare_mps_daemon_starts_total{result="ready"} 2`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if code, _ := get("/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d just after a scan, want 200", code)
+	}
+	clk.Step(11 * time.Second)
+	if code, _ := get("/healthz"); code != http.StatusServiceUnavailable {
+		t.Errorf("/healthz = %d 11 s after the last scan, want 503", code)
 	}
 }
