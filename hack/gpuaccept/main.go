@@ -157,14 +157,14 @@ func attribute(pidArg, podUID, ctrID string) error {
 		return err
 	}
 	defer c.Shutdown()
-	var where string
+	var where listing
 	var seen []uint32
-	for deadline := time.Now().Add(10 * time.Second); where == "" && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); !where.found && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
 		if where, seen, err = findProcess(c, uint32(pid)); err != nil {
 			return err
 		}
 	}
-	if where == "" {
+	if !where.found {
 		return exitError{5, fmt.Errorf("NVML lists no process %d on any card (it lists %v): are these PIDs of another PID namespace? share-plugin needs the host's (hostPID)", pid, seen)}
 	}
 	got, err := cgroups.Reader{ProcRoot: "/proc"}.Lookup(uint32(pid))
@@ -193,21 +193,13 @@ func kind(pidArg string) error {
 	}
 	defer c.Shutdown()
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		devs, err := c.Devices()
+		where, _, err := findProcess(c, uint32(pid))
 		if err != nil {
 			return err
 		}
-		for _, d := range devs {
-			procs, err := c.Processes(d.Index)
-			if err != nil {
-				return err
-			}
-			for _, p := range procs {
-				if p.PID == uint32(pid) {
-					fmt.Println(p.Kind)
-					return nil
-				}
-			}
+		if where.found {
+			fmt.Println(where.proc.Kind)
+			return nil
 		}
 	}
 	return exitError{5, fmt.Errorf("NVML lists no process %d on any card", pid)}
@@ -219,27 +211,40 @@ type processLister interface {
 	Processes(index int) ([]gpunvml.Process, error)
 }
 
-// findProcess says where NVML lists pid ("card <i>, <n> MiB"; "" for nowhere) and every
-// PID it lists.
-func findProcess(c processLister, pid uint32) (string, []uint32, error) {
+// listing is where NVML lists a process: its card and entry.
+type listing struct {
+	found bool
+	card  int
+	proc  gpunvml.Process
+}
+
+func (l listing) String() string {
+	if !l.found {
+		return ""
+	}
+	return fmt.Sprintf("card %d, %d MiB", l.card, l.proc.UsedBytes>>20)
+}
+
+// findProcess says where NVML lists pid and every PID it lists.
+func findProcess(c processLister, pid uint32) (listing, []uint32, error) {
 	devs, err := c.Devices()
 	if err != nil {
-		return "", nil, err
+		return listing{}, nil, err
 	}
 	var seen []uint32
 	for _, d := range devs {
 		procs, err := c.Processes(d.Index)
 		if err != nil {
-			return "", nil, err
+			return listing{}, nil, err
 		}
 		for _, p := range procs {
 			seen = append(seen, p.PID)
 			if p.PID == pid {
-				return fmt.Sprintf("card %d, %d MiB", d.Index, p.UsedBytes>>20), seen, nil
+				return listing{found: true, card: d.Index, proc: p}, seen, nil
 			}
 		}
 	}
-	return "", seen, nil
+	return listing{}, seen, nil
 }
 
 // checkPreflight prints share-plugin's node preflight verdict on the NVIDIA runtime's

@@ -32,6 +32,9 @@ func buildFakeControl(t *testing.T, e *Env) string {
 	return bin
 }
 
+// mpsMetricsAddress is where the e2e's gpushare-mps serves /metrics and /healthz.
+const mpsMetricsAddress = "127.0.0.1:19402"
+
 // startMPSLauncher runs gpushare-mps on the host, as deploy/mps runs it on a GPU node, over a
 // fresh MPS root (short: the daemons' sockets must fit in sun_path), with the fake control
 // daemon and a 1 MiB shm tmpfs per daemon, until the test ends; then it stops it (which stops
@@ -49,7 +52,7 @@ func startMPSLauncher(t *testing.T, e *Env) (root, fake string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(e.Bin("gpushare-mps"), "--root="+root, "--control="+fake, "--shm-size=1Mi", "--interval=100ms", "--retry-after=1s", "--stop-timeout=5s")
+	cmd := exec.Command(e.Bin("gpushare-mps"), "--root="+root, "--control="+fake, "--shm-size=1Mi", "--interval=100ms", "--retry-after=1s", "--stop-timeout=5s", "--metrics-address="+mpsMetricsAddress)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -157,6 +160,9 @@ func CaseMPSDaemons(t *testing.T, e *Env) {
 	}
 	for _, f := range []mps.Folder{f4, f2} {
 		checkMPSDaemon(t, f, card, fake)
+	}
+	if m := scrape(t, "http://"+mpsMetricsAddress+"/metrics"); !strings.Contains(m, `gpushare_mps_daemons{uuid="`+card+`"} 2`) {
+		t.Errorf("gpushare-mps's /metrics does not count 2 daemons on the card:\n%s", grepLines(m, "gpushare_mps_"))
 	}
 
 	r2 := mpsReady(f2)
