@@ -142,6 +142,10 @@ bench-bound: ## The bound (least unallocated GPU % any scheduler can reach, boun
 bench-churn: ## Offline replay under churn (pods leave after their run time, FIFO pending queue): [FAMILY=<one family; default all 13> POLICY=<one scheduler; default binpack fgd kube-scheduler-dra fgd-dra> SEED=42]; churn.md and churn-default.svg in _output/replay-churn
 	$(if $(FAMILY),FAMILIES=$(FAMILY)) $(if $(POLICY),SCHEDULERS="$(POLICY)") hack/bench/churn.sh
 
+.PHONY: bench-churn-cluster
+bench-churn-cluster: ## Replay under churn through the real scheduler on a kwok cluster: [TRACE=default POLICY=fgd MODE=plugin|extender SEED=42 DRAIN=2m]; churn.json and churn-series.csv in _output/replay-churn-cluster
+	CHURN=yes MODE=$(or $(MODE),plugin) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),fgd) SEED=$(or $(SEED),42) hack/bench/replay.sh
+
 .PHONY: bench-replay-matrix
 bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no BOUND=yes]; table.md, charts and family tables with the bound in _output/replay-matrix
 	MODE=$(MODE) hack/bench/replay-matrix.sh

@@ -41,6 +41,12 @@
 #                need; the other policies score them 0, i.e. a random feasible node).
 #                no: kube-scheduler, with no score plugin for them, takes the first
 #                feasible node (first fit in node order). MODE=extender only.
+#   CHURN    yes: replay under churn instead (gpushare-replay churn --kubeconfig): each pod
+#            created at its trace arrival and deleted its run time after it was bound, times
+#            compressed as make bench-churn's (docs/design/benchmarks-replay.md); MODE
+#            extender or plugin; results (churn.json, churn-series.csv) in
+#            _output/replay-churn-cluster/$TRACE/<scheduler>/seed$SEED; DRAIN (default 2m):
+#            how long it goes on after the last arrival. STOP_AT does not apply.
 #   KEEP_CLUSTER yes: leave the cluster running (stop it with the same environment and
 #                hack/cluster-down.sh, GPUSHARE_STATE_DIR=_output/replay-cluster)
 #
@@ -80,6 +86,15 @@ dra-plugin) policy_dir=$POLICY-dra-plugin ;;
   exit 2
   ;;
 esac
+CHURN=${CHURN:-no}
+if [ "$CHURN" = yes ]; then
+  case $MODE in extender | plugin) ;; *)
+    echo "CHURN=yes: MODE extender or plugin" >&2
+    exit 2
+    ;;
+  esac
+  OUT=${OUT:-$REPO/_output/replay-churn-cluster/$TRACE/$policy_dir/seed$SEED}
+fi
 OUT=${OUT:-$REPO/_output/replay/$TRACE/$policy_dir/seed$SEED}
 TRACES_DIR=${TRACES_DIR:-$(cd "$REPO/.." && pwd)/shared/traces/openb}
 REPLAY_KCM=${REPLAY_KCM:-no}
@@ -191,6 +206,24 @@ main() {
   fi
 
   mkdir -p "$OUT"
+  if [ "$CHURN" = yes ]; then
+    local churn=(--label "$policy_dir-cluster" --drain "${DRAIN:-2m}")
+    [ "$MODE" = plugin ] && churn+=(--scheduler-name gpushare-scheduler)
+    # The multigpu traces carry no times: they take the default trace's, as make bench-churn.
+    case $TRACE in multigpu*) churn+=(--times "$TRACES_DIR/openb_pod_list_default.csv") ;; esac
+    "$GPUSHARE_BIN/gpushare-replay" churn \
+      --kubeconfig "$KUBECONFIG_FILE" \
+      --nodes "$NODES_CSV" \
+      --pods "$PODS_CSV" \
+      --seed "$SEED" \
+      --tune "$TUNE" \
+      --unit "$UNIT" \
+      --limit "$LIMIT" \
+      --policy "$POLICY" \
+      --out "$OUT" \
+      "${churn[@]}" | tee "$OUT/summary.txt"
+    return
+  fi
   "$GPUSHARE_BIN/gpushare-replay" \
     --kubeconfig "$KUBECONFIG_FILE" \
     --nodes "$NODES_CSV" \

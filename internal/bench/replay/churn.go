@@ -66,6 +66,7 @@ type churn struct {
 	learn   *learner
 	cur     policy.Policy // the policy of the latest arrival: retries use it
 	stream  []ChurnPod
+	nodes   []NodeSpec
 	nodeIdx map[string]int
 	running departures
 	pending []int // stream positions, FIFO
@@ -91,7 +92,7 @@ func replayChurn(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, strea
 	if err != nil {
 		return churnResult{}, err
 	}
-	c := &churn{o: o, learn: newLearner(o.cfg.Policy, capacity), stream: stream, nodeIdx: map[string]int{}, unfit: map[int]bool{}}
+	c := &churn{o: o, learn: newLearner(o.cfg.Policy, capacity), stream: stream, nodes: nodes, nodeIdx: map[string]int{}, unfit: map[int]bool{}}
 	c.res.CapacityMilli = totalGPUMilli(nodes)
 	c.res.Nodes = make([]string, len(stream))
 	for i, n := range o.state {
@@ -147,15 +148,7 @@ func (c *churn) arrive(i int, now float64) {
 // units per card. A pod that fits none waits for ever and is left out of the pending GPU
 // request, which would otherwise count the whole replay as waiting.
 func (c *churn) fitsEmpty(pod PodSpec) bool {
-	perCard := c.o.cfg.Units.PodUnitsPerCard(pod)
-	for _, n := range c.o.state {
-		s := n.spec
-		if pod.AllowsModel(s.Model) && pod.MilliCPU <= s.MilliCPU && pod.MemoryMiB <= s.MemoryMiB &&
-			pod.NumGPU <= s.GPUs && perCard <= c.o.cfg.Units.CardUnits(s.Model) {
-			return true
-		}
-	}
-	return false
+	return fitsSomeEmptyNode(c.o.cfg.Units, c.nodes, pod)
 }
 
 // start records pod i placed on node at now and schedules its departure.

@@ -58,33 +58,9 @@ func (d *driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 	defer cancel()
 
 	tr := newTracker()
-	selector := labels.Set{LabelReplay: "true"}.String()
-	podFactory := informers.NewSharedInformerFactoryWithOptions(d.Client, 0,
-		informers.WithNamespace(d.Objects.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-	podInformer := podFactory.Core().V1().Pods().Informer()
-	if _, err := podInformer.AddEventHandler(tr.handler()); err != nil {
-		return res, fmt.Errorf("watching pods: %w", err)
-	}
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(d.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
-	nodeLister := nodeFactory.Core().V1().Nodes().Lister()
-	nodeInformer := nodeFactory.Core().V1().Nodes().Informer()
-	podFactory.Start(ctx.Done())
-	nodeFactory.Start(ctx.Done())
-	defer func() {
-		cancel() // Shutdown waits for the informers, which stop on ctx
-		podFactory.Shutdown()
-		nodeFactory.Shutdown()
-	}()
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced) {
-		return res, fmt.Errorf("waiting for informer caches: %w", ctx.Err())
-	}
-
-	if err := d.createNodes(ctx, nodes); err != nil {
-		return res, err
-	}
-	if err := d.waitNodesReady(ctx, len(nodes), func() ([]*corev1.Node, error) { return nodeLister.List(labels.Everything()) }); err != nil {
+	stop, err := d.startCluster(ctx, cancel, nodes, tr.handler())
+	defer stop()
+	if err != nil {
 		return res, err
 	}
 
@@ -117,6 +93,38 @@ func (d *driver) Run(ctx context.Context, nodes []NodeSpec, pods []PodSpec, rec 
 	}
 	res.Wall = time.Since(start)
 	return res, nil
+}
+
+// startCluster watches the replay's pods (events to handler) and nodes, creates the nodes and
+// waits until kwok made them Ready. stop (cancel, then wait for the informers) is returned
+// also with an error. Errors: API failures, timeouts, ctx cancelled.
+func (d *driver) startCluster(ctx context.Context, cancel context.CancelFunc, nodes []NodeSpec, handler cache.ResourceEventHandler) (stop func(), err error) {
+	selector := labels.Set{LabelReplay: "true"}.String()
+	podFactory := informers.NewSharedInformerFactoryWithOptions(d.Client, 0,
+		informers.WithNamespace(d.Objects.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	podInformer := podFactory.Core().V1().Pods().Informer()
+	if _, err := podInformer.AddEventHandler(handler); err != nil {
+		return func() {}, fmt.Errorf("watching pods: %w", err)
+	}
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(d.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = selector }))
+	nodeLister := nodeFactory.Core().V1().Nodes().Lister()
+	nodeInformer := nodeFactory.Core().V1().Nodes().Informer()
+	podFactory.Start(ctx.Done())
+	nodeFactory.Start(ctx.Done())
+	stop = func() {
+		cancel() // Shutdown waits for the informers, which stop on ctx
+		podFactory.Shutdown()
+		nodeFactory.Shutdown()
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, nodeInformer.HasSynced) {
+		return stop, fmt.Errorf("waiting for informer caches: %w", ctx.Err())
+	}
+	if err := d.createNodes(ctx, nodes); err != nil {
+		return stop, err
+	}
+	return stop, d.waitNodesReady(ctx, len(nodes), func() ([]*corev1.Node, error) { return nodeLister.List(labels.Everything()) })
 }
 
 func (d *driver) ensureNamespace(ctx context.Context) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -12,10 +13,11 @@ import (
 // newChurnCommand is "gpushare-replay churn": the offline replay with departures.
 func newChurnCommand() *cobra.Command {
 	var o replay.ChurnOptions
-	var unit string
+	var co replay.ChurnClusterOptions
+	var unit, kubeconfig string
 	cmd := &cobra.Command{
 		Use:   "churn --nodes N.csv --pods P.csv --policy fgd --out DIR",
-		Short: "Replay the trace offline with departures: pods arrive at creation_time, leave after their run time, wait in a FIFO queue when nothing fits",
+		Short: "Replay the trace with departures: pods arrive at creation_time, leave after their run time; offline (a FIFO queue when nothing fits) or, with --kubeconfig, through a cluster's scheduler",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.NodesPath == "" || o.PodsPath == "" || o.OutDir == "" {
@@ -31,7 +33,17 @@ func newChurnCommand() *cobra.Command {
 					o.Label = o.Policy + "-dra"
 				}
 			}
-			s, err := replay.RunChurn(cmd.Context(), o)
+			var s replay.ChurnSummary
+			var err error
+			if kubeconfig != "" {
+				client, cerr := newClient(kubeconfig, 1000, 2000)
+				if cerr != nil {
+					return cerr
+				}
+				s, err = replay.RunChurnCluster(cmd.Context(), client, o, co)
+			} else {
+				s, err = replay.RunChurn(cmd.Context(), o)
+			}
 			if err != nil {
 				return err
 			}
@@ -56,5 +68,9 @@ func newChurnCommand() *cobra.Command {
 	fs.StringVar(&o.CPUPods, "offline-cpu-pods", replay.CPUExtender, "CPU-only pods with random ties: first-fit, random, ranked or extender")
 	fs.StringVar(&o.Label, "label", "", "the scheduler's name in the results (default: the policy, kube-scheduler-dra, <policy>-dra)")
 	fs.StringVar(&o.OutDir, "out", "", "result folder (churn.json, churn-series.csv, churn-stream.csv)")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "replay through the scheduler of this cluster (kwok nodes), not offline; --policy and --label then only name the results")
+	fs.StringVar(&co.Namespace, "namespace", "replay", "with --kubeconfig: namespace of the replay pods")
+	fs.StringVar(&co.SchedulerName, "scheduler-name", "", "with --kubeconfig: spec.schedulerName of the replay pods (empty: the default scheduler)")
+	fs.DurationVar(&co.Drain, "drain", 2*time.Minute, "with --kubeconfig: how long the replay goes on after the last arrival; pods still waiting then count as never placed")
 	return cmd
 }

@@ -132,15 +132,9 @@ func runE(ctx context.Context, f *flagpole) error {
 		if f.kubeconfig == "" {
 			return fmt.Errorf("--kubeconfig is required (or --offline)")
 		}
-		cfg, cerr := clientcmd.BuildConfigFromFlags("", f.kubeconfig)
+		client, cerr := newClient(f.kubeconfig, f.qps, f.burst)
 		if cerr != nil {
-			return fmt.Errorf("loading kubeconfig: %w", cerr)
-		}
-		cfg.QPS, cfg.Burst = f.qps, f.burst
-		cfg.UserAgent = "gpushare-replay"
-		client, cerr := kubernetes.NewForConfig(cfg)
-		if cerr != nil {
-			return fmt.Errorf("building client: %w", cerr)
+			return cerr
 		}
 		s, err = replay.RunCluster(ctx, client, f.Options)
 	}
@@ -148,6 +142,21 @@ func runE(ctx context.Context, f *flagpole) error {
 		fmt.Println(s.Line())
 	}
 	return err
+}
+
+// newClient is the API client of the replay cluster behind kubeconfig.
+func newClient(kubeconfig string, qps float32, burst int) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = qps, burst
+	cfg.UserAgent = "gpushare-replay"
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building client: %w", err)
+	}
+	return client, nil
 }
 
 func newChartCommand() *cobra.Command {

@@ -1,0 +1,78 @@
+package replay
+
+import (
+	"context"
+	"math"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestClusterChurn plays a short stream against a fake API server: each pod is created at its
+// arrival, deleted its run time after the scheduler bound it, a pod the scheduler never
+// binds counts as never placed, and the samples follow the allocated GPU up and back down.
+func TestClusterChurn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := fake.NewClientset()
+	fakeKwok(ctx, t, c)
+	fakeScheduler(ctx, t, c, func(p *corev1.Pod) string {
+		if p.Name == "never" {
+			return ""
+		}
+		return "n1"
+	})
+	nodes := []NodeSpec{{Name: "n1", MilliCPU: 8000, MemoryMiB: 1024, GPUs: 2, Model: "T4"}}
+	stream := []ChurnPod{
+		{PodSpec: gpuPod("a", 1, 500), Arrive: 0, Duration: 1},
+		{PodSpec: gpuPod("b", 1, 1000), Arrive: 0.1, Duration: 0.8},
+		{PodSpec: gpuPod("forever", 1, 300), Arrive: 0.2, Duration: math.Inf(1)},
+		{PodSpec: gpuPod("never", 1, 500), Arrive: 0.3, Duration: 0.2},
+	}
+	d := testDriver(t, c)
+	if err := d.ensureNamespace(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := newClusterChurn(d, stream, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(ctx)
+	stop, err := d.startCluster(rctx, rcancel, nodes, cc.handler())
+	defer stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cc.play(rctx, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Waits) != 3 || res.NeverPlaced != 1 || res.NeverPlacedGPU != 1 || res.NeverFit != 0 {
+		t.Errorf("placed %d, never placed %d (GPU %d, never fit %d); want 3, 1 (1, 0)", len(res.Waits), res.NeverPlaced, res.NeverPlacedGPU, res.NeverFit)
+	}
+	if res.Nodes[0] != "n1" || res.Nodes[3] != "" {
+		t.Errorf("nodes %q", res.Nodes)
+	}
+	var peak int64
+	for _, s := range res.Samples {
+		peak = max(peak, s.AllocatedMilli)
+	}
+	last := res.Samples[len(res.Samples)-1]
+	if peak != 1800 || last.AllocatedMilli != 300 || last.PendingPods != 1 {
+		t.Errorf("peak %d milli, last sample %v; want a peak of 1800 and at the end 300 milli (forever) with 1 pod waiting", peak, last)
+	}
+	pods, err := c.CoreV1().Pods("replay").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for _, p := range pods.Items {
+		left = append(left, p.Name)
+	}
+	if len(left) != 2 {
+		t.Errorf("pods left %v, want never and forever (the others deleted when their run time was over)", left)
+	}
+}
