@@ -143,8 +143,8 @@ bench-churn: ## Offline replay under churn (pods leave after their run time, FIF
 	$(if $(FAMILY),FAMILIES=$(FAMILY)) $(if $(POLICY),SCHEDULERS="$(POLICY)") hack/bench/churn.sh
 
 .PHONY: bench-churn-cluster
-bench-churn-cluster: ## Replay under churn through the real scheduler on a kwok cluster: [TRACE=default POLICY=fgd MODE=plugin|extender SEED=42 DRAIN=2m]; churn.json and churn-series.csv in _output/replay-churn-cluster
-	CHURN=yes MODE=$(or $(MODE),plugin) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),fgd) SEED=$(or $(SEED),42) hack/bench/replay.sh
+bench-churn-cluster: ## Replay under churn through the real scheduler on a kwok cluster: [MODE=extender|plugin TRACE=default POLICY=fgd SEED=42 DRAIN=2m]; churn.json and churn-series.csv in _output/replay-churn-cluster
+	CHURN=yes MODE=$(MODE) TRACE=$(or $(TRACE),default) POLICY=$(or $(POLICY),fgd) SEED=$(or $(SEED),42) hack/bench/replay.sh
 
 .PHONY: bench-replay-matrix
 bench-replay-matrix: ## Policies × traces × seeds: [MODE=extender|plugin POLICIES TRACES SEEDS STOP_AT=100 OFFLINE=no BOUND=yes]; table.md, charts and family tables with the bound in _output/replay-matrix

@@ -28,11 +28,23 @@ type ChurnClusterOptions struct {
 	// Drain is how long the replay goes on after the last arrival: pods still waiting then
 	// count as never placed (the offline replay drains until no event is left).
 	Drain time.Duration
+	// Lead is how much replay time before the metrics' window (churnWindow) is played; the
+	// trace's first pods, which trickle in over most of its time, are fast-forwarded
+	// (clusterChurn.t0). 0: ChurnLead.
+	Lead time.Duration
 }
 
+// ChurnLead is the default ChurnClusterOptions.Lead: a minute of replay time before the window.
+const ChurnLead = time.Minute
+
 // RunChurnCluster plays o's churn stream against the cluster behind client: it creates the
-// nodes, then each pod at its Arrive (replay seconds are wall seconds from the first
-// arrival) and deletes it Duration after the scheduler bound it; what the scheduler does
+// nodes, then each pod at its Arrive (replay seconds are wall seconds) and deletes it
+// Duration after the scheduler bound it. The replay starts Lead before the metrics' window:
+// pods that arrived before then and would be gone by then are not played (counted placed at
+// once), those still running then are created first, in order, each left to run what it has
+// left of its Duration, as if placed on arrival: before the window the openb traces' pods
+// trickle in over most of the trace's time (an hour of wall time at the default timing)
+// into a nearly idle cluster; what the scheduler does
 // with waiting pods (its queues, back-off, the events that retry them) is its own. The
 // cluster's allocated GPU, the pods waiting and their GPU are sampled at each event as the
 // informer sees them, and the same metrics, churn.json and series as RunChurn's are
@@ -56,7 +68,12 @@ func RunChurnCluster(ctx context.Context, client kubernetes.Interface, o ChurnOp
 	if err := d.ensureNamespace(ctx); err != nil {
 		return ChurnSummary{}, err
 	}
-	c, err := newClusterChurn(d, stream, nodes)
+	lead := co.Lead
+	if lead <= 0 {
+		lead = ChurnLead
+	}
+	first, last := churnWindow(stream)
+	c, err := newClusterChurn(d, stream, nodes, first-lead.Seconds())
 	if err != nil {
 		return ChurnSummary{}, err
 	}
@@ -72,7 +89,6 @@ func RunChurnCluster(ctx context.Context, client kubernetes.Interface, o ChurnOp
 	if err != nil {
 		return ChurnSummary{}, err
 	}
-	first, last := churnWindow(stream)
 	s := ChurnSummary{
 		Scheduler: o.Label, Policy: o.Policy, Ties: "cluster", Trace: traceName(o.PodsPath), Seed: o.Seed, Tune: o.Tune,
 		ArrivalFactor: o.Timing.ArrivalFactor, DurationFactor: o.Timing.DurationFactor, Borrowed: borrowed,
@@ -88,6 +104,9 @@ func RunChurnCluster(ctx context.Context, client kubernetes.Interface, o ChurnOp
 type clusterChurn struct {
 	d      *driver
 	stream []ChurnPod
+	// t0 is the replay time at which the replay starts: the pods that arrived before it are
+	// fast-forwarded (RunChurnCluster).
+	t0     float64
 	byName map[string]int // pod object name → stream position
 	unfit  []bool         // no empty node holds the pod
 
@@ -104,8 +123,8 @@ type clusterChurn struct {
 	wake    chan struct{}
 }
 
-func newClusterChurn(d *driver, stream []ChurnPod, nodes []NodeSpec) (*clusterChurn, error) {
-	c := &clusterChurn{d: d, stream: stream, byName: make(map[string]int, len(stream)), unfit: make([]bool, len(stream)),
+func newClusterChurn(d *driver, stream []ChurnPod, nodes []NodeSpec, t0 float64) (*clusterChurn, error) {
+	c := &clusterChurn{d: d, stream: stream, t0: t0, byName: make(map[string]int, len(stream)), unfit: make([]bool, len(stream)),
 		created: make([]bool, len(stream)), bound: make([]bool, len(stream)), gone: make([]bool, len(stream)),
 		wake: make(chan struct{}, 1)}
 	c.res.CapacityMilli = totalGPUMilli(nodes)
@@ -150,7 +169,7 @@ func (c *clusterChurn) play(ctx context.Context, drain time.Duration) (churnResu
 	go func() { defer wg.Done(); c.departLoop(ctx) }()
 	err := c.arrive(ctx)
 	if err == nil {
-		end := c.start.Add(time.Duration(c.stream[len(c.stream)-1].Arrive*float64(time.Second)) + drain)
+		end := c.wall(c.stream[len(c.stream)-1].Arrive).Add(drain)
 		select {
 		case <-ctx.Done():
 			err = ctx.Err()
@@ -178,8 +197,14 @@ func (c *clusterChurn) play(ctx context.Context, drain time.Duration) (churnResu
 // arrive creates each pod of the stream at its arrival time.
 func (c *clusterChurn) arrive(ctx context.Context) error {
 	for i, p := range c.stream {
-		at := c.start.Add(time.Duration(p.Arrive * float64(time.Second)))
-		if wait := time.Until(at); wait > 0 {
+		if p.Arrive < c.t0 && p.Arrive+p.Duration <= c.t0 {
+			c.mu.Lock()
+			c.res.Nodes[i] = "-" // gone before the replay starts: not played
+			c.res.Waits = append(c.res.Waits, 0)
+			c.mu.Unlock()
+			continue
+		}
+		if wait := time.Until(c.wall(p.Arrive)); wait > 0 {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -217,7 +242,7 @@ func (c *clusterChurn) departLoop(ctx context.Context) {
 		c.mu.Unlock()
 		wait := time.Hour
 		if next != nil {
-			wait = time.Until(c.start.Add(time.Duration(next.leave * float64(time.Second))))
+			wait = time.Until(c.wall(next.leave))
 		}
 		if wait <= 0 {
 			c.mu.Lock()
@@ -277,19 +302,25 @@ func (c *clusterChurn) onPod(obj any, deleted bool) {
 	if c.start.IsZero() || !c.created[i] || c.gone[i] {
 		return
 	}
-	now := time.Since(c.start).Seconds()
+	now := c.now()
 	switch {
 	case !c.bound[i] && pod.Spec.NodeName != "" && !deleted:
 		c.bound[i] = true
 		c.res.Nodes[i] = pod.Spec.NodeName
-		c.res.Waits = append(c.res.Waits, math.Max(0, now-p.Arrive))
+		leave := now + p.Duration
+		if p.Arrive < c.t0 { // fast-forwarded: placed on arrival, what is left of its run
+			leave = p.Arrive + p.Duration
+			c.res.Waits = append(c.res.Waits, 0)
+		} else {
+			c.res.Waits = append(c.res.Waits, math.Max(0, now-p.Arrive))
+		}
 		c.pending--
 		if !c.unfit[i] {
 			c.pendGPU -= p.TotalGPUMilli()
 		}
 		c.alloc += p.TotalGPUMilli()
 		if !math.IsInf(p.Duration, 1) {
-			heap.Push(&c.due, running{leave: now + p.Duration, pod: i})
+			heap.Push(&c.due, running{leave: leave, pod: i})
 			select {
 			case c.wake <- struct{}{}:
 			default:
@@ -304,9 +335,17 @@ func (c *clusterChurn) onPod(obj any, deleted bool) {
 	c.sampleLocked()
 }
 
+// now is the replay time: t0 at the start.
+func (c *clusterChurn) now() float64 { return c.t0 + time.Since(c.start).Seconds() }
+
+// wall is the wall time of replay time t (t0: the start; earlier times: the start).
+func (c *clusterChurn) wall(t float64) time.Time {
+	return c.start.Add(time.Duration(math.Max(0, t-c.t0) * float64(time.Second)))
+}
+
 // sampleLocked records the state now, replacing a sample of the same time.
 func (c *clusterChurn) sampleLocked() {
-	s := ChurnSample{Time: time.Since(c.start).Seconds(), AllocatedMilli: c.alloc, PendingPods: c.pending, PendingGPUMilli: c.pendGPU}
+	s := ChurnSample{Time: c.now(), AllocatedMilli: c.alloc, PendingPods: c.pending, PendingGPUMilli: c.pendGPU}
 	if k := len(c.res.Samples); k > 0 && c.res.Samples[k-1].Time == s.Time {
 		c.res.Samples[k-1] = s
 		return

@@ -36,7 +36,7 @@ func TestClusterChurn(t *testing.T) {
 	if err := d.ensureNamespace(ctx); err != nil {
 		t.Fatal(err)
 	}
-	cc, err := newClusterChurn(d, stream, nodes)
+	cc, err := newClusterChurn(d, stream, nodes, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,5 +74,54 @@ func TestClusterChurn(t *testing.T) {
 	}
 	if len(left) != 2 {
 		t.Errorf("pods left %v, want never and forever (the others deleted when their run time was over)", left)
+	}
+}
+
+// TestClusterChurnFastForward: pods that arrived before the replay's start are not played
+// when they would be gone by then, and otherwise run from the start for what is left of
+// their run time; replay times start at t0.
+func TestClusterChurnFastForward(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c := fake.NewClientset()
+	fakeKwok(ctx, t, c)
+	fakeScheduler(ctx, t, c, func(*corev1.Pod) string { return "n1" })
+	nodes := []NodeSpec{{Name: "n1", MilliCPU: 8000, MemoryMiB: 1024, GPUs: 2, Model: "T4"}}
+	stream := []ChurnPod{
+		{PodSpec: gpuPod("gone", 1, 500), Arrive: 0, Duration: 5},     // gone at 5, before t0 = 10
+		{PodSpec: gpuPod("old", 1, 500), Arrive: 2, Duration: 8.5},    // runs until 10.5
+		{PodSpec: gpuPod("new", 1, 1000), Arrive: 10.2, Duration: 30}, // still running at the end
+	}
+	d := testDriver(t, c)
+	if err := d.ensureNamespace(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := newClusterChurn(d, stream, nodes, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, rcancel := context.WithCancel(ctx)
+	stop, err := d.startCluster(rctx, rcancel, nodes, cc.handler())
+	defer stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := cc.play(rctx, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Nodes[0] != "-" || res.Nodes[1] != "n1" || res.Nodes[2] != "n1" || len(res.Waits) != 3 {
+		t.Errorf("nodes %q, %d waits; want gone not played, old and new on n1, 3 placed", res.Nodes, len(res.Waits))
+	}
+	if first := res.Samples[0]; first.Time < 10 || first.Time > 11 {
+		t.Errorf("first sample at replay time %g, want about t0 = 10", first.Time)
+	}
+	last := res.Samples[len(res.Samples)-1]
+	if last.AllocatedMilli != 1000 {
+		t.Errorf("last sample %v, want only new's 1000 milli (old left at 10.5)", last)
+	}
+	pods, err := c.CoreV1().Pods("replay").List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 1 || pods.Items[0].Name != "new" {
+		t.Errorf("pods left %v (%v), want new alone", pods, err)
 	}
 }
