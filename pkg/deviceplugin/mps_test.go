@@ -1,11 +1,13 @@
 package deviceplugin
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/gpushare/gpushare/pkg/gpushare"
 	"github.com/gpushare/gpushare/pkg/mps"
@@ -106,5 +108,62 @@ func TestAllocateMPSDaemonOverhead(t *testing.T) {
 	_, err := e.allocateResp(t, 1)
 	if err == nil || !strings.Contains(err.Error(), "MPS daemon of its own on card 0") || !strings.Contains(err.Error(), "--mps-daemon-overhead-mib") {
 		t.Errorf("d: %v, want a refusal naming the daemons' overhead", err)
+	}
+}
+
+// TestAllocateMPSComputeShare: a container's compute share is its daemon's active thread
+// percentage: containers with the same grant and share use one daemon, the same grant with
+// another share or none gets its own (none: every SM); a running pod holds the daemon of its
+// share, so releasing keeps it; a share on a node not labelled mps is refused.
+func TestAllocateMPSComputeShare(t *testing.T) {
+	withShare := func(name string, age, units int, v string) *corev1.Pod {
+		p := makePod(name, age, 10+age, []ctr{{name: "main", units: int64(units)}}, app(gpushare.CardUnits{0: int64(units)}))
+		if v != "" {
+			p.Annotations[gpushare.AnnotationComputeShare] = "main=" + v
+		}
+		return p
+	}
+	e := newTestEnv(t, "t4:2", withShare("a", 1, 4, "25"), withShare("b", 2, 4, "25"), withShare("c", 3, 4, ""), withShare("d", 4, 2, "50"))
+	root := e.withMPSRoot(t, 0)
+	e.setIsolation(t, "mps")
+	var pipes []string
+	for _, n := range []int{4, 4, 4, 2} {
+		r, err := e.allocateResp(t, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pipes = append(pipes, r.Envs[gpushare.EnvMPSPipeDirectory])
+	}
+	dir := func(mib int64, pct int) string {
+		return filepath.Join(root, uuid(0), mps.Cap{PinnedMemMiB: mib, ActiveThreadPct: pct}.Name(), "pipe")
+	}
+	want := []string{dir(4096, 25), dir(4096, 25), dir(4096, 100), dir(2048, 50)}
+	if d := cmp.Diff(want, pipes); d != "" {
+		t.Errorf("pipe folders of a, b, c, d (-want,+got):\n%s", d)
+	}
+	held := e.plugin.heldMPSDaemons()
+	for _, c := range []mps.Cap{{PinnedMemMiB: 4096, ActiveThreadPct: 25}, {PinnedMemMiB: 4096, ActiveThreadPct: 100}, {PinnedMemMiB: 2048, ActiveThreadPct: 50}} {
+		if !held[mps.Key{Card: uuid(0), Cap: c}] {
+			t.Errorf("daemon %s not held; held: %v", c.Name(), held)
+		}
+	}
+	if len(held) != 3 {
+		t.Errorf("held %d daemons, want 3: %v", len(held), held)
+	}
+	e.plugin.cfg.MPSReleaseGrace = 0
+	if n := e.plugin.releaseMPSDaemons(); n != 0 {
+		t.Errorf("released %d daemons that running pods hold", n)
+	}
+}
+
+// TestAllocateComputeShareOffMPS: a node not labelled mps refuses a container with a compute
+// share, naming the annotation.
+func TestAllocateComputeShareOffMPS(t *testing.T) {
+	p := makePod("a", 1, 10, []ctr{{name: "main", units: 4}}, app(gpushare.CardUnits{0: 4}))
+	p.Annotations[gpushare.AnnotationComputeShare] = "main=25"
+	e := newTestEnv(t, "t4:2", p)
+	_, err := e.allocateResp(t, 4)
+	if err == nil || !strings.Contains(err.Error(), "compute share (gpushare.io/gpu-core: 25%)") {
+		t.Errorf("Allocate = %v, want a refusal naming the compute share", err)
 	}
 }
