@@ -11,6 +11,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/cache"
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
 	"github.com/gpushare/gpushare/pkg/gpushare"
+	"github.com/gpushare/gpushare/pkg/policy"
 )
 
 // sharing is a pod of units gpu-mem whose container "main" has a compute share of v
@@ -134,5 +135,42 @@ func TestComputeFromPlacedPods(t *testing.T) {
 		t.Error("pod b not in the cache")
 	} else if _, err := p.Request(); err == nil {
 		t.Error("pod b's Request() reads its unreadable share without error")
+	}
+}
+
+// TestComputeInViews: prioritize and score see a node's cards as filter does: a pod with a
+// compute share sees no card of a node whose cards hold memory-only grants, and only the
+// cards without memory-only grants of one that has both; a memory-only pod sees every card
+// of a node without shares.
+func TestComputeInViews(t *testing.T) {
+	one := func(name string) *corev1.Node {
+		n := ct.Node(name, 16, 16)
+		n.Labels[gpushare.LabelIsolation] = "mps"
+		return n
+	}
+	env := ct.Start(t, time.Minute, one("memonly"), one("mixed"),
+		ct.Placed(ct.Pod("m1", 4), "memonly", gpushare.CardUnits{0: 4}),
+		ct.Placed(ct.Pod("m2", 4), "memonly", gpushare.CardUnits{1: 4}),
+		ct.Placed(ct.Pod("m3", 4), "mixed", gpushare.CardUnits{0: 4}))
+	names := []string{"memonly", "mixed"}
+	view := func(share string) [][]int {
+		req, err := gpushare.DefaultResources().PlacementRequest(sharing("p", 4, share))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := make([][]int, len(names))
+		env.Cache.ViewEachFor(names, req, func(i int, n policy.Node) {
+			out[i] = []int{}
+			for _, c := range n.Cards {
+				out[i] = append(out[i], c.Index)
+			}
+		})
+		return out
+	}
+	if got := view("25"); len(got[0]) != 0 || len(got[1]) != 1 || got[1][0] != 1 {
+		t.Errorf("a share sees cards %v, want none on memonly and card 1 on mixed", got)
+	}
+	if got := view(""); len(got[0]) != 2 || len(got[1]) != 2 {
+		t.Errorf("a memory-only pod sees cards %v, want both on each", got)
 	}
 }
