@@ -39,9 +39,9 @@ func (p *Plugin) mpsCap(units int64, pct uint8) mps.Cap {
 // daemon's, never raise it). The pipe folder is read-only: a container that could remove,
 // rename or replace the daemon's pipes and sockets could cut its neighbours off MPS or put
 // its own listener in the daemon's place; a read-only mount still lets a client open FIFOs
-// and connect to sockets. Errors (*refusal): the container is not on exactly one card, or its
-// daemon is not ready within MPSReadyTimeout: a container started without its daemon would
-// run unlimited.
+// and connect to sockets. Errors (*refusal): the container is not on exactly one card, its
+// card has no room for its compute share (mpsComputeRoom), or its daemon is not ready within
+// MPSReadyTimeout: a container started without its daemon would run unlimited.
 func (p *Plugin) mpsResponse(ctx context.Context, cand candidate, d cardDecision) (map[string]string, []*pluginapi.Mount, error) {
 	cards, units := d.cards, d.units
 	if len(cards) != 1 {
@@ -49,6 +49,9 @@ func (p *Plugin) mpsResponse(ctx context.Context, cand candidate, d cardDecision
 			cand.cont.Name, klog.KObj(cand.pod), gpushare.LabelIsolation, gpushare.IsolationMPS, len(cards))}
 	}
 	c := cards[0]
+	if r := p.mpsComputeRoom(cand, c, d.alloc); r != nil {
+		return nil, nil, r
+	}
 	f, err := mps.FolderOf(p.cfg.MPSRoot, c.UUID, p.mpsCap(units[0], cand.cont.Compute))
 	if err == nil {
 		if r := p.mpsRoomForDaemon(cand, f, c, d.alloc); r != nil {
@@ -185,36 +188,6 @@ func (p *Plugin) heldMPSDaemons() map[mps.Key]bool {
 		}
 	}
 	return held
-}
-
-// computeSharesOf is the compute share of each container the pod's
-// gpushare.AnnotationComputeShare names, by container; nil when it names none or does not
-// read (Allocate refuses such a pod's containers, so they hold no daemon).
-func computeSharesOf(pod *corev1.Pod) map[gpushare.ContainerRef]uint8 {
-	v, ok := pod.Annotations[gpushare.AnnotationComputeShare]
-	if !ok {
-		return nil
-	}
-	shares, err := gpushare.ParseComputeShares(v)
-	if err != nil {
-		return nil
-	}
-	byName := make(map[string]uint8, len(shares))
-	for _, s := range shares {
-		byName[s.Container] = uint8(s.Percent)
-	}
-	out := map[gpushare.ContainerRef]uint8{}
-	for _, l := range []struct {
-		init bool
-		cs   []corev1.Container
-	}{{false, pod.Spec.Containers}, {true, pod.Spec.InitContainers}} {
-		for i, c := range l.cs {
-			if pct, ok := byName[c.Name]; ok {
-				out[gpushare.ContainerRef{InitList: l.init, Index: i}] = pct
-			}
-		}
-	}
-	return out
 }
 
 // keepMPSDaemonsReleased runs releaseMPSDaemons every interval until ctx ends.
