@@ -63,15 +63,19 @@ func (e *ChoiceError) Error() string {
 	return b.String()
 }
 
-// allowedCards is cards (the node's, or a copy) as a pod with card
-// choice choice sees them: all of them without a restriction, else only those it allows by
-// the product name and UUID the node's inventory publishes for each (a card the inventory
-// lacks has neither), in a new slice. *ChoiceError when it allows none. Caller holds n.mu.
-func (n *nodeState) allowedCards(cards []policy.Card, choice *gpushare.CardChoice) ([]policy.Card, error) {
-	if !choice.Restricts() {
-		return cards, nil
+// allowedCards is cards (the node's, or a copy) as req sees them: by its card choice, all
+// of them without a restriction, else only those it allows by the product name and UUID
+// the node's inventory publishes for each (a card the inventory lacks has neither), in a new
+// slice; then less those compute rules out (computeCards). *ChoiceError when the choice
+// allows none, *ComputeError when compute leaves none. Caller holds n.mu.
+func (n *nodeState) allowedCards(cards []policy.Card, req gpushare.PodRequest) ([]policy.Card, error) {
+	if req.Choice.Restricts() {
+		var err error
+		if cards, err = n.allowedInto(nil, cards, req.Choice); err != nil {
+			return cards, err
+		}
 	}
-	return n.allowedInto(nil, cards, choice)
+	return n.computeCards(cards, req)
 }
 
 // allowedInto appends to buf the cards of cards that choice allows (see allowedCards);
@@ -105,7 +109,7 @@ func (n *nodeState) models() []string {
 // placeOn is pol.Place of req on the node's cards, for a pod with a card choice on those it
 // allows (placeChoosing). Caller holds n.mu.
 func (n *nodeState) placeOn(req gpushare.PodRequest, pol policy.Policy) (policy.Placement, error) {
-	cards, err := n.allowedCards(n.cards, req.Choice)
+	cards, err := n.allowedCards(n.cards, req)
 	if err != nil {
 		return policy.Placement{}, err
 	}

@@ -52,7 +52,7 @@ func (c *Cache) PlaceWith(nodeName string, req gpushare.PodRequest, pol policy.P
 		n.mu.Unlock()
 		return policy.Placement{}, err
 	}
-	cards, err := n.allowedCards(slices.Clone(n.cards), req.Choice)
+	cards, err := n.allowedCards(slices.Clone(n.cards), req)
 	n.mu.Unlock()
 	if err != nil {
 		return policy.Placement{}, err

@@ -10,7 +10,8 @@ import (
 // ErrUnknownNode, *InventoryError (the node's inventory is out of range), ErrNoCards,
 // *IsolationError (the node's isolation label refuses the pod or is invalid), the
 // *policy.FitError of pol.Place naming the per-card shortfall, or for a pod with a card choice
-// (req.Choice) a *ChoiceError: only the cards it allows count. req must be non-zero and valid.
+// (req.Choice) a *ChoiceError: only the cards it allows count; *ComputeError when no card
+// takes the pod by compute (computeCards). req must be non-zero and valid.
 func (c *Cache) Fits(nodeName string, req gpushare.PodRequest, pol policy.Policy) error {
 	return c.fits(c.node(nodeName), req, pol)
 }
@@ -31,7 +32,7 @@ func (c *Cache) fits(n *nodeState, req gpushare.PodRequest, pol policy.Policy) e
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if req.Choice.Restricts() {
+	if req.Choice.Restricts() || n.sortsByCompute(req) {
 		// The shortcuts and the memo look at every card; only the allowed ones count.
 		if err := n.admits(req); err != nil {
 			return err

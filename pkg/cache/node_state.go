@@ -46,9 +46,9 @@ type nodeState struct {
 	// and building the per-card reason costs more than the fit check itself.
 	lastMiss missMemo
 
-	// isolation is the node's isolation mode; isolationErr, when set, says its label is
-	// invalid (the node then takes no GPU pod).
-	isolation    gpushare.Isolation
+	// isolation is the node's isolation mode (a byte: the struct keeps its size class);
+	// isolationErr, when set, says its label is invalid (the node then takes no GPU pod).
+	isolation    isolationCode
 	isolationErr error
 	// inventoryErr, when set, says the node's inventory holds a value out of range
 	// (gpushare.RangeError): devices is then empty and the node takes no GPU pod.
@@ -67,6 +67,9 @@ type nodeState struct {
 	unrecorded map[types.UID]time.Time
 	// notices are events decided under mu, sent by whoever releases it (takeNotices).
 	notices []notice
+	// compute is what the pods take of each card's compute, by card index (tallyCompute):
+	// nil unless a card holds a compute share or, on an MPS node, any grant.
+	compute map[int]cardCompute
 }
 
 func newNodeState(name string) *nodeState {
@@ -137,7 +140,8 @@ func (n *nodeState) recompute(at graceClock) {
 	}
 	sort.Slice(cards, func(i, j int) bool { return cards[i].Index < cards[j].Index })
 	n.cards = cards
-	n.plain = n.known && len(n.devices) > 0 && n.isolationErr == nil && n.isolation != gpushare.IsolationMPS
+	n.tallyCompute()
+	n.plain = n.known && len(n.devices) > 0 && n.isolationErr == nil && n.isolation.mode() != gpushare.IsolationMPS
 	n.topFree, n.nTop = [4]int64{}, 0
 	for _, c := range cards {
 		f := c.Free()
@@ -169,7 +173,7 @@ func (n *nodeState) admits(req gpushare.PodRequest) error {
 	case n.isolationErr != nil:
 		return &IsolationError{Err: fmt.Errorf("node refuses GPU pods until its isolation label is fixed: %w", n.isolationErr)}
 	}
-	if err := n.isolation.Admits(req); err != nil {
+	if err := n.isolation.mode().Admits(req); err != nil {
 		return &IsolationError{Err: err}
 	}
 	return n.limitsFit(req)
@@ -204,6 +208,24 @@ func (n *nodeState) device(idx int) (gpushare.Device, bool) {
 	}
 	return gpushare.Device{}, false
 }
+
+// isolationCode is a node's gpushare.Isolation in a byte: 0 none (or no label), 1 mps,
+// 2 limit.
+type isolationCode uint8
+
+var isolationModes = [...]gpushare.Isolation{gpushare.IsolationNone, gpushare.IsolationMPS, gpushare.IsolationLimit}
+
+// codeOfIsolation is i's code; an unknown mode (never: the label is parsed) is none.
+func codeOfIsolation(i gpushare.Isolation) isolationCode {
+	for c, m := range isolationModes {
+		if m == i {
+			return isolationCode(c)
+		}
+	}
+	return 0
+}
+
+func (c isolationCode) mode() gpushare.Isolation { return isolationModes[c] }
 
 // missMemo is a remembered FitError for a single-container request shape.
 type missMemo struct {

@@ -42,7 +42,7 @@ func (c *Cache) onNode(obj any) {
 	n := c.nodeOrCreate(node.name)
 	n.mu.Lock()
 	n.known = true
-	n.isolation, n.isolationErr = node.iso, node.isoErr
+	n.isolation, n.isolationErr = codeOfIsolation(node.iso), node.isoErr
 	n.inventoryErr = outOfRange
 	n.unitMiB = 0
 	if src == gpushare.FromAnnotation && node.invErr == nil {
@@ -84,7 +84,7 @@ func (c *Cache) onNodeDelete(obj any) {
 	if n := c.node(node.name); n != nil {
 		n.mu.Lock()
 		n.known = false
-		n.isolation, n.isolationErr, n.inventoryErr = "", nil, nil
+		n.isolation, n.isolationErr, n.inventoryErr = 0, nil, nil
 		n.setInventory(emptyInventory, c.graceClock())
 		c.capacity.set(node.name, capacityShare{})
 		notices := n.takeNotices()

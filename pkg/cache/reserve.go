@@ -141,6 +141,7 @@ func (c *Cache) Reserve(ctx context.Context, nodeName string, pod metav1.Object,
 	held := &Pod{
 		objectMeta: objectMeta{name: pod.GetName(), namespace: pod.GetNamespace(), uid: uid},
 		nodeName:   nodeName, reserved: true, usage: usageOf(p.Usage),
+		compute: uint8(req.PeakCompute()),
 	}
 	n.pods[uid] = reservedEntry(held)
 	delete(n.trust, uid)

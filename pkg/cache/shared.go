@@ -163,16 +163,16 @@ func (c *Cache) FitsNode(node *corev1.Node, req gpushare.PodRequest, pol policy.
 	return c.fits(c.stateOf(node), req, pol)
 }
 
-// ViewNodes is ViewEach for nodes given by their objects (see FitsNode), all looked up
+// ViewNodes is ViewEachFor for nodes given by their objects (see FitsNode), all looked up
 // under one read lock of the index. A node's name is read from its state, not from the
 // object, whose memory is seldom in cache (see nodeState).
-func (c *Cache) ViewNodes(nodes []*corev1.Node, choice *gpushare.CardChoice, visit func(i int, node policy.Node)) {
+func (c *Cache) ViewNodes(nodes []*corev1.Node, req gpushare.PodRequest, visit func(i int, node policy.Node)) {
 	var (
 		hosts  [hostBlock]hostFree // one block at a time: every node.Host points in here
 		refs   [hostBlock]hostRef
 		states [hostBlock]*nodeState
 		names  [hostBlock]string
-		cv     = cardVisitor{choice: choice, visit: visit}
+		cv     = cardVisitor{req: req, visit: visit}
 	)
 	c.byObjMu.RLock()
 	defer c.byObjMu.RUnlock()

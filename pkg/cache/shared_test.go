@@ -117,7 +117,7 @@ func TestSharedViewNodesConstraints(t *testing.T) {
 	}
 	ct.Eventually(t, "v100 fails a's node selector, t4 does not", func() bool {
 		got := make([]bool, 2)
-		env.Cache.ViewNodes(objs, nil, func(i int, n policy.Node) { got[i] = n.Unmet.Has(1) })
+		env.Cache.ViewNodes(objs, gpushare.PodRequest{}, func(i int, n policy.Node) { got[i] = n.Unmet.Has(1) })
 		return !got[0] && got[1]
 	})
 }
@@ -136,7 +136,7 @@ func TestSharedViewNodesHost(t *testing.T) {
 	freeCPU := func(obj *corev1.Node) (int64, bool) {
 		var cpu int64
 		var known bool
-		env.Cache.ViewNodes([]*corev1.Node{obj}, nil, func(_ int, n policy.Node) {
+		env.Cache.ViewNodes([]*corev1.Node{obj}, gpushare.PodRequest{}, func(_ int, n policy.Node) {
 			if n.Host != nil {
 				cpu, known = n.Host.CPUMilli, true
 			}

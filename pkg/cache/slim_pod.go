@@ -43,6 +43,10 @@ type Pod struct {
 	// constraint is the pod's node constraint as the constraint book numbers it (0: none, or
 	// not tracked); only with Config.TrackWorkload.
 	constraint uint8
+	// compute is the pod's compute share per card in percent (gpushare.PodRequest.PeakCompute
+	// of its valid request with gpushare.AnnotationComputeShare), 0 for none, computeInvalid
+	// when the annotation does not read.
+	compute    uint8
 	containers []gpushare.ContainerRequest // the gpu-mem request (gpushare.PodRequest.Containers)
 	// usage is what the allocation annotations give the pod on each card (CardUsage), set
 	// only when they are valid for the request (gpushare.PodRequest.ValidateAllocation); only
@@ -71,6 +75,9 @@ type podRare struct {
 	// card annotations are invalid. Bind reads them; accounting never does.
 	choice    *gpushare.CardChoice
 	choiceErr error
+	// computeErr is why the pod's compute-share annotation does not read (the pod then
+	// counts as computeInvalid); bind reads it.
+	computeErr error
 }
 
 // recordValueMax bounds how much of a tenant-written annotation a Pod keeps for messages.
@@ -137,12 +144,31 @@ func newPod(pod *corev1.Pod, res gpushare.Resources, cons *constraintBook) *Pod 
 			}
 			p.rare.choice, p.rare.choiceErr = choice, err
 		}
+		p.readCompute(pod, req)
 	}
 	if cons != nil {
 		p.host = hostRequest(pod)
 		p.constraint = cons.id(pod)
 	}
 	return p
+}
+
+// readCompute sets the pod's compute share from its annotation (gpushare.WithComputeShares
+// over its valid, non-zero request req): the containers with their shares and the pod's
+// PeakCompute, or computeInvalid and why.
+func (p *Pod) readCompute(pod *corev1.Pod, req gpushare.PodRequest) {
+	if _, ok := pod.Annotations[gpushare.AnnotationComputeShare]; !ok {
+		return
+	}
+	withShares, err := gpushare.WithComputeShares(pod, req)
+	if err != nil {
+		if p.rare == nil {
+			p.rare = &podRare{}
+		}
+		p.compute, p.rare.computeErr = computeInvalid, err
+		return
+	}
+	p.containers, p.compute = withShares.Containers, uint8(withShares.PeakCompute())
 }
 
 // recordOf lists the card annotations the pod carries, for messages.
@@ -222,7 +248,8 @@ func (p *Pod) peakPerCard() int64 {
 }
 
 // Request returns the pod's gpu-mem request as gpushare.Resources.PlacementRequest read it
-// from the full pod (zero for a pod without gpu-mem), card choice included, or its error.
+// from the full pod (zero for a pod without gpu-mem), card choice and compute shares
+// included (memory limits are not kept), or its error.
 // The containers and the choice are shared: do not modify them.
 func (p *Pod) Request() (gpushare.PodRequest, error) {
 	if err := p.requestErr(); err != nil {
@@ -232,6 +259,9 @@ func (p *Pod) Request() (gpushare.PodRequest, error) {
 	if p.rare != nil {
 		if p.rare.choiceErr != nil {
 			return gpushare.PodRequest{}, p.rare.choiceErr
+		}
+		if p.rare.computeErr != nil {
+			return gpushare.PodRequest{}, p.rare.computeErr
 		}
 		req.Choice = p.rare.choice
 	}

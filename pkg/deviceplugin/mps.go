@@ -16,25 +16,32 @@ import (
 // mpsReleaseInterval is how often the wants of daemons no pod holds are removed.
 const mpsReleaseInterval = 15 * time.Second
 
-// mpsCap is the cap of a container holding units gpu-mem units on one card of an MPS node:
-// its grant in MiB, every SM.
-func (p *Plugin) mpsCap(units int64) mps.Cap {
-	return mps.Cap{PinnedMemMiB: units * p.node.Unit().MiB, ActiveThreadPct: 100}
+// mpsCap is the cap of a container holding units gpu-mem units on one card of an MPS node
+// with a compute share of pct percent (gpushare.AnnotationComputeShare; 0 for none): its
+// grant in MiB and that share of the card's SMs, every SM without a share. Containers with
+// the same grant and share use one daemon.
+func (p *Plugin) mpsCap(units int64, pct uint8) mps.Cap {
+	threads := gpushare.MaxComputeShare
+	if pct > 0 {
+		threads = int(pct)
+	}
+	return mps.Cap{PinnedMemMiB: units * p.node.Unit().MiB, ActiveThreadPct: threads}
 }
 
 // mpsResponse is what a container on card c holding units gpu-mem units there needs to run
 // as a client of the MPS control daemon that holds clients to that grant on that card
-// (pkg/mps; gpushare-mps runs it, deploy/mps): Allocate asks for the daemon and waits until it
-// is ready, so the cap is set on the server side before the container starts. The container
+// (pkg/mps; gpushare-mps runs it, deploy/mps), and to the container's compute share: Allocate
+// asks for the daemon and waits until it is ready, so the cap is set on the server side
+// before the container starts. The container
 // gets the daemon's pipe folder (read-only, at the host path, so the paths the daemon and its
 // clients use are the same in every mount namespace), the daemon's shared memory as /dev/shm,
 // and its grant as CUDA_MPS_PINNED_DEVICE_MEM_LIMIT too (a client's own limit can lower the
 // daemon's, never raise it). The pipe folder is read-only: a container that could remove,
 // rename or replace the daemon's pipes and sockets could cut its neighbours off MPS or put
 // its own listener in the daemon's place; a read-only mount still lets a client open FIFOs
-// and connect to sockets. Errors (*refusal): the container is not on exactly one card, or its
-// daemon is not ready within MPSReadyTimeout: a container started without its daemon would
-// run unlimited.
+// and connect to sockets. Errors (*refusal): the container is not on exactly one card, its
+// card has no room for its compute share (mpsComputeRoom), or its daemon is not ready within
+// MPSReadyTimeout: a container started without its daemon would run unlimited.
 func (p *Plugin) mpsResponse(ctx context.Context, cand candidate, d cardDecision) (map[string]string, []*pluginapi.Mount, error) {
 	cards, units := d.cards, d.units
 	if len(cards) != 1 {
@@ -42,7 +49,10 @@ func (p *Plugin) mpsResponse(ctx context.Context, cand candidate, d cardDecision
 			cand.cont.Name, klog.KObj(cand.pod), gpushare.LabelIsolation, gpushare.IsolationMPS, len(cards))}
 	}
 	c := cards[0]
-	f, err := mps.FolderOf(p.cfg.MPSRoot, c.UUID, p.mpsCap(units[0]))
+	if r := p.mpsComputeRoom(cand, c, d.alloc); r != nil {
+		return nil, nil, r
+	}
+	f, err := mps.FolderOf(p.cfg.MPSRoot, c.UUID, p.mpsCap(units[0], cand.cont.Compute))
 	if err == nil {
 		if r := p.mpsRoomForDaemon(cand, f, c, d.alloc); r != nil {
 			return nil, nil, r
@@ -155,18 +165,23 @@ func (p *Plugin) releaseMPSDaemons() int {
 }
 
 // heldMPSDaemons is the daemons the node's running pods hold: for each gpu-mem container, the
-// cap of its grant on each of its cards.
+// cap of its grant and compute share (mpsCap) on each of its cards.
 func (p *Plugin) heldMPSDaemons() map[mps.Key]bool {
 	held := map[mps.Key]bool{}
 	for _, g := range (usageLedger{p}).Grants() {
 		if g.Pod.Status.Phase == corev1.PodSucceeded || g.Pod.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, a := range []gpushare.Allocation{g.Grant.App, g.Grant.Init} {
-			for _, cu := range a {
+		shares := computeSharesOf(g.Pod)
+		for _, a := range []struct {
+			init bool
+			m    gpushare.Allocation
+		}{{false, g.Grant.App}, {true, g.Grant.Init}} {
+			for idx, cu := range a.m {
+				pct := shares[gpushare.ContainerRef{InitList: a.init, Index: idx}]
 				for i, units := range cu {
 					if card, ok := p.cards.ByIndex(i); ok && units > 0 {
-						held[mps.Key{Card: card.UUID, Cap: p.mpsCap(units)}] = true
+						held[mps.Key{Card: card.UUID, Cap: p.mpsCap(units, pct)}] = true
 					}
 				}
 			}

@@ -243,18 +243,22 @@ func clip(s string) string {
 }
 
 // PlacementRequest is what placing the pod takes into account: its gpu-mem request
-// (PodRequest) with its card choice (ParseCardChoice) in Choice and its containers' memory
-// limits (WithMemLimits). The schedulers' filter, score and bind read it, and share-plugin's
-// Allocate; accounting of placed pods reads PodRequest alone, so neither a card annotation
-// nor a limit ever changes what a placed pod counts. Errors: PodRequest's, or a card or limit
-// annotation that does not parse or does not fit the request (a limit on a pod without
-// gpu-mem too).
+// (PodRequest) with its card choice (ParseCardChoice) in Choice, its containers' memory
+// limits (WithMemLimits) and compute shares (WithComputeShares). The schedulers' filter,
+// score and bind read it, and share-plugin's Allocate; accounting of placed pods reads
+// PodRequest and the compute shares alone, so neither a card annotation nor a limit ever
+// changes what a placed pod counts. Errors: PodRequest's, or a card, limit or compute
+// annotation that does not parse or does not fit the request (a limit or share on a pod
+// without gpu-mem too).
 func (r Resources) PlacementRequest(pod *corev1.Pod) (PodRequest, error) {
 	req, err := r.PodRequest(pod)
 	if err != nil {
 		return req, err
 	}
-	if req, err = WithMemLimits(pod, req); err != nil || req.IsZero() {
+	if req, err = WithMemLimits(pod, req); err != nil {
+		return req, err
+	}
+	if req, err = WithComputeShares(pod, req); err != nil || req.IsZero() {
 		return req, err
 	}
 	if req.Choice, err = ParseCardChoice(pod.Annotations); err != nil {

@@ -57,7 +57,17 @@ func NodeIsolation(labels map[string]string) (Isolation, error) {
 // A container with a memory limit above its request (AnnotationMemLimit) needs
 // IsolationLimit: the driver's per-cgroup soft and hard limits are what let it burst to its
 // limit and no further; MPS caps a container at one pinned limit and none caps nothing.
+// A container with a compute share (AnnotationComputeShare) needs IsolationMPS: its MPS
+// control daemon's default active thread percentage is what caps its SMs.
 func (i Isolation) Admits(req PodRequest) error {
+	if i != IsolationMPS {
+		for _, c := range req.Containers {
+			if c.Compute > 0 {
+				return fmt.Errorf("container %q has a compute share (%s: %d%%), which only nodes labelled %s=%s enforce, and this node is %s",
+					c.Name, AnnotationComputeShare, c.Compute, LabelIsolation, IsolationMPS, i)
+			}
+		}
+	}
 	if i != IsolationLimit {
 		for _, c := range req.Containers {
 			if c.Limited() {

@@ -30,6 +30,7 @@ func TestIsolationAdmits(t *testing.T) {
 	one := ContainerRequest{Name: "one", Units: 4, Cards: 1}
 	two := ContainerRequest{Name: "two", Units: 8, Cards: 2}
 	burst := ContainerRequest{Name: "burst", Units: 4, Cards: 1, Limit: 12}
+	core := ContainerRequest{Name: "core", Units: 4, Cards: 1, Compute: 25}
 	tests := []struct {
 		name    string
 		mode    Isolation
@@ -45,6 +46,11 @@ func TestIsolationAdmits(t *testing.T) {
 			wantErr: `container "burst" has a GPU-memory limit (gpushare.io/gpu-mem-limit: 12 above its request 4), which only nodes labelled gpushare.io/isolation=limit enforce, and this node is none`},
 		{name: "mps refuses a memory limit", mode: IsolationMPS, req: PodRequest{Containers: []ContainerRequest{burst}},
 			wantErr: `container "burst" has a GPU-memory limit (gpushare.io/gpu-mem-limit: 12 above its request 4), which only nodes labelled gpushare.io/isolation=limit enforce, and this node is mps`},
+		{name: "mps takes a compute share", mode: IsolationMPS, req: PodRequest{Containers: []ContainerRequest{core}}},
+		{name: "none refuses a compute share", mode: IsolationNone, req: PodRequest{Containers: []ContainerRequest{core}},
+			wantErr: `container "core" has a compute share (gpushare.io/gpu-core: 25%), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is none`},
+		{name: "limit refuses a compute share", mode: IsolationLimit, req: PodRequest{Containers: []ContainerRequest{core}},
+			wantErr: `container "core" has a compute share (gpushare.io/gpu-core: 25%), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is limit`},
 		{name: "a limit equal to the request is none", mode: IsolationNone, req: PodRequest{Containers: []ContainerRequest{{Name: "eq", Units: 4, Cards: 1, Limit: 4}}}},
 	}
 	for _, tc := range tests {

@@ -95,6 +95,31 @@ type MemLimit struct {
 // empty entry, one without '=', a name that is not a container name (DNS label), a name given
 // twice, or units that are not a decimal integer in 1..MaxContainerUnits (no sign, no suffix).
 func ParseMemLimits(v string) ([]MemLimit, error) {
+	entries, err := splitContainerEntries(v, "<container>=<units>")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MemLimit, 0, len(entries))
+	for _, e := range entries {
+		n, err := parseUnits(e.value)
+		if err != nil {
+			return nil, fmt.Errorf("entry %q: %w", clip(e.text), err)
+		}
+		out = append(out, MemLimit{Container: e.name, Units: n})
+	}
+	return out, nil
+}
+
+// containerEntry is one <container>=<value> entry of a per-container pod annotation.
+type containerEntry struct {
+	text, name, value string
+}
+
+// splitContainerEntries splits a per-container annotation value (AnnotationMemLimit,
+// AnnotationComputeShare) into its entries, checking everything but the values. want is the
+// entry's shape, for errors. Errors: a value over 4 KiB or of more than 64 entries, an empty
+// entry, one without '=', a name that is not a container name (DNS label), a name given twice.
+func splitContainerEntries(v, want string) ([]containerEntry, error) {
 	if len(v) > maxMemLimitValueBytes {
 		return nil, fmt.Errorf("value is longer than %d bytes", maxMemLimitValueBytes)
 	}
@@ -102,13 +127,13 @@ func ParseMemLimits(v string) ([]MemLimit, error) {
 	if len(parts) > maxMemLimitEntries {
 		return nil, fmt.Errorf("%d entries, at most %d", len(parts), maxMemLimitEntries)
 	}
-	out := make([]MemLimit, 0, len(parts))
+	out := make([]containerEntry, 0, len(parts))
 	seen := map[string]bool{}
 	for _, p := range parts {
 		p = strings.TrimSpace(p)
-		name, units, ok := strings.Cut(p, "=")
+		name, value, ok := strings.Cut(p, "=")
 		if !ok {
-			return nil, fmt.Errorf("entry %q: want <container>=<units>", clip(p))
+			return nil, fmt.Errorf("entry %q: want %s", clip(p), want)
 		}
 		if !isDNSLabel(name) {
 			return nil, fmt.Errorf("entry %q: %q is not a container name", clip(p), clip(name))
@@ -117,11 +142,7 @@ func ParseMemLimits(v string) ([]MemLimit, error) {
 			return nil, fmt.Errorf("container %q is named twice", name)
 		}
 		seen[name] = true
-		n, err := parseUnits(units)
-		if err != nil {
-			return nil, fmt.Errorf("entry %q: %w", clip(p), err)
-		}
-		out = append(out, MemLimit{Container: name, Units: n})
+		out = append(out, containerEntry{text: p, name: name, value: value})
 	}
 	return out, nil
 }

@@ -16,7 +16,7 @@ const maxCardsPerContainer = 64
 const MaxContainerUnits int64 = 1 << 32
 
 // ContainerKind says when a container runs, which decides how its memory adds up.
-type ContainerKind int
+type ContainerKind uint8
 
 const (
 	// App containers run together for the pod's whole life.
@@ -56,11 +56,15 @@ func (r ContainerRef) String() string {
 // ContainerRequest is one container's gpu-mem demand: Cards distinct cards with
 // Units/Cards units on each.
 type ContainerRequest struct {
-	Ref   ContainerRef
-	Name  string
-	Kind  ContainerKind
-	Units int64 // total gpu-mem units of the container (its gpu-mem resource limit): its request
-	Cards int   // distinct cards (gpu-count limit, default 1)
+	Ref  ContainerRef
+	Name string
+	Kind ContainerKind
+	// Compute is the container's share of its card's compute in percent (5..100, steps of
+	// 5), from the pod's AnnotationComputeShare (WithComputeShares); 0 for none. A uint8
+	// beside Kind keeps the struct at 64 bytes.
+	Compute uint8
+	Units   int64 // total gpu-mem units of the container (its gpu-mem resource limit): its request
+	Cards   int   // distinct cards (gpu-count limit, default 1)
 	// Limit is the container's GPU-memory limit in units, all its cards together, from the
 	// pod's AnnotationMemLimit (WithMemLimits; PlacementRequest reads it): above Units, or 0
 	// for none. Nothing counts it: the ledger, fgd and every filter count Units.

@@ -118,6 +118,7 @@ func buildNode(node *corev1.Node, pods []*corev1.Pod, dra draObjects, res gpusha
 	}
 	sort.Slice(n.Cards, func(i, j int) bool { return n.Cards[i].Index < n.Cards[j].Index })
 	n.addLimits()
+	n.addCompute()
 	if v, ok := node.Annotations[gpushare.AnnotationNodeUsage]; ok {
 		n.addUsage(v)
 	}
@@ -173,9 +174,13 @@ func buildPod(p *corev1.Pod, res gpushare.Resources) (pod podUsage, warn string,
 		if limitErr != nil {
 			warn = fmt.Sprintf("pod %s/%s: %v (limits not shown)", p.Namespace, p.Name, limitErr)
 		}
+		compute, computeErr := podCompute(p, req, reqErr, alloc)
+		if computeErr != nil {
+			warn = joinWarn(warn, fmt.Sprintf("pod %s/%s: %v (compute shares not shown)", p.Namespace, p.Name, computeErr))
+		}
 		for _, idx := range alloc.Cards() {
 			if u := usage[idx]; u > 0 {
-				pc := podCard{Index: idx, Allocated: u}
+				pc := podCard{Index: idx, Allocated: u, Compute: compute[idx]}
 				if l := limits[idx]; l > u {
 					pc.Limit = l
 				}
@@ -230,6 +235,14 @@ func (n *nodeUsage) addLimits() {
 			n.Cards[i].Limits = sum
 		}
 	}
+}
+
+// joinWarn is a and b as one warning, "; " between; either alone when the other is "".
+func joinWarn(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }
 
 // cardChoiceOf words the pod's card annotations for the details view: "key=value, …", or

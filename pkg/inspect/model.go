@@ -84,6 +84,9 @@ type cardUsage struct {
 	// its pods of their limit there (podCard.Limit), or their Allocated for pods without one;
 	// it may exceed Total. Absent when no pod of the card declares a memory limit.
 	Limits int64 `json:"limits,omitempty"`
+	// Compute is the compute share the card's pods hold together, in percent of the card
+	// (gpushare.AnnotationComputeShare); absent when none of them has one.
+	Compute int `json:"compute,omitempty"`
 }
 
 // podUsage is a pod bound to a node that holds or waits for gpu-mem on it.
@@ -124,6 +127,9 @@ type podCard struct {
 	// declare memory limits above their requests (gpushare.AnnotationMemLimit): their limits
 	// summed as Allocated sums their requests. Absent (0) otherwise: the limit is Allocated.
 	Limit int64 `json:"limit,omitempty"`
+	// Compute is the pod's compute share on the card in percent, where its containers
+	// declare shares (gpushare.AnnotationComputeShare); absent (0) otherwise.
+	Compute int `json:"compute,omitempty"`
 }
 
 // committed is what the pod may allocate on the card at most: Limit, or Allocated.

@@ -26,7 +26,9 @@ import (
 // pod has several non-zero cells, a multi-container pod the sum of its containers per card.
 // Pending(Allocated) (the old tool's spelling) appears for nodes with pending pods. A pod
 // with a memory limit on a card says it in its cell ("4 (limit 10)"), and its node has a
-// "Limits :" line with what the pods of each such card may allocate beside its size. A node
+// "Limits :" line with what the pods of each such card may allocate beside its size. A pod
+// with a compute share on a card says it too ("4 (core 25%)"), and its node has a
+// "Compute :" line with the share each such card's pods hold. A node
 // with pods that choose their cards by annotation lists them in a CARD CHOICE block, a DRA
 // node its allocated claims in a CLAIMS block. With
 // mixed units the node and cluster amounts carry their unit, as in renderSummary. Errors
@@ -56,7 +58,7 @@ func renderDetails(w io.Writer, m model) error {
 		for _, p := range n.Pods {
 			row := []string{p.Name, p.Namespace}
 			for i := 0; i < cols; i++ {
-				row = append(row, fmt.Sprint(p.units(i))+limitNote(p, i)+usedNote(p, i))
+				row = append(row, fmt.Sprint(p.units(i))+limitNote(p, i)+computeNote(p, i)+usedNote(p, i))
 			}
 			if pending {
 				row = append(row, fmt.Sprint(p.PendingAllocated))
@@ -69,6 +71,9 @@ func renderDetails(w io.Writer, m model) error {
 			fmt.Sprintf("Allocated :\t%s (%d%%)", amount(n.Allocated, suffix), n.Percent),
 			fmt.Sprintf("Total :\t%s", amount(n.Total, suffix)))
 		if l := limitsLine(n, suffix); l != "" {
+			rows = append(rows, l)
+		}
+		if l := computeLine(n); l != "" {
 			rows = append(rows, l)
 		}
 		body := table(rows)

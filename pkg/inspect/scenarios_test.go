@@ -200,3 +200,17 @@ func limitScenario(t *testing.T) []runtime.Object {
 	broken.Annotations[gpushare.AnnotationMemLimit] = "c0=0"
 	return append(objs, broken)
 }
+
+// computeScenario: an MPS node whose card 0 holds two pods with compute shares ("a" 25 %,
+// "b" 50 %: Compute GPU0 75%) and whose card 1 holds a memory-only pod and one whose share
+// annotation does not read ("broken": a warning, no share shown).
+func computeScenario(t *testing.T) []runtime.Object {
+	return []runtime.Object{
+		makeNode("gpu-s", "10.0.0.5").Sharing().Label(gpushare.LabelIsolation, "mps").
+			Inventory(t, gpushare.GiB, card(0, 16, true), card(1, 16, true)).Obj(),
+		makePod("ml", "a").Node("gpu-s").GPU(4, 0).Alloc(`{"0":{"0":4}}`).Annotate(gpushare.AnnotationComputeShare, "c0=25").Obj(),
+		makePod("ml", "b").Node("gpu-s").GPU(4, 0).Alloc(`{"0":{"0":4}}`).Annotate(gpushare.AnnotationComputeShare, "c0=50").Obj(),
+		makePod("ml", "m").Node("gpu-s").GPU(4, 0).Alloc(`{"0":{"1":4}}`).Obj(),
+		makePod("ml", "broken").Node("gpu-s").GPU(2, 0).Alloc(`{"0":{"1":2}}`).Annotate(gpushare.AnnotationComputeShare, "c0=7").Obj(),
+	}
+}

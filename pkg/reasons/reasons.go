@@ -56,13 +56,15 @@ func ShortName(resource string) string {
 // (gpushare.io/isolation=mps): one card per container, and container "main" asks for 2". The
 // per-card shortfall reads e.g. "gpu-mem: need 10 on one card; largest free 8 (card0 8/16,
 // card1 8/16)"; for a pod with a card choice, e.g. "gpu-mem: no card of type A100 with 8
-// free units (card2 4/40)".
+// free units (card2 4/40)". A card choice by compute share (cache.ComputeError) reads as the
+// ledger words it, unresolvable.
 func (r Wording) Reject(err error) Rejection {
 	var (
 		fit    *policy.FitError
 		iso    *cache.IsolationError
 		inv    *cache.InventoryError
 		choice *cache.ChoiceError
+		comp   *cache.ComputeError
 	)
 	switch {
 	case errors.Is(err, cache.ErrUnknownNode):
@@ -76,6 +78,9 @@ func (r Wording) Reject(err error) Rejection {
 	case errors.As(err, &choice):
 		// No allowed card at all: evicting pods cannot help.
 		return Rejection{Reason: r.memName + ": " + choice.Error(), Label: metrics.RejectCardShortfall, Resolvable: choice.Fit != nil}
+	case errors.As(err, &comp):
+		// The preemption dry runs count memory alone: evicting pods is not tried for compute.
+		return Rejection{Reason: comp.Error(), Label: metrics.RejectCardShortfall}
 	case errors.As(err, &fit):
 		return Rejection{Reason: r.memName + ": " + fit.Error(), Label: metrics.RejectCardShortfall, Resolvable: true}
 	default:

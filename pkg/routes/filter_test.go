@@ -244,6 +244,55 @@ func TestFilterMemLimit(t *testing.T) {
 	}
 }
 
+// TestFilterComputeShare: a pod with a compute share passes only mps nodes; other nodes fail
+// it as unresolvable, naming the annotation; a malformed share fails every node with the
+// parse error; on an mps node whose one card holds memory-only grants it fails, naming the
+// card.
+func TestFilterComputeShare(t *testing.T) {
+	labelled := func(name, mode string, cards ...int64) *corev1.Node {
+		n := ct.Node(name, cards...)
+		n.Labels[gpushare.LabelIsolation] = mode
+		return n
+	}
+	full := ct.Placed(ct.Pod("m", 4), "mpsfull", gpushare.CardUnits{0: 4})
+	f := newFixture(t, labelled("mps", "mps", 16, 16), labelled("mpsfull", "mps", 16), labelled("limit", "limit", 16), ct.Node("plain", 16, 16), full)
+	sharing := func(v string) *corev1.Pod {
+		p := ct.Pod("core", 4)
+		p.Annotations = map[string]string{gpushare.AnnotationComputeShare: v}
+		return p
+	}
+	notEnforced := `container "main" has a compute share (gpushare.io/gpu-core: 25%), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is `
+	bad := `annotation gpushare.io/gpu-core: entry "main=23": compute share "23": want 5..100 in steps of 5`
+	tests := []struct {
+		name            string
+		pod             *corev1.Pod
+		wantPass        []string
+		wantUnresolvabl extenderv1.FailedNodesMap
+	}{
+		{"a share", sharing("main=25"), []string{"mps"}, extenderv1.FailedNodesMap{
+			"limit":   notEnforced + "limit",
+			"plain":   notEnforced + "none",
+			"mpsfull": "no card with 25% compute free and no memory-only grants (gpushare.io/gpu-core): card0 holds memory-only grants",
+		}},
+		{"off the steps", sharing("main=23"), []string{}, extenderv1.FailedNodesMap{"limit": bad, "mps": bad, "mpsfull": bad, "plain": bad}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			names := []string{"mps", "mpsfull", "limit", "plain"}
+			rec := f.do(t, http.MethodPost, "/gpushare-scheduler/filter", extenderv1.ExtenderArgs{Pod: tc.pod, NodeNames: &names})
+			if rec.Code != http.StatusOK {
+				t.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			var got extenderv1.ExtenderFilterResult
+			decodeInto(t, rec, &got)
+			want := extenderv1.ExtenderFilterResult{NodeNames: &tc.wantPass, FailedNodes: extenderv1.FailedNodesMap{}, FailedAndUnresolvableNodes: tc.wantUnresolvabl}
+			if d := cmp.Diff(want, got); d != "" {
+				t.Errorf("(-want,+got):\n%s", d)
+			}
+		})
+	}
+}
+
 // TestFilterInventoryOutOfRange: a node publishing a card of 9e18 units fails every GPU pod
 // as unresolvable, with the reason kubectl describe shows naming the value, counted under
 // reason "inventory_out_of_range"; the other node still takes the pod.

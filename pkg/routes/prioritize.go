@@ -54,7 +54,7 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 		// One Scorer per call: requests are served concurrently, and it is not.
 		scorer := policy.NewScorer(pol, req, cache.HostRequest(args.Pod))
 		rates, fits := make([]float64, len(names)), make([]bool, len(names))
-		s.Cache.ViewEach(names, req.Choice, func(i int, node policy.Node) {
+		s.Cache.ViewEachFor(names, req, func(i int, node policy.Node) {
 			rates[i], fits[i] = scorer.Score(node)
 		})
 		scores = policy.NormalizeScores(rates, fits)

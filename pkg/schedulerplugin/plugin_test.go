@@ -269,6 +269,32 @@ func TestMemLimitPods(t *testing.T) {
 	}
 }
 
+// TestComputeSharePods: PreFilter refuses everywhere a pod whose compute share does not
+// read; Filter refuses a pod with a share on a node not labelled mps, naming the label, and
+// passes it on an mps node.
+func TestComputeSharePods(t *testing.T) {
+	mps := ct.Node("mps", 16)
+	mps.Labels[gpushare.LabelIsolation] = "mps"
+	f := start(t, &GPUShareArgs{Policy: "binpack"}, ct.Node("n1", 16), mps)
+	bad := ct.Pod("bad", 4)
+	bad.Annotations = map[string]string{gpushare.AnnotationComputeShare: "main=101"}
+	if _, _, status := f.prefilter(t, bad); status.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(status.Message(), gpushare.AnnotationComputeShare) {
+		t.Errorf("PreFilter = %v, want UnschedulableAndUnresolvable naming %s", status, gpushare.AnnotationComputeShare)
+	}
+	core := ct.Pod("core", 4)
+	core.Annotations = map[string]string{gpushare.AnnotationComputeShare: "main=25"}
+	st, _, status := f.prefilter(t, core)
+	if !status.IsSuccess() {
+		t.Fatalf("PreFilter = %v", status)
+	}
+	if s := f.pl.Filter(context.Background(), st, core, nodeInfo("n1")); s.IsSuccess() || !strings.Contains(s.Message(), "only nodes labelled gpushare.io/isolation=mps") {
+		t.Errorf("Filter on an unlabelled node = %v, want a refusal saying only mps nodes enforce it", s)
+	}
+	if s := f.pl.Filter(context.Background(), st, core, nodeInfo("mps")); !s.IsSuccess() {
+		t.Errorf("Filter on an mps node = %v, want success", s)
+	}
+}
+
 func TestReserveBindUnreserve(t *testing.T) {
 	pod, other := ct.Pod("p", 12), ct.Pod("q", 12)
 	f := start(t, nil, ct.Node("n1", 16), pod, other)

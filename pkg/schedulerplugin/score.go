@@ -100,7 +100,7 @@ func (p *Plugin) rate(ctx context.Context, s *cycleState, pod *v1.Pod, nodes []f
 		}
 		// A Scorer keeps buffers and is not safe for concurrent use: one per piece.
 		score := s.scorer(host)
-		p.cache.ViewNodes(r.objs[lo:hi], s.req.Choice, func(i int, node policy.Node) {
+		p.cache.ViewNodes(r.objs[lo:hi], s.req, func(i int, node policy.Node) {
 			r.names[lo+i] = node.Name
 			r.rates[lo+i], r.fits[lo+i] = score(node)
 		})
@@ -168,7 +168,7 @@ func (p *Plugin) rateNames(s *cycleState, pod *v1.Pod, scores fwk.NodeScoreList)
 		r.names[i] = scores[i].Name
 	}
 	score := s.scorer(cache.HostRequest(pod))
-	p.cache.ViewEach(r.names, s.req.Choice, func(i int, node policy.Node) { r.rates[i], r.fits[i] = score(node) })
+	p.cache.ViewEachFor(r.names, s.req, func(i int, node policy.Node) { r.rates[i], r.fits[i] = score(node) })
 	return r
 }
 

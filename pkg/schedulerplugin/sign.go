@@ -21,6 +21,9 @@ type signedContainer struct {
 	// Limit is the container's memory limit (gpushare.AnnotationMemLimit): a node's isolation
 	// mode decides whether it takes a pod with one.
 	Limit int64 `json:"limit,omitempty"`
+	// Compute is the container's compute share (gpushare.AnnotationComputeShare): it decides
+	// the node's mode and which cards take the pod.
+	Compute uint8 `json:"compute,omitempty"`
 }
 
 // SignPod lets kube-scheduler's opportunistic batching reuse one pod's filter and score
@@ -52,7 +55,7 @@ func (p *Plugin) SignPod(_ context.Context, pod *v1.Pod) ([]fwk.SignFragment, *f
 	}
 	sig := make([]signedContainer, len(req.Containers))
 	for i, c := range req.Containers {
-		sig[i] = signedContainer{Init: c.Ref.InitList, Index: c.Ref.Index, Units: c.Units, Cards: c.Cards, Limit: c.Limit}
+		sig[i] = signedContainer{Init: c.Ref.InitList, Index: c.Ref.Index, Units: c.Units, Cards: c.Cards, Limit: c.Limit, Compute: c.Compute}
 	}
 	return []fwk.SignFragment{{Key: signKey, Value: sig}}, nil
 }

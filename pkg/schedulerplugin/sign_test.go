@@ -48,6 +48,12 @@ func TestSignPod(t *testing.T) {
 	if l, _ := sign(t, f.pl, limited); l == "" || l == a1 {
 		t.Fatalf("a pod with a memory limit signs %q, as one without: %s", l, a1)
 	}
+	// So does a compute share.
+	core := ct.Pod("core", 4)
+	core.Annotations = map[string]string{gpushare.AnnotationComputeShare: "main=25"}
+	if s, _ := sign(t, f.pl, core); s == "" || s == a1 {
+		t.Fatalf("a pod with a compute share signs %q, as one without: %s", s, a1)
+	}
 	if _, status := sign(t, f.pl, invalid); status.Code() != fwk.Unschedulable {
 		t.Fatalf("invalid request: SignPod = %v, want Unschedulable", status)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -183,7 +184,7 @@ func CaseMPSDaemons(t *testing.T, e *Env) {
 }
 
 // checkMPSDaemon checks f's daemon as its clients would find it: ready with f's cap, the cap
-// set through the control daemon (its log, and its answer now), the card alone, and a shm
+// (pinned memory and active thread percentage) set through the control daemon (its log, and its answer now), the card alone, and a shm
 // tmpfs of its own as its /dev/shm.
 func checkMPSDaemon(t *testing.T, f mps.Folder, card, fake string) {
 	t.Helper()
@@ -193,7 +194,7 @@ func checkMPSDaemon(t *testing.T, f mps.Folder, card, fake string) {
 		return
 	}
 	log, _ := os.ReadFile(filepath.Join(f.Log(), "control.log"))
-	for _, want := range []string{"Startup: card " + card, "Command: set_default_device_pinned_mem_limit 0 " + f.Cap.MemLimitArg(), "Command: set_default_active_thread_percentage 100"} {
+	for _, want := range []string{"Startup: card " + card, "Command: set_default_device_pinned_mem_limit 0 " + f.Cap.MemLimitArg(), "Command: set_default_active_thread_percentage " + strconv.Itoa(f.Cap.ActiveThreadPct)} {
 		if !strings.Contains(string(log), want) {
 			t.Errorf("%s: control.log lacks %q:\n%s", f.Key(), want, log)
 		}

@@ -54,6 +54,7 @@ var suite = []struct {
 	{"NodePreflight", CaseNodePreflight},
 	{"MPSIsolation", CaseMPSIsolation},
 	{"MPSDaemons", CaseMPSDaemons},
+	{"ComputeShare", CaseComputeShare},
 	{"MPSEscape", CaseMPSEscape},
 	{"LimitHookRecordsGrant", CaseLimitHookRecordsGrant},
 	{"BurstableLimit", CaseBurstableLimit},

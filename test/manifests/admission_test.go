@@ -511,12 +511,18 @@ func TestCardChoiceAnnotationsAreTenants(t *testing.T) {
 	}
 }
 
-// TestMemLimitAnnotationIsCreateOnly: a tenant gives its containers memory limits when it
-// creates the pod (gpushare.AnnotationMemLimit), and may not add, change or remove them after,
-// nor bind with them; the trusted writers and an admin with the override may.
+// TestMemLimitAnnotationIsCreateOnly: a tenant gives its containers memory limits
+// (gpushare.AnnotationMemLimit) and compute shares (gpushare.AnnotationComputeShare) when it
+// creates the pod, and may not add, change or remove them after, nor bind with them; the
+// trusted writers and an admin with the override may.
 func TestMemLimitAnnotationIsCreateOnly(t *testing.T) {
+	for _, k := range []string{gpushare.AnnotationMemLimit, gpushare.AnnotationComputeShare} {
+		t.Run(k, func(t *testing.T) { createOnly(t, k) })
+	}
+}
+
+func createOnly(t *testing.T, k string) {
 	c := compile(t, load(t).policies["gpushare-allocation-annotations"])
-	k := gpushare.AnnotationMemLimit
 	admin := &user.DefaultInfo{Name: "admin", Groups: []string{"system:masters"}}
 	admins := allowUsers{admin.Name}
 	tests := []admitCase{
