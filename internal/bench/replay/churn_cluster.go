@@ -115,8 +115,12 @@ type clusterChurn struct {
 	created []bool
 	bound   []bool
 	gone    []bool
+	// unsched marks the pods the scheduler found unschedulable (PodScheduled False,
+	// reason Unschedulable) before it bound them: the pods waiting, as the offline replay's
+	// queue holds them, apart from those merely on their way through the scheduler.
+	unsched []bool
 	alloc   int64 // GPU-milli of the bound pods not yet gone
-	pending int   // created, not yet bound
+	pending int   // waiting: found unschedulable, not yet bound
 	pendGPU int64 // their GPU-milli, unfit ones left out
 	res     churnResult
 	due     departures // bound pods by leave time
@@ -126,6 +130,7 @@ type clusterChurn struct {
 func newClusterChurn(d *driver, stream []ChurnPod, nodes []NodeSpec, t0 float64) (*clusterChurn, error) {
 	c := &clusterChurn{d: d, stream: stream, t0: t0, byName: make(map[string]int, len(stream)), unfit: make([]bool, len(stream)),
 		created: make([]bool, len(stream)), bound: make([]bool, len(stream)), gone: make([]bool, len(stream)),
+		unsched: make([]bool, len(stream)),
 		wake: make(chan struct{}, 1)}
 	c.res.CapacityMilli = totalGPUMilli(nodes)
 	c.res.Nodes = make([]string, len(stream))
@@ -217,11 +222,6 @@ func (c *clusterChurn) arrive(ctx context.Context) error {
 		}
 		c.mu.Lock()
 		c.created[i] = true
-		c.pending++
-		if !c.unfit[i] {
-			c.pendGPU += p.TotalGPUMilli()
-		}
-		c.sampleLocked()
 		c.mu.Unlock()
 		if _, err := c.d.Client.CoreV1().Pods(obj.Namespace).Create(ctx, obj, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("creating pod %s: %w", obj.Name, err)
@@ -308,15 +308,15 @@ func (c *clusterChurn) onPod(obj any, deleted bool) {
 		c.bound[i] = true
 		c.res.Nodes[i] = pod.Spec.NodeName
 		leave := now + p.Duration
-		if p.Arrive < c.t0 { // fast-forwarded: placed on arrival, what is left of its run
+		switch {
+		case p.Arrive < c.t0: // fast-forwarded: placed on arrival, what is left of its run
 			leave = p.Arrive + p.Duration
 			c.res.Waits = append(c.res.Waits, 0)
-		} else {
+		case c.unsched[i]:
 			c.res.Waits = append(c.res.Waits, math.Max(0, now-p.Arrive))
-		}
-		c.pending--
-		if !c.unfit[i] {
-			c.pendGPU -= p.TotalGPUMilli()
+			c.setWaiting(i, false)
+		default: // placed on its first try: its scheduling latency is no wait
+			c.res.Waits = append(c.res.Waits, 0)
 		}
 		c.alloc += p.TotalGPUMilli()
 		if !math.IsInf(p.Duration, 1) {
@@ -329,10 +329,35 @@ func (c *clusterChurn) onPod(obj any, deleted bool) {
 	case deleted && c.bound[i]:
 		c.gone[i] = true
 		c.alloc -= p.TotalGPUMilli()
+	case !c.bound[i] && !c.unsched[i] && !deleted && unschedulable(pod):
+		c.setWaiting(i, true)
 	default:
 		return
 	}
 	c.sampleLocked()
+}
+
+// setWaiting counts pod i among the waiting pods, or no longer.
+func (c *clusterChurn) setWaiting(i int, waiting bool) {
+	c.unsched[i] = waiting
+	n, milli := 1, c.stream[i].TotalGPUMilli()
+	if !waiting {
+		n, milli = -1, -milli
+	}
+	c.pending += n
+	if !c.unfit[i] {
+		c.pendGPU += milli
+	}
+}
+
+// unschedulable says whether the scheduler marked pod unschedulable.
+func unschedulable(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
 }
 
 // now is the replay time: t0 at the start.
