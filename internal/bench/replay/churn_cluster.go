@@ -131,7 +131,7 @@ func newClusterChurn(d *driver, stream []ChurnPod, nodes []NodeSpec, t0 float64)
 	c := &clusterChurn{d: d, stream: stream, t0: t0, byName: make(map[string]int, len(stream)), unfit: make([]bool, len(stream)),
 		created: make([]bool, len(stream)), bound: make([]bool, len(stream)), gone: make([]bool, len(stream)),
 		unsched: make([]bool, len(stream)),
-		wake: make(chan struct{}, 1)}
+		wake:    make(chan struct{}, 1)}
 	c.res.CapacityMilli = totalGPUMilli(nodes)
 	c.res.Nodes = make([]string, len(stream))
 	for i, p := range stream {
