@@ -152,17 +152,9 @@ func attribute(pidArg, podUID, ctrID string) error {
 	if err != nil {
 		return exitError{2, fmt.Errorf("pid %q: %w", pidArg, err)}
 	}
-	c, err := gpunvml.New(gpunvml.SystemLibrary(""))
+	where, seen, err := awaitListed(uint32(pid))
 	if err != nil {
 		return err
-	}
-	defer c.Shutdown()
-	var where listing
-	var seen []uint32
-	for deadline := time.Now().Add(10 * time.Second); !where.found && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if where, seen, err = findProcess(c, uint32(pid)); err != nil {
-			return err
-		}
 	}
 	if !where.found {
 		return exitError{5, fmt.Errorf("NVML lists no process %d on any card (it lists %v): are these PIDs of another PID namespace? share-plugin needs the host's (hostPID)", pid, seen)}
@@ -187,22 +179,33 @@ func kind(pidArg string) error {
 	if err != nil {
 		return exitError{2, fmt.Errorf("pid %q: %w", pidArg, err)}
 	}
-	c, err := gpunvml.New(gpunvml.SystemLibrary(""))
+	where, _, err := awaitListed(uint32(pid))
 	if err != nil {
 		return err
 	}
+	if !where.found {
+		return exitError{5, fmt.Errorf("NVML lists no process %d on any card", pid)}
+	}
+	fmt.Println(where.proc.Kind)
+	return nil
+}
+
+// awaitListed asks NVML where it lists pid for up to 10 s (NVML may list a new process a
+// moment late); it returns the listing (found false after 10 s) and the PIDs NVML listed last.
+func awaitListed(pid uint32) (listing, []uint32, error) {
+	c, err := gpunvml.New(gpunvml.SystemLibrary(""))
+	if err != nil {
+		return listing{}, nil, err
+	}
 	defer c.Shutdown()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		where, _, err := findProcess(c, uint32(pid))
-		if err != nil {
-			return err
-		}
-		if where.found {
-			fmt.Println(where.proc.Kind)
-			return nil
+	var where listing
+	var seen []uint32
+	for deadline := time.Now().Add(10 * time.Second); !where.found && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if where, seen, err = findProcess(c, pid); err != nil {
+			return listing{}, nil, err
 		}
 	}
-	return exitError{5, fmt.Errorf("NVML lists no process %d on any card", pid)}
+	return where, seen, nil
 }
 
 // processLister is what attribute needs of pkg/nvml's client, with or without cgo.
