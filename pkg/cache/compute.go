@@ -31,14 +31,15 @@ type ComputeError struct {
 	// without one.
 	Need int
 	// Cards says why each card of the node is refused, e.g. "card0 holds memory-only grants",
-	// "card1 80% committed".
+	// "card1 80 percent committed". No "%": kube-scheduler passes the reasons to its event
+	// recorder as a format string.
 	Cards []string
 }
 
 func (e *ComputeError) Error() string {
 	var b strings.Builder
 	if e.Need > 0 {
-		b.WriteString("no card with " + strconv.Itoa(e.Need) + "% compute free and no memory-only grants (" + gpushare.AnnotationComputeShare + ")")
+		b.WriteString("no card with " + strconv.Itoa(e.Need) + " percent compute free and no memory-only grants (" + gpushare.AnnotationComputeShare + ")")
 	} else {
 		b.WriteString("no card free of compute shares (" + gpushare.AnnotationComputeShare + "): a container without one would run uncapped in SMs beside them")
 	}
@@ -114,7 +115,7 @@ func (n *nodeState) computeCards(cards []policy.Card, req gpushare.PodRequest) (
 		case need > 0 && cc.memOnly:
 			refused = append(refused, "card"+strconv.Itoa(c.Index)+" holds memory-only grants")
 		case need > 0 && cc.pct+need > gpushare.MaxComputeShare, need == 0 && cc.pct > 0:
-			refused = append(refused, "card"+strconv.Itoa(c.Index)+" "+strconv.Itoa(cc.pct)+"% committed")
+			refused = append(refused, "card"+strconv.Itoa(c.Index)+" "+strconv.Itoa(cc.pct)+" percent committed")
 		default:
 			out = append(out, c)
 		}

@@ -3,6 +3,7 @@ package cache_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,12 +75,16 @@ func TestComputeCardChoice(t *testing.T) {
 	if !errors.As(err, &ce) {
 		t.Fatalf("30%% beside 75%% = %v, want *cache.ComputeError", err)
 	}
-	want := "no card with 30% compute free and no memory-only grants (gpushare.io/gpu-core): card0 75% committed, card1 holds memory-only grants"
+	want := "no card with 30 percent compute free and no memory-only grants (gpushare.io/gpu-core): card0 75 percent committed, card1 holds memory-only grants"
 	if c1 == 1 {
-		want = "no card with 30% compute free and no memory-only grants (gpushare.io/gpu-core): card0 holds memory-only grants, card1 75% committed"
+		want = "no card with 30 percent compute free and no memory-only grants (gpushare.io/gpu-core): card0 holds memory-only grants, card1 75 percent committed"
 	}
 	if err.Error() != want {
 		t.Errorf("reason %q, want %q", err, want)
+	}
+	// kube-scheduler hands filter reasons to its event recorder as a format string.
+	if strings.Contains(err.Error(), "%") {
+		t.Errorf("reason %q holds %%, which kube-scheduler's FailedScheduling event mangles", err)
 	}
 	if c4, err := reserve(sharing("c4", 4, "25")); err != nil || c4 != c1 {
 		t.Fatalf("the last 25%% on card %d (%v), want %d", c4, err, c1)
@@ -109,11 +114,11 @@ func TestComputeFromPlacedPods(t *testing.T) {
 		want              string // "" = fits
 	}{
 		{"a share beside a share", "shared", "50", ""},
-		{"past 100 %", "shared", "55", "no card with 55% compute free and no memory-only grants (gpushare.io/gpu-core): card0 50% committed"},
-		{"memory-only beside a share", "shared", "", "no card free of compute shares (gpushare.io/gpu-core): a container without one would run uncapped in SMs beside them: card0 50% committed"},
-		{"a share beside an unreadable one", "broken", "5", "no card with 5% compute free and no memory-only grants (gpushare.io/gpu-core): card0 holds memory-only grants"},
-		{"memory-only beside an unreadable one", "broken", "", "no card free of compute shares (gpushare.io/gpu-core): a container without one would run uncapped in SMs beside them: card0 100% committed"},
-		{"a share off mps", "plain", "25", `container "main" has a compute share (gpushare.io/gpu-core: 25%), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is none`},
+		{"past 100 %", "shared", "55", "no card with 55 percent compute free and no memory-only grants (gpushare.io/gpu-core): card0 50 percent committed"},
+		{"memory-only beside a share", "shared", "", "no card free of compute shares (gpushare.io/gpu-core): a container without one would run uncapped in SMs beside them: card0 50 percent committed"},
+		{"a share beside an unreadable one", "broken", "5", "no card with 5 percent compute free and no memory-only grants (gpushare.io/gpu-core): card0 holds memory-only grants"},
+		{"memory-only beside an unreadable one", "broken", "", "no card free of compute shares (gpushare.io/gpu-core): a container without one would run uncapped in SMs beside them: card0 100 percent committed"},
+		{"a share off mps", "plain", "25", `container "main" has a compute share (gpushare.io/gpu-core: 25 percent), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is none`},
 		{"memory-only off mps", "plain", "", ""},
 	}
 	for _, tc := range tests {

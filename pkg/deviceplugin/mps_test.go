@@ -170,7 +170,7 @@ func TestAllocateComputeShareOffMPS(t *testing.T) {
 	p.Annotations[gpushare.AnnotationComputeShare] = "main=25"
 	e := newTestEnv(t, "t4:2", p)
 	_, err := e.allocateResp(t, 4)
-	if err == nil || !strings.Contains(err.Error(), "compute share (gpushare.io/gpu-core: 25%)") {
+	if err == nil || !strings.Contains(err.Error(), "compute share (gpushare.io/gpu-core: 25 percent)") {
 		t.Errorf("Allocate = %v, want a refusal naming the compute share", err)
 	}
 }

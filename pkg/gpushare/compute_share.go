@@ -106,7 +106,7 @@ func WithComputeShares(pod *corev1.Pod, req PodRequest) (PodRequest, error) {
 		}
 	}
 	if peak := out.PeakCompute(); peak > MaxComputeShare {
-		return PodRequest{}, fmt.Errorf("annotation %s: the pod's compute shares add up to %d%% (containers running together), above one card's %d%%", AnnotationComputeShare, peak, MaxComputeShare)
+		return PodRequest{}, fmt.Errorf("annotation %s: the pod's compute shares add up to %d percent (containers running together), above one card's %d percent", AnnotationComputeShare, peak, MaxComputeShare)
 	}
 	return out, nil
 }

@@ -21,7 +21,7 @@ func TestWithComputeShares(t *testing.T) {
 		{name: "both", ann: "main=25,side=10", want: map[string]uint8{"main": 25, "side": 10}},
 		{name: "spaces", ann: " main=5 , side=95", want: map[string]uint8{"main": 5, "side": 95}},
 		{name: "one missing", ann: "main=25", wantErr: `container "side" requests gpu-mem but has no compute share`},
-		{name: "sum past a card", ann: "main=60,side=50", wantErr: `add up to 110%`},
+		{name: "sum past a card", ann: "main=60,side=50", wantErr: `add up to 110 percent`},
 		{name: "not a step", ann: "main=23,side=10", wantErr: `compute share "23": want 5..100 in steps of 5`},
 		{name: "zero", ann: "main=0,side=10", wantErr: `want 5..100 in steps of 5`},
 		{name: "above 100", ann: "main=105,side=10", wantErr: `want 5..100 in steps of 5`},

@@ -63,7 +63,7 @@ func (i Isolation) Admits(req PodRequest) error {
 	if i != IsolationMPS {
 		for _, c := range req.Containers {
 			if c.Compute > 0 {
-				return fmt.Errorf("container %q has a compute share (%s: %d%%), which only nodes labelled %s=%s enforce, and this node is %s",
+				return fmt.Errorf("container %q has a compute share (%s: %d percent), which only nodes labelled %s=%s enforce, and this node is %s",
 					c.Name, AnnotationComputeShare, c.Compute, LabelIsolation, IsolationMPS, i)
 			}
 		}

@@ -48,9 +48,9 @@ func TestIsolationAdmits(t *testing.T) {
 			wantErr: `container "burst" has a GPU-memory limit (gpushare.io/gpu-mem-limit: 12 above its request 4), which only nodes labelled gpushare.io/isolation=limit enforce, and this node is mps`},
 		{name: "mps takes a compute share", mode: IsolationMPS, req: PodRequest{Containers: []ContainerRequest{core}}},
 		{name: "none refuses a compute share", mode: IsolationNone, req: PodRequest{Containers: []ContainerRequest{core}},
-			wantErr: `container "core" has a compute share (gpushare.io/gpu-core: 25%), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is none`},
+			wantErr: `container "core" has a compute share (gpushare.io/gpu-core: 25 percent), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is none`},
 		{name: "limit refuses a compute share", mode: IsolationLimit, req: PodRequest{Containers: []ContainerRequest{core}},
-			wantErr: `container "core" has a compute share (gpushare.io/gpu-core: 25%), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is limit`},
+			wantErr: `container "core" has a compute share (gpushare.io/gpu-core: 25 percent), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is limit`},
 		{name: "a limit equal to the request is none", mode: IsolationNone, req: PodRequest{Containers: []ContainerRequest{{Name: "eq", Units: 4, Cards: 1, Limit: 4}}}},
 	}
 	for _, tc := range tests {

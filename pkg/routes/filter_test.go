@@ -261,7 +261,7 @@ func TestFilterComputeShare(t *testing.T) {
 		p.Annotations = map[string]string{gpushare.AnnotationComputeShare: v}
 		return p
 	}
-	notEnforced := `container "main" has a compute share (gpushare.io/gpu-core: 25%), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is `
+	notEnforced := `container "main" has a compute share (gpushare.io/gpu-core: 25 percent), which only nodes labelled gpushare.io/isolation=mps enforce, and this node is `
 	bad := `annotation gpushare.io/gpu-core: entry "main=23": compute share "23": want 5..100 in steps of 5`
 	tests := []struct {
 		name            string
@@ -272,7 +272,7 @@ func TestFilterComputeShare(t *testing.T) {
 		{"a share", sharing("main=25"), []string{"mps"}, extenderv1.FailedNodesMap{
 			"limit":   notEnforced + "limit",
 			"plain":   notEnforced + "none",
-			"mpsfull": "no card with 25% compute free and no memory-only grants (gpushare.io/gpu-core): card0 holds memory-only grants",
+			"mpsfull": "no card with 25 percent compute free and no memory-only grants (gpushare.io/gpu-core): card0 holds memory-only grants",
 		}},
 		{"off the steps", sharing("main=23"), []string{}, extenderv1.FailedNodesMap{"limit": bad, "mps": bad, "mpsfull": bad, "plain": bad}},
 	}

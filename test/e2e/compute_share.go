@@ -62,7 +62,7 @@ func CaseComputeShare(t *testing.T, e *Env) {
 	}
 
 	createPod(t, e, sharing("big", 4, "80"))
-	waitFailedScheduling(t, e, ns, "big", "no card with 80% compute free", gpushare.AnnotationComputeShare)
+	waitFailedScheduling(t, e, ns, "big", "no card with 80 percent compute free", gpushare.AnnotationComputeShare)
 	if out := kubectlPlugin(t, e, "inspect", "gpushare", "-d", e.RealNode); !strings.Contains(out, "(core 25%)") || !strings.Contains(out, "Compute :") {
 		t.Errorf("kubectl inspect gpushare -d does not show the compute shares:\n%s", out)
 	}
