@@ -86,7 +86,7 @@ func (o *options) addFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.pluginDir, "device-plugin-dir", "/var/lib/kubelet/device-plugins", "kubelet's device plugin folder (holds kubelet.sock)")
 	fs.StringVar(&o.memResource, "mem-resource", string(gpushare.DefaultMemResource), "extended resource advertised in memory units")
 	fs.StringVar(&o.countResource, "count-resource", string(gpushare.DefaultCountResource), "extended resource set to the number of cards in node status")
-	fs.StringVar(&o.metricsAddress, "metrics-address", ":9401", "address of /metrics and /healthz (with --backend=dra also /readyz); empty disables")
+	fs.StringVar(&o.metricsAddress, "metrics-address", ":9401", "address of /metrics, /healthz and /readyz; empty disables")
 	fs.DurationVar(&o.healthRecovery, "health-recovery", 5*time.Minute, "a card is healthy again after this long without a critical XID")
 	fs.DurationVar(&o.nodeResync, "node-resync", time.Minute, "how often the node's gpu-count and inventory annotation are re-checked")
 	fs.DurationVar(&o.allocateWait, "allocate-wait", 5*time.Second, "how long Allocate waits for a just-bound pod to reach the informer")

@@ -102,7 +102,13 @@ func boolFloat(b bool) float64 {
 
 // Handler serves /metrics (the plugin's own registry, the limit hook's failures when
 // LimitHookFailureDir is set, plus Go runtime metrics), /healthz (200 while registered with
-// kubelet, 503 otherwise) and GET /served (gpushare.ServedReport as JSON).
+// kubelet, 503 otherwise), /readyz (200 once registered and a ListAndWatch stream has sent
+// kubelet the device list, 503 otherwise) and GET /served (gpushare.ServedReport as JSON).
+//
+// /readyz is the DaemonSet's readiness probe: kubelet marks the fake devices healthy only
+// when it has read a device list, and until then it refuses every gpu-mem pod with
+// UnexpectedAdmissionError although the node's allocatable may still show the units; a
+// rollout (or helm install --wait) that waits for /readyz does not hand out such pods.
 func (p *Plugin) Handler() http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(newCollector(p), p.usage.Collector(), p.preflight, p.ambiguous, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
@@ -118,6 +124,16 @@ func (p *Plugin) Handler() http.Handler {
 			return
 		}
 		_, _ = w.Write([]byte("ok"))
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		switch {
+		case !p.registered():
+			http.Error(w, "not registered with kubelet", http.StatusServiceUnavailable)
+		case p.streams.Load() == 0:
+			http.Error(w, "registered; kubelet has not read the device list yet", http.StatusServiceUnavailable)
+		default:
+			_, _ = w.Write([]byte("ok"))
+		}
 	})
 	return mux
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/gpushare/gpushare/pkg/limithook"
 )
 
-func TestMetricsAndHealthz(t *testing.T) {
+func TestMetricsAndProbes(t *testing.T) {
 	// Card 0 holds 4 (a) + 2 (b's first container); card 1 holds b's second container's 3.
 	e := newTestEnv(t, "t4:2",
 		makePod("a", 1, 10, []ctr{{name: "m", units: 4}}, app(gpushare.CardUnits{0: 4})),
@@ -40,8 +40,15 @@ func TestMetricsAndHealthz(t *testing.T) {
 		t.Error("/metrics reports NVML used memory for a simulated node")
 	}
 	get(t, srv.URL+"/healthz", http.StatusServiceUnavailable)
+	get(t, srv.URL+"/readyz", http.StatusServiceUnavailable)
 	e.plugin.setRegistered(true)
 	get(t, srv.URL+"/healthz", http.StatusOK)
+	// Registered, but kubelet has read no device list: it would refuse gpu-mem pods.
+	get(t, srv.URL+"/readyz", http.StatusServiceUnavailable)
+	e.plugin.streams.Add(1)
+	get(t, srv.URL+"/readyz", http.StatusOK)
+	e.plugin.setRegistered(false)
+	get(t, srv.URL+"/readyz", http.StatusServiceUnavailable)
 }
 
 func get(t *testing.T, url string, wantCode int) string {

@@ -124,6 +124,20 @@ func TestChartMatchesDeploy(t *testing.T) {
 	if diff := cmp.Diff(handoverOf(deployDaemonSet(t, "share-plugin/daemonset.yaml").Spec.Template.Spec), handoverOf(ds.Spec.Template.Spec)); diff != "" {
 		t.Errorf("share-plugin's handover: deploy/share-plugin (-) vs chart (+):\n%s", diff)
 	}
+	// kubelet refuses gpu-mem pods until it has read the device list: the DaemonSet is Ready
+	// only then, in both install paths.
+	for what, spec := range map[string]corev1.PodSpec{
+		"deploy/share-plugin": deployDaemonSet(t, "share-plugin/daemonset.yaml").Spec.Template.Spec,
+		"chart":               ds.Spec.Template.Spec,
+	} {
+		c := spec.Containers[0]
+		if rp := c.ReadinessProbe; rp == nil || rp.HTTPGet == nil || rp.HTTPGet.Path != "/readyz" {
+			t.Errorf("%s: container %s has no readiness probe on /readyz: %+v", what, c.Name, rp)
+		}
+		if lp := c.LivenessProbe; lp == nil || lp.HTTPGet == nil || lp.HTTPGet.Path != "/healthz" {
+			t.Errorf("%s: container %s has no liveness probe on /healthz: %+v", what, c.Name, lp)
+		}
+	}
 	deployed := load(t)
 	for name, want := range deployed.policies {
 		var got admissionregistrationv1.ValidatingAdmissionPolicy
