@@ -62,6 +62,10 @@ type GPUShareArgs struct {
 	// it rates them all (default 500; 0: every node, as percentageOfNodesToScore 100 scores
 	// every node).
 	ClaimNodesToRate *int32 `json:"claimNodesToRate,omitempty"`
+	// MemNarrowing turns on PreFilter's narrowing of pods that request gpu-mem, under fgd and
+	// binpack, to the nodes whose cards the policy rates best for them (default true; see
+	// narrowMem).
+	MemNarrowing *bool `json:"memNarrowing,omitempty"`
 }
 
 // DefaultClaimNodesToRate is ClaimNodesToRate's default: kube-scheduler's own share of a
@@ -98,6 +102,9 @@ func SetDefaults(a *GPUShareArgs) {
 	}
 	if a.ClaimNodesToRate == nil {
 		a.ClaimNodesToRate = ptr.To[int32](DefaultClaimNodesToRate)
+	}
+	if a.MemNarrowing == nil {
+		a.MemNarrowing = ptr.To(true)
 	}
 }
 
@@ -204,6 +211,9 @@ func (a *GPUShareArgs) DeepCopy() *GPUShareArgs {
 	}
 	if a.ClaimNodesToRate != nil {
 		out.ClaimNodesToRate = ptr.To(*a.ClaimNodesToRate)
+	}
+	if a.MemNarrowing != nil {
+		out.MemNarrowing = ptr.To(*a.MemNarrowing)
 	}
 	return &out
 }

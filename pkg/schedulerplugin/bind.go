@@ -35,9 +35,11 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *v1.Pod,
 			return fwk.NewStatus(fwk.Unschedulable, ferr.Error())
 		}
 		s.bind = &reserved{pod: slim, placed: true}
+		p.narrowed.forget(pod.UID)
 		return nil
 	}
 	s.bind = &reserved{pod: slim, rsv: rsv}
+	p.narrowed.forget(pod.UID)
 	return nil
 }
 

@@ -13,17 +13,18 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// draNarrowNodes is how many nodes PreFilter leaves a claim pod under a packing policy (fgd,
-// binpack): the best-rated of those whose DRA cards can hold its claims. DynamicResources'
-// allocator, the costly part of a claim pod's Filter, then runs on these few instead of on
-// every node until kube-scheduler has found enough feasible ones; a few spares leave room for
-// the allocator refusing a node for what GPUShare does not read (CEL selectors,
-// constraints).
-const draNarrowNodes = 32
+// narrowNodes is how many nodes PreFilter leaves a pod under a packing policy (fgd,
+// binpack): the best-rated of those whose cards can hold its gpu-mem (narrowMem) or its
+// claims (narrowDRA). The other plugins' Filter and Score (for a claim pod DynamicResources'
+// allocator, the costly part) then run on these few instead of on every node until
+// kube-scheduler has found enough feasible ones; a few spares leave room for a node being
+// refused for what GPUShare does not read (CPU, taints, affinity, CEL selectors) and give the
+// other score plugins a say among the nodes the policy rates best.
+const narrowNodes = 32
 
 // narrowDRA is, for a pod without gpu-mem whose gpushare claims ask memory, the nodes its
 // Filter should run on: those whose DRA cards hold the claims where kube-scheduler's
-// allocator will put them (draRater), and under fgd or binpack only the draNarrowNodes
+// allocator will put them (draRater), and under fgd or binpack only the narrowNodes
 // best-rated of them. It rates a window of GPUShareArgs.ClaimNodesToRate nodes (rating is
 // most of its cost), from a start that rotates from pod to pod as kube-scheduler's does,
 // and every node when none there holds the claims. It reads the pod's claims and the DRA
@@ -70,7 +71,7 @@ func (p *Plugin) narrowIn(ctx context.Context, s *cycleState, pod *v1.Pod, nodes
 	defer r.release(&p.rates)
 	keep := 0 // every fitting node
 	if policy.Packs(p.pol.Name()) {
-		keep = draNarrowNodes
+		keep = narrowNodes
 	}
 	return r.best(keep), true, nil
 }

@@ -61,17 +61,17 @@ func TestDRANarrowsToFittingNodes(t *testing.T) {
 	}
 }
 
-// TestDRANarrowsToBest: under binpack, of many fitting nodes the draNarrowNodes fullest
+// TestDRANarrowsToBest: under binpack, of many fitting nodes the narrowNodes fullest
 // are kept; under spread every fitting node.
 func TestDRANarrowsToBest(t *testing.T) {
 	used := map[string]int{}
-	for i := range draNarrowNodes + 8 {
+	for i := range narrowNodes + 8 {
 		used[fmt.Sprintf("n%02d", i)] = i % 13 // 0-12 GiB taken: 4 GiB fits everywhere
 	}
 	for _, tc := range []struct {
 		pol  string
 		want int
-	}{{"binpack", draNarrowNodes}, {"spread", draNarrowNodes + 8}} {
+	}{{"binpack", narrowNodes}, {"spread", narrowNodes + 8}} {
 		t.Run(tc.pol, func(t *testing.T) {
 			d, objs, infos := narrowCluster(t, used)
 			f := startWithDRA(t, &GPUShareArgs{Policy: tc.pol}, d, objs...)

@@ -121,7 +121,7 @@ func BenchmarkPreScoreClaimPod(b *testing.B) {
 
 // BenchmarkPreFilterClaimPod is PreFilter under fgd for a pod with a pending 4 GiB gpushare
 // claim given all 5000 DRA nodes with 10,000 claims: reading them and keeping the
-// draNarrowNodes best-rated that hold the claim (narrowDRA).
+// narrowNodes best-rated that hold the claim (narrowDRA).
 func BenchmarkPreFilterClaimPod(b *testing.B) {
 	f, _, all := draCluster(b, true)
 	ctx := context.Background()
@@ -131,7 +131,7 @@ func BenchmarkPreFilterClaimPod(b *testing.B) {
 	for b.Loop() {
 		f.pl.narrowed.forget(p.UID)
 		res, s := f.pl.PreFilter(ctx, newState(), p, all)
-		if !s.IsSuccess() || res.NodeNames.Len() != draNarrowNodes {
+		if !s.IsSuccess() || res.NodeNames.Len() != narrowNodes {
 			b.Fatalf("PreFilter = %v, %v", res, s)
 		}
 	}

@@ -22,7 +22,8 @@ var errNotReady = errors.New(Name + ": the gpushare ledger is still syncing its 
 // skipped (Filter and the dry-run extensions do not run for it), except that one whose
 // gpushare claims ask memory is restricted to the nodes whose DRA cards hold them
 // (narrowDRA); an invalid request is unschedulable everywhere until the spec is fixed; a
-// pod whose earlier bind may still land is restricted to that bind's node.
+// pod whose earlier bind may still land is restricted to that bind's node; any other gpu-mem
+// pod, under fgd and binpack, to the nodes the policy rates best for it (narrowMem).
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
 	if !p.cache.Ready() {
 		return nil, fwk.AsStatus(errNotReady)
@@ -47,7 +48,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *v1.Po
 		s.held = node
 		return &fwk.PreFilterResult{NodeNames: sets.New(node)}, nil
 	}
-	return nil, nil
+	return p.narrowMem(ctx, s, pod, nodes), nil
 }
 
 // PreFilterExtensions implements fwk.PreFilterPlugin: AddPod and RemovePod.

@@ -71,15 +71,37 @@ func (s *testState) Clone() fwk.CycleState {
 
 type testNodeInfo struct {
 	fwk.NodeInfo
-	node *v1.Node
+	node        *v1.Node
+	alloc, used testResource
+	pods        int
 }
 
-func (n testNodeInfo) Node() *v1.Node { return n.node }
+func (n testNodeInfo) Node() *v1.Node                      { return n.node }
+func (n testNodeInfo) GetAllocatable() fwk.Resource        { return n.alloc }
+func (n testNodeInfo) GetRequested() fwk.Resource          { return n.used }
+func (n testNodeInfo) GetPods() []fwk.PodInfo              { return make([]fwk.PodInfo, n.pods) }
+func (n testNodeInfo) withNode(node *v1.Node) testNodeInfo { n.node = node; return n }
 
-func nodeInfo(name string) fwk.NodeInfo {
+// testResource is a fwk.Resource: CPU in millicores, memory and storage in bytes.
+type testResource struct {
+	milliCPU, memory, storage int64
+	podNumber                 int
+	scalar                    map[v1.ResourceName]int64
+}
+
+func (r testResource) GetMilliCPU() int64                            { return r.milliCPU }
+func (r testResource) GetMemory() int64                              { return r.memory }
+func (r testResource) GetEphemeralStorage() int64                    { return r.storage }
+func (r testResource) GetAllowedPodNumber() int                      { return r.podNumber }
+func (r testResource) GetScalarResources() map[v1.ResourceName]int64 { return r.scalar }
+func (r testResource) SetMaxResource(v1.ResourceList)                {}
+
+// nodeInfo is the NodeInfo of a bare node named name: no pods, 64 CPUs, 256 GiB of memory,
+// 1 TiB of ephemeral storage, room for 110 pods.
+func nodeInfo(name string) testNodeInfo {
 	n := &v1.Node{}
 	n.Name = name
-	return testNodeInfo{node: n}
+	return testNodeInfo{node: n, alloc: testResource{milliCPU: 64000, memory: 256 << 30, storage: 1 << 40, podNumber: 110}}
 }
 
 type testPodInfo struct {

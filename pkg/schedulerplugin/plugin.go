@@ -48,9 +48,10 @@ type Plugin struct {
 	draIndex      *draIndex            // the gpushare slices and allocated claims by pool; nil without DRA
 	slices        sliceMemo            // the gpushare ResourceSlices' devices as read, for PreScore
 	draNodes      draNodeMemo          // the DRA nodes as charged from draIndex, for PreScore
-	narrowed      narrowedPods         // claim pods PreFilter narrowed, not placed since (narrowDRA)
+	narrowed      narrowedPods         // pods PreFilter narrowed, not placed since (narrowDRA, narrowMem)
 	narrowNext    atomic.Uint64        // where narrowDRA's next window of nodes starts
 	narrowScan    int                  // nodes narrowDRA rates (GPUShareArgs.ClaimNodesToRate; 0: all); -1: no narrowing
+	memNarrowing  bool                 // GPUShareArgs.MemNarrowing (narrowMem)
 	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
 }
 
@@ -153,7 +154,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return &Plugin{
 		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
 		parallelizer: h.Parallelizer(), dra: h.SharedDRAManager(), draIndex: idx, narrowScan: narrowScan(args),
-		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
+		memNarrowing: *args.MemNarrowing,
+		binder:       &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
 }
 

@@ -63,7 +63,7 @@ func (r Results) pluginMarkdown(row rowFunc) {
 		p.PodsPerSecond, p.Pods, p.Seconds, p.LoadBefore, p.LoadAfter), "", "")
 	if r.Plain != nil && r.Plain.PodsPerSecond > 0 {
 		ratio, target := p.PodsPerSecond/r.Plain.PodsPerSecond, r.pluginTarget()
-		row("b/a (plugin, "+r.pluginPolicy()+")", fmt.Sprintf("%.2f", ratio), fmt.Sprintf("≥ %.1f", target), met(ratio >= target))
+		row("b/a (plugin, "+r.pluginPolicy()+")", fmt.Sprintf("%.2f", ratio), fmt.Sprintf("≥ %.2f", target), met(ratio >= target))
 	}
 	if r.Plain != nil && r.Plain.SchedulerCPUSeconds > 0 && p.SchedulerCPUSeconds > 0 {
 		a := r.Plain.SchedulerCPUSeconds * 1e3 / float64(r.Plain.Pods)
@@ -93,7 +93,7 @@ func (r Results) roundsMarkdown(row rowFunc) {
 	}
 	m, target := median(ratios), r.pluginTarget()
 	row(fmt.Sprintf("b/a (plugin, %s), %d alternating rounds", r.pluginPolicy(), len(r.Rounds)),
-		fmt.Sprintf("%s: **median %.2f**", strings.Join(byRound, ", "), m), fmt.Sprintf("≥ %.1f", target), met(m >= target))
+		fmt.Sprintf("%s: **median %.2f**", strings.Join(byRound, ", "), m), fmt.Sprintf("≥ %.2f", target), met(m >= target))
 	row("CPU per pod by round: a; b (ms)", strings.Join(cpu, " · "), "", "")
 }
 
