@@ -85,8 +85,13 @@ func (r *nodeRates) bestAdmitted(n, checks int, admit func(i int) bool) []string
 // that seldom refuse a node: a pod with required inter-pod (anti-)affinity, a DoNotSchedule
 // topology spread, a host port or a volume bound to a zone or node (a PersistentVolumeClaim,
 // an ephemeral volume) can be refused by every node the policy rates best, so it keeps every
-// node.
+// node. So does a pod of positive priority that may preempt: were the nodes kept all
+// refused, preemption would weigh only them (kube-scheduler marks the others unresolvable)
+// and could evict pods where another node had room.
 func narrowable(pod *v1.Pod) bool {
+	if p := pod.Spec.Priority; p != nil && *p > 0 && (pod.Spec.PreemptionPolicy == nil || *pod.Spec.PreemptionPolicy != v1.PreemptNever) {
+		return false
+	}
 	if a := pod.Spec.Affinity; a != nil {
 		if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
 			return false

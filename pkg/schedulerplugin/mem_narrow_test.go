@@ -193,6 +193,7 @@ func TestMemNarrowAdmission(t *testing.T) {
 		"anti-affinity": func(p *v1.Pod) {
 			p.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname"}}}}
 		},
+		"may preempt": func(p *v1.Pod) { p.Spec.Priority = ptr.To[int32](1000) },
 		"spread": func(p *v1.Pod) {
 			p.Spec.TopologySpreadConstraints = []v1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "zone", WhenUnsatisfiable: v1.DoNotSchedule}}
 		},
