@@ -92,10 +92,43 @@ func verifyTargets(ctx context.Context, cs kubernetes.Interface, names []string,
 		default:
 			inv, _, _ := res.NodeInventory(n)
 			t.Unit = inv.Unit
+			if t.Isolation == string(gpushare.IsolationMPS) {
+				t.ComputeShare = probeComputeShare(ctx, cs, n, res)
+			}
 			targets = append(targets, t)
 		}
 	}
 	return targets, rows, nil
+}
+
+// probeComputeShare is the compute share, in percent, the probe on an mps node must ask for
+// to be placed at all: a card holds pods with compute shares or pods without, never both
+// (gpushare.AnnotationComputeShare), so on a node where every card with a free unit already
+// holds shares a probe without one would wait until --verify-timeout. 0 (no share) when a
+// card without shares has a free unit, when no card has room for one more share either (the
+// probe then waits and its row says why), or when the node's pods cannot be listed.
+func probeComputeShare(ctx context.Context, cs kubernetes.Interface, n *corev1.Node, res gpushare.Resources) int {
+	pods, err := listActivePods(ctx, cs, n.Name)
+	if err != nil {
+		return 0
+	}
+	var on []*corev1.Pod
+	for i := range pods {
+		if pods[i].Spec.NodeName == n.Name {
+			on = append(on, &pods[i])
+		}
+	}
+	share := 0
+	for _, c := range buildNode(n, on, draObjects{}, res).Cards {
+		switch {
+		case !c.Healthy || c.Missing || c.Total-c.Allocated < 1:
+		case c.Compute == 0:
+			return 0
+		case c.Compute+gpushare.ComputeShareStep <= gpushare.MaxComputeShare:
+			share = gpushare.ComputeShareStep
+		}
+	}
+	return share
 }
 
 // verifyNodes reads the nodes named, or lists the GPU-sharing ones. Errors: a node named

@@ -29,10 +29,13 @@ type probeTarget struct {
 	// gpushare.io/isolation-enforced labels, Unit its gpu-mem unit.
 	Isolation, Enforced string
 	Unit                gpushare.Unit
+	// ComputeShare is the compute share (percent) the granted container asks for; 0: none
+	// (probeComputeShare).
+	ComputeShare int
 }
 
-// probePod is the pod that verifies t: a container granted one unit of mem and a sibling
-// granted nothing, both running gpushare-probe from image with the node's promise, placed by
+// probePod is the pod that verifies t: a container granted one unit of mem (and
+// t.ComputeShare, when set) and a sibling granted nothing, both running gpushare-probe from image with the node's promise, placed by
 // the scheduler on t.Node through a required node affinity (not spec.nodeName, which would
 // skip the scheduler and its gpu-mem accounting). It asks for no privilege.
 func probePod(ns, runID string, i int, t probeTarget, image string, mem corev1.ResourceName) *corev1.Pod {
@@ -52,11 +55,16 @@ func probePod(ns, runID string, i int, t probeTarget, image string, mem corev1.R
 	}
 	granted := container(containerGranted, 1)
 	granted.Resources.Limits = corev1.ResourceList{mem: resource.MustParse("1")}
+	var annotations map[string]string
+	if t.ComputeShare > 0 {
+		annotations = map[string]string{gpushare.AnnotationComputeShare: fmt.Sprintf("%s=%d", containerGranted, t.ComputeShare)}
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:      fmt.Sprintf("%s-%s-%d", probeAppName, runID, i),
-			Namespace: ns,
-			Labels:    map[string]string{gpushare.LabelVerifyRun: runID, "app.kubernetes.io/name": probeAppName},
+			Name:        fmt.Sprintf("%s-%s-%d", probeAppName, runID, i),
+			Namespace:   ns,
+			Labels:      map[string]string{gpushare.LabelVerifyRun: runID, "app.kubernetes.io/name": probeAppName},
+			Annotations: annotations,
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy:                 corev1.RestartPolicyNever,

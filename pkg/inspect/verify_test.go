@@ -291,3 +291,43 @@ func TestVerifyCommand(t *testing.T) {
 		t.Errorf("two NODEs without --verify: %v", r.err)
 	}
 }
+
+// TestVerifyComputeShare: on an mps node whose every card with room holds compute shares the
+// probe asks for one share step, or it could never be placed; where a card without shares
+// has room, or on a node without mps, it asks none.
+func TestVerifyComputeShare(t *testing.T) {
+	mps := func() *nodeB {
+		return makeNode("gpu-s", "").Sharing().Label(gpushare.LabelIsolation, "mps").Label(gpushare.LabelIsolationEnforced, "mps").
+			Inventory(t, gpushare.GiB, card(0, 16, true), card(1, 16, true))
+	}
+	shared := func(name, card, share string) runtime.Object {
+		return makePod("ml", name).Node("gpu-s").GPU(4, 0).Alloc(`{"0":{"`+card+`":4}}`).Annotate(gpushare.AnnotationComputeShare, "c0="+share).Obj()
+	}
+	tests := []struct {
+		name string
+		objs []runtime.Object
+		want string // the probe pod's compute share annotation; "" none
+	}{
+		{"every card holds shares", []runtime.Object{mps().Obj(), shared("a", "0", "50"), shared("b", "1", "25")}, containerGranted + "=5"},
+		{"a card without shares has room", []runtime.Object{mps().Obj(), shared("a", "0", "50"),
+			makePod("ml", "m").Node("gpu-s").GPU(4, 0).Alloc(`{"0":{"1":4}}`).Obj()}, ""},
+		{"an empty card", []runtime.Object{mps().Obj(), shared("a", "0", "50")}, ""},
+		{"shares full", []runtime.Object{mps().Obj(), shared("a", "0", "100"), shared("b", "1", "100")}, ""},
+		{"not mps", []runtime.Object{makeNode("gpu-s", "").Sharing().Inventory(t, gpushare.GiB, card(0, 16, true)).Obj(),
+			shared("a", "0", "50")}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newVerifyCluster(t, false, nil, tc.objs...)
+			if _, _, err := v.run(context.Background(), t, 10*time.Millisecond, "gpu-s"); ExitCode(err) != exitCheckIncomplete {
+				t.Errorf("exit %d (%v), want %d: the probe never ran", ExitCode(err), err, exitCheckIncomplete)
+			}
+			if len(v.created) != 1 {
+				t.Fatalf("%d probe pods created, want 1", len(v.created))
+			}
+			if got := v.created[0].Annotations[gpushare.AnnotationComputeShare]; got != tc.want {
+				t.Errorf("probe pod's %s = %q, want %q", gpushare.AnnotationComputeShare, got, tc.want)
+			}
+		})
+	}
+}
