@@ -292,6 +292,32 @@ func TestChartValues(t *testing.T) {
 			t.Errorf("image %s ignores image.registry", img)
 		}
 	})
+	t.Run("mps and toolkit hook flags", func(t *testing.T) {
+		args := func(sets []string) []string {
+			var ds appsv1.DaemonSet
+			render(t, "kube-system", sets).decode(t, "DaemonSet/share-plugin", &ds)
+			return ds.Spec.Template.Spec.Containers[0].Args
+		}
+		def := args(nil)
+		for _, want := range []string{"--mps-ready-timeout=30s", "--mps-release-grace=2m", "--mps-daemon-overhead-mib=0"} {
+			if !slices.Contains(def, want) {
+				t.Errorf("default share-plugin args %v lack %s", def, want)
+			}
+		}
+		for _, a := range def {
+			if strings.HasPrefix(a, "--nvidia-cdi-hook-path") || strings.HasPrefix(a, "--nvidia-driver-root") {
+				t.Errorf("default share-plugin args carry %s", a)
+			}
+		}
+		set := args([]string{"mps.readyTimeout=1m", "mps.releaseGrace=5m", "mps.daemonOverheadMiB=320",
+			"sharePlugin.nvidiaCDIHookPath=/usr/bin/nvidia-cdi-hook", "sharePlugin.nvidiaDriverRoot=/run/nvidia/driver"})
+		for _, want := range []string{"--mps-ready-timeout=1m", "--mps-release-grace=5m", "--mps-daemon-overhead-mib=320",
+			"--nvidia-cdi-hook-path=/usr/bin/nvidia-cdi-hook", "--nvidia-driver-root=/run/nvidia/driver"} {
+			if !slices.Contains(set, want) {
+				t.Errorf("share-plugin args %v lack %s", set, want)
+			}
+		}
+	})
 	t.Run("handover", func(t *testing.T) {
 		tests := []struct {
 			name string
