@@ -206,36 +206,18 @@ main() {
   fi
 
   mkdir -p "$OUT"
+  # What both replays read: the cluster, the trace and how it is sampled.
+  local trace=(--kubeconfig "$KUBECONFIG_FILE" --nodes "$NODES_CSV" --pods "$PODS_CSV"
+    --seed "$SEED" --tune "$TUNE" --unit "$UNIT" --limit "$LIMIT" --out "$OUT")
   if [ "$CHURN" = yes ]; then
     local churn=(--label "$policy_dir-cluster" --drain "${DRAIN:-2m}")
     [ "$MODE" = plugin ] && churn+=(--scheduler-name gpushare-scheduler)
     # The multigpu traces carry no times: they take the default trace's, as make bench-churn.
     case $TRACE in multigpu*) churn+=(--times "$TRACES_DIR/openb_pod_list_default.csv") ;; esac
-    "$GPUSHARE_BIN/gpushare-replay" churn \
-      --kubeconfig "$KUBECONFIG_FILE" \
-      --nodes "$NODES_CSV" \
-      --pods "$PODS_CSV" \
-      --seed "$SEED" \
-      --tune "$TUNE" \
-      --unit "$UNIT" \
-      --limit "$LIMIT" \
-      --policy "$POLICY" \
-      --out "$OUT" \
-      "${churn[@]}" | tee "$OUT/summary.txt"
+    "$GPUSHARE_BIN/gpushare-replay" churn "${trace[@]}" --policy "$POLICY" "${churn[@]}" | tee "$OUT/summary.txt"
     return
   fi
-  "$GPUSHARE_BIN/gpushare-replay" \
-    --kubeconfig "$KUBECONFIG_FILE" \
-    --nodes "$NODES_CSV" \
-    --pods "$PODS_CSV" \
-    --seed "$SEED" \
-    --tune "$TUNE" \
-    --unit "$UNIT" \
-    --limit "$LIMIT" \
-    --stop-at "$STOP_AT" \
-    --out "$OUT" \
-    --policy-label "$POLICY" \
-    "${flags[@]}" | tee "$OUT/summary.txt"
+  "$GPUSHARE_BIN/gpushare-replay" "${trace[@]}" --stop-at "$STOP_AT" --policy-label "$POLICY" "${flags[@]}" | tee "$OUT/summary.txt"
 }
 
 main "$@"
