@@ -55,6 +55,7 @@ func (p *Plugin) narrowDRA(ctx context.Context, s *cycleState, pod *v1.Pod, node
 		return nil, err
 	}
 	p.narrowed.add(pod.UID)
+	s.narrowed = true
 	return &fwk.PreFilterResult{NodeNames: sets.New(names...)}, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	ct "github.com/gpushare/gpushare/pkg/cache/cachetest"
@@ -24,6 +25,17 @@ type fakeHandle struct {
 	client  *fake.Clientset
 	factory informers.SharedInformerFactory
 	dra     fwk.SharedDRAManager
+
+	mu        sync.Mutex
+	activated []string // the pods Activate was asked to move, namespace/name
+}
+
+func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*v1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, p := range pods {
+		h.activated = append(h.activated, p.Namespace+"/"+p.Name)
+	}
 }
 
 func (h *fakeHandle) ClientSet() kubernetes.Interface                        { return h.client }
@@ -115,6 +127,7 @@ func (p testPodInfo) GetPod() *v1.Pod { return p.pod }
 type fixture struct {
 	pl     *Plugin
 	client *fake.Clientset
+	h      *fakeHandle
 }
 
 func start(t testing.TB, args runtime.Object, objs ...runtime.Object) *fixture {
@@ -137,7 +150,8 @@ func startWithDRA(t testing.TB, args runtime.Object, dra fwk.SharedDRAManager, o
 	ct.ReactToBindings(client)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	ctx, cancel := context.WithCancel(context.Background())
-	p, err := New(ctx, args, &fakeHandle{client: client, factory: factory, dra: dra})
+	h := &fakeHandle{client: client, factory: factory, dra: dra}
+	p, err := New(ctx, args, h)
 	if err != nil {
 		cancel()
 		t.Fatalf("New: %v", err)
@@ -152,7 +166,7 @@ func startWithDRA(t testing.TB, args runtime.Object, dra fwk.SharedDRAManager, o
 		}
 		time.Sleep(time.Millisecond)
 	}
-	f := &fixture{pl: pl, client: client}
+	f := &fixture{pl: pl, client: client, h: h}
 	waitDRASynced(t, f)
 	return f
 }

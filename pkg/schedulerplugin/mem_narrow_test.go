@@ -206,3 +206,36 @@ func TestMemNarrowAdmission(t *testing.T) {
 		}
 	}
 }
+
+// TestPostFilterRetriesNarrowed: a cycle PreFilter narrowed and no node took asks the queue
+// to retry the pod (Activate); its retry, over every node, does not ask again, nor does a
+// pod never narrowed.
+func TestPostFilterRetriesNarrowed(t *testing.T) {
+	objs, infos := memCluster(narrowNodes + 13)
+	f := start(t, &GPUShareArgs{Policy: "binpack"}, objs...)
+	ctx := context.Background()
+	pod := ct.Pod("nb", 2)
+	cycle := func() *fwk.Status {
+		st := newState()
+		if _, status := f.pl.PreFilter(ctx, st, pod, infos); !status.IsSuccess() {
+			t.Fatal(status)
+		}
+		_, status := f.pl.PostFilter(ctx, st, pod, nil)
+		return status
+	}
+	if s := cycle(); s.Code() != fwk.Unschedulable || len(f.h.activated) != 1 || f.h.activated[0] != "default/nb" {
+		t.Fatalf("narrowed cycle: PostFilter = %v, activated %v; want Unschedulable and default/nb activated", s, f.h.activated)
+	}
+	if s := cycle(); s.Code() != fwk.Unschedulable || len(f.h.activated) != 1 {
+		t.Errorf("retry over every node: PostFilter = %v, activated %v; want no second activation", s, f.h.activated)
+	}
+	other := ct.Pod("other", 2)
+	other.Spec.Containers[0].Ports = []v1.ContainerPort{{ContainerPort: 80, HostPort: 8080}} // never narrowed
+	st := newState()
+	if _, status := f.pl.PreFilter(ctx, st, other, infos); !status.IsSuccess() {
+		t.Fatal(status)
+	}
+	if _, s := f.pl.PostFilter(ctx, st, other, nil); s.Code() != fwk.Unschedulable || len(f.h.activated) != 1 {
+		t.Errorf("pod never narrowed: PostFilter = %v, activated %v; want no activation", s, f.h.activated)
+	}
+}

@@ -52,6 +52,7 @@ type Plugin struct {
 	narrowNext    atomic.Uint64        // where narrowDRA's next window of nodes starts
 	narrowScan    int                  // nodes narrowDRA rates (GPUShareArgs.ClaimNodesToRate; 0: all); -1: no narrowing
 	memNarrowing  bool                 // GPUShareArgs.MemNarrowing (narrowMem)
+	activator     fwk.PodActivator     // the scheduling queue, which PostFilter asks to retry a narrowed pod
 	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
 }
 
@@ -154,8 +155,8 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return &Plugin{
 		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
 		parallelizer: h.Parallelizer(), dra: h.SharedDRAManager(), draIndex: idx, narrowScan: narrowScan(args),
-		memNarrowing: *args.MemNarrowing,
-		binder:       &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
+		memNarrowing: *args.MemNarrowing, activator: h,
+		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
 }
 

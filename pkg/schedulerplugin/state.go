@@ -38,6 +38,9 @@ type cycleState struct {
 	scores *nodeRates
 	// bind is what Reserve held, for Bind and Unreserve; nil before Reserve.
 	bind *reserved
+	// narrowed: PreFilter restricted this cycle to the nodes the policy rates best
+	// (narrowMem, narrowDRA), so PostFilter asks for a retry on every node.
+	narrowed bool
 }
 
 // nodeDryRun is one node's pods removed and added by a dry run, with the gpu-mem units per

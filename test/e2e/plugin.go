@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +70,57 @@ func CasePluginPreemption(t *testing.T, e *Env) {
 	}
 	if ev := podEvents(e, ns, "low"); !strings.Contains(ev, "Preempted") {
 		t.Logf("low's events (no Preempted event seen yet): %s", ev)
+	}
+}
+
+// CasePluginNarrowFallback: gpushare-scheduler narrows a gpu-mem pod to the 32 nodes its
+// policy rates best. When every one of them refuses it for a reason GPUShare does not read
+// (here the required anti-affinity of a pod already there), GPUShare's PostFilter has it
+// retried at once over every node, and it runs on the one node left within seconds, not after
+// the unschedulable queue's five minutes.
+func CasePluginNarrowFallback(t *testing.T, e *Env) {
+	requireBinary(t, e, "gpushare-scheduler")
+	ns := newNamespace(t, e)
+	const blocked = 34 // more than the 32 nodes narrowing keeps
+	var nodes []string
+	for range blocked + 1 {
+		nodes = append(nodes, newKwokNode(t, e, "narrow", t4)) // one card of 14 units each
+	}
+	free := nodes[blocked]
+	victimLabels := map[string]string{"e2e-narrow": "victim"}
+	// 10 of 14 units taken: a 4-unit pod fills such a card exactly, which fgd and binpack both
+	// rate above the empty card of free.
+	for i, n := range nodes[:blocked] {
+		p := scheduledBy(PluginSchedulerName, gpuPod(ns, fmt.Sprintf("blocker-%d", i), n, ctr{units: 10}))
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: victimLabels},
+				TopologyKey:   corev1.LabelHostname,
+			}},
+		}}
+		createPod(t, e, p)
+	}
+	for i := range blocked {
+		waitPod(t, e, ns, fmt.Sprintf("blocker-%d", i), 2*time.Minute, "Running", isRunning)
+	}
+
+	victim := scheduledBy(PluginSchedulerName, gpuPod(ns, "victim", free, ctr{units: 4}))
+	victim.Labels = victimLabels
+	victim.Spec.NodeSelector = nil
+	victim.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: nodes}},
+		}}},
+	}}
+	start := time.Now()
+	createPod(t, e, victim)
+	got := waitPod(t, e, ns, "victim", 45*time.Second, "Running on the node the narrowed set left out", isRunning)
+	if got.Spec.NodeName != free {
+		t.Fatalf("victim runs on %s, want %s (every other node holds a pod that refuses it)", got.Spec.NodeName, free)
+	}
+	t.Logf("victim bound to the node left out after %v", time.Since(start).Round(100*time.Millisecond))
+	// The first attempt was narrowed: its event names GPUShare as what left the other nodes out.
+	if ev := podEvents(e, ns, "victim"); !strings.Contains(ev, "didn't satisfy plugin(s) [GPUShare]") && !strings.Contains(ev, "retrying on every node") {
+		t.Errorf("victim's events do not show a narrowed first attempt:\n%s", ev)
 	}
 }

@@ -41,6 +41,7 @@ var suite = []struct {
 	{"PluginCardChoice", CasePluginCardChoice},
 	{"PluginMultiContainerMultiCard", CasePluginMultiContainerMultiCard},
 	{"PluginPreemption", CasePluginPreemption},
+	{"PluginNarrowFallback", CasePluginNarrowFallback},
 	{"PluginRetriesOnlyWhenMemoryFrees", CasePluginRetriesOnlyWhenMemoryFrees},
 
 	{"DeployManifestsDryRun", CaseDeployManifestsDryRun},
