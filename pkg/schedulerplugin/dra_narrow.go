@@ -77,15 +77,29 @@ func (p *Plugin) narrowIn(ctx context.Context, s *cycleState, pod *v1.Pod, nodes
 	return r.best(keep), true, nil
 }
 
-// best are the names of the fitting nodes, the n best-rated of them (0: all), best first.
+// best are the names of the fitting nodes, the n best-rated of them (0: all).
 func (r *nodeRates) best(n int) []string {
+	idx := r.fitting(n > 0)
+	if n > 0 {
+		idx = idx[:min(n, len(idx))]
+	}
+	out := make([]string, len(idx))
+	for i, j := range idx {
+		out[i] = r.names[j]
+	}
+	return out
+}
+
+// fitting are the indexes of the fitting nodes: best-rated first (ties in list order) when
+// sorted, else in list order.
+func (r *nodeRates) fitting(sorted bool) []int {
 	idx := make([]int, 0, len(r.names))
 	for i, fit := range r.fits {
 		if fit {
 			idx = append(idx, i)
 		}
 	}
-	if n > 0 && len(idx) > n {
+	if sorted {
 		slices.SortStableFunc(idx, func(a, b int) int {
 			switch {
 			case r.rates[a] > r.rates[b]:
@@ -95,13 +109,8 @@ func (r *nodeRates) best(n int) []string {
 			}
 			return 0
 		})
-		idx = idx[:n]
 	}
-	out := make([]string, len(idx))
-	for i, j := range idx {
-		out[i] = r.names[j]
-	}
-	return out
+	return idx
 }
 
 // narrowedPods are the pods narrowDRA narrowed and Reserve has not placed since. Safe for

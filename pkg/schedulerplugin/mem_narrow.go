@@ -2,7 +2,6 @@ package schedulerplugin
 
 import (
 	"context"
-	"slices"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -56,21 +55,7 @@ func (p *Plugin) narrowMem(ctx context.Context, s *cycleState, pod *v1.Pod, node
 // bestAdmitted are the names of up to n fitting nodes, best-rated first, that admit(i)
 // passes, of the checks best-rated fitting nodes.
 func (r *nodeRates) bestAdmitted(n, checks int, admit func(i int) bool) []string {
-	idx := make([]int, 0, len(r.names))
-	for i, fit := range r.fits {
-		if fit {
-			idx = append(idx, i)
-		}
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case r.rates[a] > r.rates[b]:
-			return -1
-		case r.rates[a] < r.rates[b]:
-			return 1
-		}
-		return 0
-	})
+	idx := r.fitting(true)
 	var out []string
 	for _, i := range idx[:min(len(idx), checks)] {
 		if admit(i) {
