@@ -56,6 +56,7 @@ func (p *Plugin) narrowDRA(ctx context.Context, s *cycleState, pod *v1.Pod, node
 	}
 	p.narrowed.add(pod.UID)
 	s.narrowed = true
+	p.narrowings.WithLabelValues(narrowedClaims, outcomeNarrowed).Inc()
 	return &fwk.PreFilterResult{NodeNames: sets.New(names...)}, nil
 }
 

@@ -49,6 +49,7 @@ func (p *Plugin) narrowMem(ctx context.Context, s *cycleState, pod *v1.Pod, node
 	}
 	p.narrowed.add(pod.UID)
 	s.narrowed = true
+	p.narrowings.WithLabelValues(narrowedGPUMem, outcomeNarrowed).Inc()
 	return &fwk.PreFilterResult{NodeNames: sets.New(names...)}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -237,5 +238,10 @@ func TestPostFilterRetriesNarrowed(t *testing.T) {
 	}
 	if _, s := f.pl.PostFilter(ctx, st, other, nil); s.Code() != fwk.Unschedulable || len(f.h.activated) != 1 {
 		t.Errorf("pod never narrowed: PostFilter = %v, activated %v; want no activation", s, f.h.activated)
+	}
+	for outcome, want := range map[string]float64{outcomeNarrowed: 1, outcomeRetried: 1} {
+		if got := testutil.ToFloat64(f.pl.narrowings.WithLabelValues(narrowedGPUMem, outcome)); got != want {
+			t.Errorf("gpushare_scheduler_narrowed_pods_total{request=gpu-mem,outcome=%s} = %v, want %v", outcome, got, want)
+		}
 	}
 }

@@ -27,9 +27,13 @@ func TestFactoryRegistersLedgerMetrics(t *testing.T) {
 		cancel()
 		t.Fatal(err)
 	}
-	if _, err := factory(ctx, nil, &fakeHandle{client: client, factory: informers.NewSharedInformerFactory(client, 0)}); err != nil {
+	second, err := factory(ctx, nil, &fakeHandle{client: client, factory: informers.NewSharedInformerFactory(client, 0)})
+	if err != nil {
 		cancel()
 		t.Fatalf("second instance on the same registry: %v", err)
+	}
+	if second.(*Plugin).narrowings != p.(*Plugin).narrowings {
+		t.Error("the second instance counts narrowings into series of its own, not the registered ones")
 	}
 	inf.Start(ctx.Done())
 	t.Cleanup(func() { cancel(); inf.Shutdown() })

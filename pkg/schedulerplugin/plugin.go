@@ -43,17 +43,18 @@ type Plugin struct {
 	nodeSelector  labels.Selector           // the nodes the ledger accounts (GPUShareArgs.NodeSelector)
 	lastAwaited   atomic.Pointer[types.UID] // the deleted pod awaitLedger last waited for
 	binder        *binding.Binder
-	parallelizer  fwk.Parallelizer     // nil: PreScore rates the nodes in one goroutine
-	dra           fwk.SharedDRAManager // the scheduler's DRA objects; nil when it runs without DRA
-	draIndex      *draIndex            // the gpushare slices and allocated claims by pool; nil without DRA
-	slices        sliceMemo            // the gpushare ResourceSlices' devices as read, for PreScore
-	draNodes      draNodeMemo          // the DRA nodes as charged from draIndex, for PreScore
-	narrowed      narrowedPods         // pods PreFilter narrowed, not placed since (narrowDRA, narrowMem)
-	narrowNext    atomic.Uint64        // where narrowDRA's next window of nodes starts
-	narrowScan    int                  // nodes narrowDRA rates (GPUShareArgs.ClaimNodesToRate; 0: all); -1: no narrowing
-	memNarrowing  bool                 // GPUShareArgs.MemNarrowing (narrowMem)
-	activator     fwk.PodActivator     // the scheduling queue, which PostFilter asks to retry a narrowed pod
-	rates         sync.Pool            // of *nodeRates, PreScore's buffers (score.go)
+	parallelizer  fwk.Parallelizer       // nil: PreScore rates the nodes in one goroutine
+	dra           fwk.SharedDRAManager   // the scheduler's DRA objects; nil when it runs without DRA
+	draIndex      *draIndex              // the gpushare slices and allocated claims by pool; nil without DRA
+	slices        sliceMemo              // the gpushare ResourceSlices' devices as read, for PreScore
+	draNodes      draNodeMemo            // the DRA nodes as charged from draIndex, for PreScore
+	narrowed      narrowedPods           // pods PreFilter narrowed, not placed since (narrowDRA, narrowMem)
+	narrowNext    atomic.Uint64          // where narrowDRA's next window of nodes starts
+	narrowScan    int                    // nodes narrowDRA rates (GPUShareArgs.ClaimNodesToRate; 0: all); -1: no narrowing
+	memNarrowing  bool                   // GPUShareArgs.MemNarrowing (narrowMem)
+	activator     fwk.PodActivator       // the scheduling queue, which PostFilter asks to retry a narrowed pod
+	narrowings    *prometheus.CounterVec // pods narrowed and retried, by request (newNarrowings)
+	rates         sync.Pool              // of *nodeRates, PreScore's buffers (score.go)
 }
 
 var (
@@ -65,6 +66,7 @@ var (
 	_ fwk.ScoreExtensions     = (*Plugin)(nil)
 	_ fwk.ReservePlugin       = (*Plugin)(nil)
 	_ fwk.BindPlugin          = (*Plugin)(nil)
+	_ fwk.PostFilterPlugin    = (*Plugin)(nil)
 )
 
 // Options are what the command wiring the plugin adds to New.
@@ -83,12 +85,22 @@ func Factory(o Options) func(ctx context.Context, obj runtime.Object, h fwk.Hand
 		if err != nil || o.Registerer == nil {
 			return p, err
 		}
+		pl := p.(*Plugin)
 		var dup prometheus.AlreadyRegisteredError
-		switch err := o.Registerer.Register(metrics.NewLedgerCollector(p.(*Plugin).cache)); {
+		switch err := o.Registerer.Register(metrics.NewLedgerCollector(pl.cache)); {
 		case errors.As(err, &dup):
 			klog.FromContext(ctx).V(2).Info("GPUShare ledger metrics already registered by another profile")
 		case err != nil:
 			return nil, fmt.Errorf("%s: registering the ledger metrics: %w", Name, err)
+		}
+		switch err := o.Registerer.Register(pl.narrowings); {
+		case errors.As(err, &dup):
+			// Another profile's plugin counts into the same series.
+			if existing, ok := dup.ExistingCollector.(*prometheus.CounterVec); ok {
+				pl.narrowings = existing
+			}
+		case err != nil:
+			return nil, fmt.Errorf("%s: registering the narrowing metrics: %w", Name, err)
 		}
 		return p, nil
 	}
@@ -155,9 +167,28 @@ func New(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, err
 	return &Plugin{
 		cache: c, pol: pol, workloadAware: workloadAware, res: res, wording: wording, nodeSelector: sel,
 		parallelizer: h.Parallelizer(), dra: h.SharedDRAManager(), draIndex: idx, narrowScan: narrowScan(args),
-		memNarrowing: *args.MemNarrowing, activator: h,
+		memNarrowing: *args.MemNarrowing, activator: h, narrowings: newNarrowings(),
 		binder: &binding.Binder{Cache: c, Client: h.ClientSet(), Wording: wording, Timeout: args.BindTimeout.Duration},
 	}, nil
+}
+
+// Values of gpushare_scheduler_narrowed_pods_total's labels.
+const (
+	narrowedGPUMem  = "gpu-mem"  // request: a pod that requests gpu-mem (narrowMem)
+	narrowedClaims  = "claims"   // request: a pod with gpushare ResourceClaims (narrowDRA)
+	outcomeNarrowed = "narrowed" // PreFilter kept the nodes the policy rates best
+	outcomeRetried  = "retried"  // none of them took the pod: PostFilter had it retried on every node
+)
+
+// newNarrowings is gpushare_scheduler_narrowed_pods_total: how often PreFilter narrowed a
+// pod's nodes, and how often none of the nodes kept took it. A retried share well above a
+// few percent says narrowing keeps nodes the cluster's other filters refuse
+// (GPUShareArgs.MemNarrowing).
+func newNarrowings() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "gpushare_scheduler_narrowed_pods_total",
+		Help: "Scheduling cycles whose nodes GPUShare's PreFilter narrowed to those its policy rates best (outcome narrowed), and those none of them took, retried on every node (outcome retried); by request: gpu-mem or claims.",
+	}, []string{"request", "outcome"})
 }
 
 // narrowScan is Plugin.narrowScan from the arguments.

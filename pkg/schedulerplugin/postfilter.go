@@ -26,5 +26,10 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *v1.P
 	logger := klog.FromContext(ctx)
 	logger.V(4).Info("GPUShare retries a narrowed pod on every node", "pod", klog.KObj(pod))
 	p.activator.Activate(logger, map[string]*v1.Pod{pod.Namespace + "/" + pod.Name: pod})
+	request := narrowedGPUMem
+	if s.req.IsZero() {
+		request = narrowedClaims
+	}
+	p.narrowings.WithLabelValues(request, outcomeRetried).Inc()
 	return nil, fwk.NewStatus(fwk.Unschedulable, "the nodes GPUShare rated best refused the pod; retrying on every node")
 }
