@@ -8,6 +8,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/gpushare/gpushare/pkg/policy"
@@ -25,17 +26,19 @@ const narrowNodes = 32
 // narrowDRA is, for a pod without gpu-mem whose gpushare claims ask memory, the nodes its
 // Filter should run on: those whose DRA cards hold the claims where kube-scheduler's
 // allocator will put them (draRater), and under fgd or binpack only the narrowNodes
-// best-rated of them. It rates a window of GPUShareArgs.ClaimNodesToRate nodes (rating is
+// best-rated of them that pass admission's reading of kube-scheduler's commonest filters,
+// as narrowMem keeps. It rates a window of GPUShareArgs.ClaimNodesToRate nodes (rating is
 // most of its cost), from a start that rotates from pod to pod as kube-scheduler's does,
 // and every node when none there holds the claims. It reads the pod's claims and the DRA
 // nodes into s.dra, which PreScore then reuses. nil (every node) when there is nothing to
-// narrow: narrowing turned off (GPUShareArgs.ClaimNarrowing), no such claims, the claim
-// index not synced yet, no node that holds them (the allocator then gives every node's
+// narrow: narrowing turned off (GPUShareArgs.ClaimNarrowing), no such claims, a pod with
+// constraints GPUShare does not read (narrowable), the claim index not synced yet, no node
+// that holds them (the allocator then gives every node's
 // reason), or a pod narrowed before that was not placed since (its retry sees every node,
 // so that a node set the allocator refuses cannot hold it back). Errors: the DRA manager's
 // listers or tracker failing.
 func (p *Plugin) narrowDRA(ctx context.Context, s *cycleState, pod *v1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, error) {
-	if p.narrowScan < 0 || p.draIndex == nil || len(pod.Spec.ResourceClaims) == 0 || !p.draIndex.ready() || p.narrowed.has(pod.UID) {
+	if p.narrowScan < 0 || p.draIndex == nil || len(pod.Spec.ResourceClaims) == 0 || !narrowable(pod) || !p.draIndex.ready() || p.narrowed.has(pod.UID) {
 		return nil, nil
 	}
 	window := nodes
@@ -71,11 +74,11 @@ func (p *Plugin) narrowIn(ctx context.Context, s *cycleState, pod *v1.Pod, nodes
 	p.learnClaimShape(s, pod, nodes)
 	r := p.rate(ctx, s, pod, nodes)
 	defer r.release(&p.rates)
-	keep := 0 // every fitting node
-	if policy.Packs(p.pol.Name()) {
-		keep = narrowNodes
+	if !policy.Packs(p.pol.Name()) {
+		return r.best(0), true, nil // every fitting node
 	}
-	return r.best(keep), true, nil
+	adm := newAdmission(klog.FromContext(ctx), pod)
+	return r.bestAdmitted(narrowNodes, memNarrowChecks, func(i int) bool { return adm.admits(nodes[i]) }), true, nil
 }
 
 // best are the names of the fitting nodes, the n best-rated of them (0: all).

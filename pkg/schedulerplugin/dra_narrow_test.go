@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -141,5 +142,40 @@ func TestDRANarrowWindow(t *testing.T) {
 	off := startWithDRA(t, &GPUShareArgs{Policy: "binpack", ClaimNarrowing: ptr.To(false)}, d, objs...)
 	if res, status := off.pl.PreFilter(ctx, newState(), claimPod("nb", "notebook"), infos); !status.IsSkip() || res != nil {
 		t.Errorf("claimNarrowing false: PreFilter = %v, %v; want Skip", res, status)
+	}
+}
+
+// TestDRANarrowAdmission: under a packing policy a claim pod is narrowed to nodes its
+// nodeSelector matches, however well the others rate; one with required anti-affinity is not
+// narrowed.
+func TestDRANarrowAdmission(t *testing.T) {
+	used := map[string]int{}
+	for i := range narrowNodes + 8 {
+		used[fmt.Sprintf("n%02d", i)] = i % 13
+	}
+	d, objs, infos := narrowCluster(t, used)
+	for i, info := range infos {
+		n := info.(testNodeInfo)
+		node := n.node.DeepCopy()
+		if node.Name < "n06" { // n00..n05 and cpu: pool a
+			node.Labels = map[string]string{"pool": "a"}
+		}
+		infos[i] = n.withNode(node)
+	}
+	f := startWithDRA(t, &GPUShareArgs{Policy: "binpack"}, d, objs...)
+	pod := claimPod("nb", "notebook")
+	pod.Spec.NodeSelector = map[string]string{"pool": "a"}
+	res, status := f.pl.PreFilter(context.Background(), newState(), pod, infos)
+	if !status.IsSuccess() || res == nil {
+		t.Fatalf("PreFilter = %v, %v; want narrowed", res, status)
+	}
+	if want := sets.New("n00", "n01", "n02", "n03", "n04", "n05"); !res.NodeNames.Equal(want) {
+		t.Errorf("narrowed to %v, want the pool's DRA nodes %v", sets.List(res.NodeNames), sets.List(want))
+	}
+
+	anti := claimPod("anti", "notebook")
+	anti.Spec.Affinity = &v1.Affinity{PodAntiAffinity: &v1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []v1.PodAffinityTerm{{TopologyKey: v1.LabelHostname}}}}
+	if res, status := f.pl.PreFilter(context.Background(), newState(), anti, infos); !status.IsSkip() || res != nil {
+		t.Errorf("PreFilter of a claim pod with required anti-affinity = %v, %v; want Skip (every node)", res, status)
 	}
 }

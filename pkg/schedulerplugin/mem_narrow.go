@@ -14,8 +14,8 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// memNarrowChecks bounds how many of the best-rated nodes narrowMem reads against the pod's
-// other constraints (admission.admits) before it keeps what it found.
+// memNarrowChecks bounds how many of the best-rated nodes narrowMem and narrowDRA read
+// against the pod's other constraints (admission.admits) before they keep what they found.
 const memNarrowChecks = 8 * narrowNodes
 
 // narrowMem is, for a pod that requests gpu-mem, the nodes its Filter and Score should run
