@@ -8,8 +8,6 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
-var _ fwk.PostFilterPlugin = (*Plugin)(nil)
-
 // PostFilter, for a pod whose nodes PreFilter narrowed this cycle (narrowMem, narrowDRA) and
 // that none of them took, asks the scheduling queue to retry it at once
 // (fwk.PodActivator.Activate, which for a pod still in its cycle takes effect when the pod
