@@ -23,6 +23,10 @@ import (
 // other score plugins a say among the nodes the policy rates best.
 const narrowNodes = 32
 
+// narrowChecks bounds how many of the best-rated nodes narrowMem and narrowDRA read against
+// the pod's other constraints (admission.admits) before they keep what they found.
+const narrowChecks = 8 * narrowNodes
+
 // narrowDRA is, for a pod without gpu-mem whose gpushare claims ask memory, the nodes its
 // Filter should run on: those whose DRA cards hold the claims where kube-scheduler's
 // allocator will put them (draRater), and under fgd or binpack only the narrowNodes
@@ -78,7 +82,7 @@ func (p *Plugin) narrowIn(ctx context.Context, s *cycleState, pod *v1.Pod, nodes
 		return r.best(0), true, nil // every fitting node
 	}
 	adm := newAdmission(klog.FromContext(ctx), pod)
-	return r.bestAdmitted(narrowNodes, memNarrowChecks, func(i int) bool { return adm.admits(nodes[i]) }), true, nil
+	return r.bestAdmitted(narrowNodes, narrowChecks, func(i int) bool { return adm.admits(nodes[i]) }), true, nil
 }
 
 // best are the names of the fitting nodes, the n best-rated of them (0: all).

@@ -14,10 +14,6 @@ import (
 	"github.com/gpushare/gpushare/pkg/policy"
 )
 
-// memNarrowChecks bounds how many of the best-rated nodes narrowMem and narrowDRA read
-// against the pod's other constraints (admission.admits) before they keep what they found.
-const memNarrowChecks = 8 * narrowNodes
-
 // narrowMem is, for a pod that requests gpu-mem, the nodes its Filter and Score should run
 // on when the plugin's policy packs (fgd, binpack): the narrowNodes best-rated of those whose
 // cards hold it and that pass a cheap reading of kube-scheduler's commonest filters
@@ -43,7 +39,7 @@ func (p *Plugin) narrowMem(ctx context.Context, s *cycleState, pod *v1.Pod, node
 	r := p.rate(ctx, s, pod, nodes)
 	defer r.release(&p.rates)
 	adm := newAdmission(klog.FromContext(ctx), pod)
-	names := r.bestAdmitted(narrowNodes, memNarrowChecks, func(i int) bool { return adm.admits(nodes[i]) })
+	names := r.bestAdmitted(narrowNodes, narrowChecks, func(i int) bool { return adm.admits(nodes[i]) })
 	if len(names) == 0 {
 		return nil
 	}
