@@ -8,15 +8,18 @@ import "math"
 // A node equal in every card and in its host to one scored before gets that node's score and
 // fit, bit for bit. Entries are found by a hash and confirmed by comparing the content, so
 // a collision costs a miss, never a wrong answer. Owned by one Scorer (one prioritize call
-// or one piece of one), so it holds at most one entry per node scored and dies with the call.
+// or one piece of one), so it holds at most one entry per node scored; reset empties it for
+// the Scorer's next pod (ScorerPool) and keeps its storage.
 type scoreMemo struct {
 	index   map[uint64]int32 // hash → first entry with that hash
 	entries []memoEntry
-	// free is the unused end of the current chunk the entries' cards are copied into.
-	// Chunks are never grown and copied, only added (doubling up to maxMemoChunk cards):
-	// a prioritize call allocates about what it keeps.
-	free  []Card
-	chunk int // the current chunk's size
+	// chunks are the arrays the entries' cards are copied into, chunks[:used] handed out
+	// since the last reset, free the unused end of chunks[used-1]. Chunks are never grown
+	// and copied, only added (doubling up to maxMemoChunk cards): a prioritize call
+	// allocates about what it keeps, and a reset memo nothing until it outgrows them.
+	chunks [][]Card
+	used   int
+	free   []Card
 }
 
 type memoEntry struct {
@@ -95,8 +98,7 @@ func (m *scoreMemo) store(h uint64, node Node, score float64, ok bool) {
 	}
 	n := len(node.Cards)
 	if len(m.free) < n {
-		m.chunk = min(max(2*m.chunk, minMemoChunk), maxMemoChunk)
-		m.free = make([]Card, max(m.chunk, n))
+		m.free = m.nextChunk(n)
 	}
 	if len(node.Unmet) > math.MaxInt32 {
 		return
@@ -120,4 +122,33 @@ func firstWord(s ConstraintSet) *uint64 {
 		return nil
 	}
 	return &s[0]
+}
+
+// nextChunk is the next chunk of at least n cards: one kept from before the last reset, or
+// a new one twice the size of the last (minMemoChunk..maxMemoChunk).
+func (m *scoreMemo) nextChunk(n int) []Card {
+	for m.used < len(m.chunks) {
+		c := m.chunks[m.used]
+		m.used++
+		if len(c) >= n {
+			return c
+		}
+	}
+	size := minMemoChunk
+	if k := len(m.chunks); k > 0 {
+		size = min(2*len(m.chunks[k-1]), maxMemoChunk)
+	}
+	c := make([]Card, max(size, n))
+	m.chunks = append(m.chunks, c)
+	m.used = len(m.chunks)
+	return c
+}
+
+// reset forgets every entry and keeps the storage: the index's table, the entries' array
+// and the chunks. The entries are zeroed so that they keep no node's constraint set alive.
+func (m *scoreMemo) reset() {
+	clear(m.index)
+	clear(m.entries)
+	m.entries = m.entries[:0]
+	m.used, m.free = 0, nil
 }

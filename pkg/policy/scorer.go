@@ -15,7 +15,7 @@ type usageScorer interface {
 // gives the same fit answer as the policy's Place and, bit for bit, the same value as its
 // Score of that placement, but for the registered policies it builds no Placement: once its
 // buffers have grown to the largest node, it allocates nothing. Not safe for concurrent
-// use; make one per call.
+// use; make one per call, or take one from a ScorerPool.
 type Scorer struct {
 	pol    Policy
 	fast   usageScorer // nil for a policy defined elsewhere: Score then calls Place
@@ -26,6 +26,8 @@ type Scorer struct {
 	// memo is on for fgd with a workload, whose scoring costs far more than finding a node
 	// equal to one scored before (scoreMemo); the cheap policies score every node afresh.
 	memo *scoreMemo
+	// spare is a memo's storage kept while the policy needs none, for a later init.
+	spare *scoreMemo
 	// firstFit: the cards are FirstFit's (NewFirstFitScorer), not the policy's Place.
 	firstFit bool
 }
@@ -54,14 +56,35 @@ func NewFirstFitScorer(pol Policy, req gpushare.PodRequest, host Host) *Scorer {
 
 // newScorer is a Scorer of pol's Place, without its card order.
 func newScorer(pol Policy, req gpushare.PodRequest, host Host) *Scorer {
-	sc := &Scorer{pol: pol, req: req, host: host}
+	sc := &Scorer{}
+	sc.init(pol, req, host)
+	return sc
+}
+
+// init makes sc a Scorer of pol's Place for req, without its card order, keeping the
+// buffers and memo storage it has (ScorerPool): nothing it remembered of another pod or
+// policy is used again.
+func (sc *Scorer) init(pol Policy, req gpushare.PodRequest, host Host) {
+	memo := sc.memo
+	if memo == nil {
+		memo = sc.spare
+	}
+	if memo != nil {
+		memo.reset()
+	}
+	*sc = Scorer{pol: pol, req: req, host: host, s: sc.s}
+	sc.s.forget()
 	if f, ok := pol.(usageScorer); ok {
 		sc.fast = f
 	}
 	if f, ok := pol.(fgd); ok && len(f.w) > 0 {
-		sc.memo = &scoreMemo{}
+		if memo == nil {
+			memo = &scoreMemo{}
+		}
+		sc.memo = memo
+	} else {
+		sc.spare = memo
 	}
-	return sc
 }
 
 // Score places the pod on node and scores the placement; ok is false where it does not

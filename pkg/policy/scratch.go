@@ -42,6 +42,16 @@ type capsEntry struct {
 	caps  []int64
 }
 
+// forget drops what the buffers remember of earlier nodes under a workload (fgd's host
+// caps and podsToUse), keeping their arrays: a Scorer taken from a ScorerPool then scores
+// as a new one does.
+func (s *scratch) forget() {
+	for i := range s.caps {
+		s.caps[i].valid, s.caps[i].w = false, nil
+	}
+	s.nextCaps, s.needW = 0, nil
+}
+
 // resize returns buf with length n, reusing its array when it is large enough; the contents
 // are whatever was there (callers overwrite every element).
 func resize[T int | int64](buf []T, n int) []T {

@@ -52,7 +52,8 @@ func (s *server) prioritize(w http.ResponseWriter, r *http.Request, _ httprouter
 	if reqErr == nil && (!req.IsZero() || workloadAware) {
 		pol := s.Cache.ForPod(policy.ForChoice(s.Policy, req.Choice))
 		// One Scorer per call: requests are served concurrently, and it is not.
-		scorer := policy.NewScorer(pol, req, cache.HostRequest(args.Pod))
+		scorer := s.scorers.Get(pol, req, cache.HostRequest(args.Pod))
+		defer s.scorers.Put(scorer)
 		rates, fits := make([]float64, len(names)), make([]bool, len(names))
 		s.Cache.ViewEachFor(names, req, func(i int, node policy.Node) {
 			rates[i], fits[i] = scorer.Score(node)

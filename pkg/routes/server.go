@@ -163,8 +163,9 @@ type server struct {
 	wording  reasons.Wording
 	binder   *binding.Binder
 	served   sets.Set[string]
-	inflight chan struct{} // one slot per request being served (see limit)
-	podGets  *rate.Limiter // bind's API reads of pods the informer does not hold
+	inflight chan struct{}     // one slot per request being served (see limit)
+	podGets  *rate.Limiter     // bind's API reads of pods the informer does not hold
+	scorers  policy.ScorerPool // prioritize's Scorers, reused from request to request
 }
 
 // Paths of the probes, which Handlers.Diagnostics serves to anyone (kubelet presents no

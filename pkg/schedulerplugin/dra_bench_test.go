@@ -33,7 +33,7 @@ func BenchmarkDRAScoring(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		d := &draScoring{req: req, view: newDRAView(sl, claims, want, &memo)}
-		r := d.rater(pol, policy.Host{})
+		r := d.rater(pol, policy.Host{}, nil)
 		for name := range want {
 			r.score(policy.Node{Name: name})
 		}

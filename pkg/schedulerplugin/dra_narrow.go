@@ -99,14 +99,15 @@ func (r *nodeRates) best(n int) []string {
 }
 
 // fitting are the indexes of the fitting nodes: best-rated first (ties in list order) when
-// sorted, else in list order.
+// sorted, else in list order. The slice is r's buffer: valid until the next call or release.
 func (r *nodeRates) fitting(sorted bool) []int {
-	idx := make([]int, 0, len(r.names))
+	idx := r.idx[:0]
 	for i, fit := range r.fits {
 		if fit {
 			idx = append(idx, i)
 		}
 	}
+	r.idx = idx
 	if sorted {
 		slices.SortStableFunc(idx, func(a, b int) int {
 			switch {

@@ -117,6 +117,7 @@ type draRater struct {
 	d    *draScoring
 	pol  policy.Policy
 	host policy.Host
+	pool *policy.ScorerPool          // where the Scorers come from; nil: new ones
 	reqs map[draUnitKey]draConverted // the request per node shape, converted once
 }
 
@@ -134,8 +135,20 @@ type draConverted struct {
 	sc *policy.Scorer
 }
 
-func (d *draScoring) rater(pol policy.Policy, host policy.Host) *draRater {
-	return &draRater{d: d, pol: pol, host: host, reqs: map[draUnitKey]draConverted{}}
+// rater scores d on node after node for one goroutine, its Scorers from pool (nil: new
+// ones); release hands them back.
+func (d *draScoring) rater(pol policy.Policy, host policy.Host, pool *policy.ScorerPool) *draRater {
+	return &draRater{d: d, pol: pol, host: host, pool: pool, reqs: map[draUnitKey]draConverted{}}
+}
+
+// release hands the rater's Scorers back to its pool; the rater is not used after.
+func (r *draRater) release() {
+	if r.pool == nil {
+		return
+	}
+	for _, conv := range r.reqs {
+		r.pool.Put(conv.sc)
+	}
 }
 
 // score places the claims on node's DRA cards where kube-scheduler's allocator will put
@@ -154,7 +167,11 @@ func (r *draRater) score(node policy.Node) (float64, bool) {
 	if !ok {
 		conv.req, conv.err = r.d.req.podRequest(n)
 		if conv.err == nil {
-			conv.sc = policy.NewFirstFitScorer(r.pol, conv.req, r.host)
+			if r.pool != nil {
+				conv.sc = r.pool.GetFirstFit(r.pol, conv.req, r.host)
+			} else {
+				conv.sc = policy.NewFirstFitScorer(r.pol, conv.req, r.host)
+			}
 		}
 		r.reqs[k] = conv
 	}

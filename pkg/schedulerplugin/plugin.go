@@ -55,6 +55,7 @@ type Plugin struct {
 	activator     fwk.PodActivator       // the scheduling queue, which PostFilter asks to retry a narrowed pod
 	narrowings    *prometheus.CounterVec // pods narrowed and retried, by request (newNarrowings)
 	rates         sync.Pool              // of *nodeRates, PreScore's buffers (score.go)
+	scorers       policy.ScorerPool      // Scorers rate and rateNames reuse from pod to pod
 }
 
 var (

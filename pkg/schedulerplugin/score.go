@@ -23,12 +23,13 @@ type nodeRates struct {
 	names []string
 	rates []float64
 	fits  []bool
+	idx   []int // fitting's buffer
 }
 
 // resize makes r hold n nodes, reusing its arrays.
 func (r *nodeRates) resize(n int) {
 	if cap(r.rates) < n {
-		*r = nodeRates{objs: make([]*v1.Node, n), names: make([]string, n), rates: make([]float64, n), fits: make([]bool, n)}
+		*r = nodeRates{objs: make([]*v1.Node, n), names: make([]string, n), rates: make([]float64, n), fits: make([]bool, n), idx: make([]int, 0, n)}
 		return
 	}
 	r.objs, r.names, r.rates, r.fits = r.objs[:n], r.names[:n], r.rates[:n], r.fits[:n]
@@ -99,7 +100,8 @@ func (p *Plugin) rate(ctx context.Context, s *cycleState, pod *v1.Pod, nodes []f
 			r.objs[i] = nodes[i].Node()
 		}
 		// A Scorer keeps buffers and is not safe for concurrent use: one per piece.
-		score := s.scorer(host)
+		score, release := s.scorer(host, &p.scorers)
+		defer release()
 		p.cache.ViewNodes(r.objs[lo:hi], s.req, func(i int, node policy.Node) {
 			r.names[lo+i] = node.Name
 			r.rates[lo+i], r.fits[lo+i] = score(node)
@@ -167,20 +169,25 @@ func (p *Plugin) rateNames(s *cycleState, pod *v1.Pod, scores fwk.NodeScoreList)
 	for i := range scores {
 		r.names[i] = scores[i].Name
 	}
-	score := s.scorer(cache.HostRequest(pod))
+	score, release := s.scorer(cache.HostRequest(pod), &p.scorers)
+	defer release()
 	p.cache.ViewEachFor(r.names, s.req, func(i int, node policy.Node) { r.rates[i], r.fits[i] = score(node) })
 	return r
 }
 
 // scorer rates the pod on one node at a time, for one goroutine: its gpushare claims
 // (draRater) when it has some that ask memory, else its gpu-mem request (policy.Scorer);
-// host is the pod's CPU and memory request.
-func (s *cycleState) scorer(host policy.Host) func(policy.Node) (float64, bool) {
+// host is the pod's CPU and memory request. The Scorers come from pool; release hands them
+// back once the goroutine is done scoring.
+func (s *cycleState) scorer(host policy.Host, pool *policy.ScorerPool) (score func(policy.Node) (float64, bool), release func()) {
 	if s.dra != nil {
-		return s.dra.rater(s.pol, host).score
+		r := s.dra.rater(s.pol, host, pool)
+		return r.score, r.release
 	}
+	sc := pool.Get(s.pol, s.req, host)
+	release = func() { pool.Put(sc) }
 	if s.draCards != nil {
-		return s.draCards.withCards(policy.NewScorer(s.pol, s.req, host).Score)
+		return s.draCards.withCards(sc.Score), release
 	}
-	return policy.NewScorer(s.pol, s.req, host).Score
+	return sc.Score, release
 }
