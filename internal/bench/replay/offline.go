@@ -50,6 +50,9 @@ type offlineConfig struct {
 	// DRA: "" places pods as the device-plugin path does (the policy's card choice);
 	// DRAAlone or DRAGPUShare as kube-scheduler's DRA path does (see there).
 	DRA string
+	// Defrag: when a GPU pod fits nowhere, move at most this many pods of one node to make
+	// room for it (defragmenter; device-plugin path only); 0: none.
+	Defrag int
 }
 
 // Placement of CPU-only pods on the emulated cluster path.
@@ -86,6 +89,11 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 	bar := newProgress(progress, len(pods))
 	defer bar.Done()
 	learn := newLearner(cfg.Policy, capacity)
+	var defrag *defragmenter
+	if cfg.Defrag > 0 {
+		defrag = newDefragmenter(o, cfg.Defrag)
+		defer func() { rec.evictions = defrag.evictions }()
+	}
 	start := time.Now()
 	for i, pod := range pods {
 		if i%256 == 0 {
@@ -93,7 +101,16 @@ func replayOffline(ctx context.Context, cfg offlineConfig, nodes []NodeSpec, pod
 				return time.Since(start), err
 			}
 		}
-		bar.Update(rec.Record(pod, o.place(learn.next(o, pod), pod)), rec)
+		p := learn.next(o, pod)
+		node := o.place(p, pod)
+		if defrag != nil {
+			if node != "" {
+				defrag.record(pod, node, o.lastUsage)
+			} else {
+				node = defrag.rescue(o, p, pod)
+			}
+		}
+		bar.Update(rec.Record(pod, node), rec)
 	}
 	return time.Since(start), nil
 }
@@ -144,6 +161,9 @@ func newOffline(cfg offlineConfig, nodes []NodeSpec) (*offline, policy.Capacity,
 	}
 	if err := cfg.checkDRA(); err != nil {
 		return nil, policy.Capacity{}, err
+	}
+	if cfg.Defrag < 0 || (cfg.Defrag > 0 && cfg.DRA != "") {
+		return nil, policy.Capacity{}, fmt.Errorf("offline defragmenter budget %d: want 0 or more, and 0 with the DRA path", cfg.Defrag)
 	}
 	switch cfg.Ties {
 	case "":

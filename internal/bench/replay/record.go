@@ -29,6 +29,7 @@ type recorder struct {
 	allocated int64
 	failed    int
 	bound     int
+	evictions int // pods an offline defragmenter moved (defragmenter)
 	steps     []Step
 	// at100 is the first step whose arrived GPU request reached capacity (0: not yet).
 	at100 int

@@ -20,9 +20,11 @@ type Summary struct {
 	Tune   float64 `json:"tune"`
 	Unit   string  `json:"unit"`
 
-	Pods          int   `json:"pods"`
-	Bound         int   `json:"bound"`
-	Failed        int   `json:"failed"`
+	Pods   int `json:"pods"`
+	Bound  int `json:"bound"`
+	Failed int `json:"failed"`
+	// Evictions are the pods an offline defragmenter moved (--offline-defrag).
+	Evictions     int   `json:"evictions,omitempty"`
 	CapacityMilli int64 `json:"gpu_capacity_milli"`
 
 	// UnallocatedAt100 is 100 − allocated % when the arrived GPU request first reached
@@ -43,7 +45,7 @@ type Summary struct {
 // newSummary fills the counts and percentages from the record.
 func newSummary(rec *recorder, wall time.Duration) Summary {
 	s := Summary{
-		Pods: len(rec.steps), Bound: rec.bound, Failed: rec.failed, CapacityMilli: rec.capacity,
+		Pods: len(rec.steps), Bound: rec.bound, Failed: rec.failed, Evictions: rec.evictions, CapacityMilli: rec.capacity,
 		ArrivedPct: rec.Pct(rec.arrived), AllocatedPct: rec.Pct(rec.allocated),
 		WallSeconds: wall.Seconds(),
 	}
@@ -82,6 +84,9 @@ func (s Summary) Line() string {
 	}
 	fmt.Fprintf(&b, " pods=%d failed=%d allocated=%.2f%% arrived=%.2f%% wall=%.0fs pods/s=%.1f",
 		s.Pods, s.Failed, s.AllocatedPct, s.ArrivedPct, s.WallSeconds, s.PodsPerSec)
+	if s.Evictions > 0 {
+		fmt.Fprintf(&b, " evictions=%d", s.Evictions)
+	}
 	for _, verb := range []string{"filter", "prioritize", "bind", "e2e"} {
 		if l, ok := s.Latencies[verb]; ok {
 			fmt.Fprintf(&b, " %s_p50=%s %s_p99=%s", verb, ms(l, l.P50Ms), verb, ms(l, l.P99Ms))

@@ -97,6 +97,7 @@ func newCommand() *cobra.Command {
 	fs.StringVar(&f.OfflineCPUPods, "offline-cpu-pods", replay.CPUFirstFit, "--offline-ties random*: CPU-only pods go first-fit (as the replay cluster), random (extender scores them alike), ranked (by the policy) or extender (what the extender does with REPLAY_ALL_PODS=yes: ranked for fgd, random otherwise)")
 	fs.BoolVar(&f.DRA, "dra", false, "cluster run: publish a ResourceSlice per node (driver gpu-mem.gpushare.io) and the DeviceClass, and give each GPU pod a ResourceClaim instead of gpu-mem; the allocated GPU is read from the claims")
 	fs.StringVar(&f.OfflineDRA, "offline-dra", "", "--offline: place GPU pods as kube-scheduler's DRA path does, the allocator taking the first cards with room: alone (kube-scheduler's default scorers rank nodes by cpu and memory; --policy not used) or gpushare (--policy scores the allocator's placement on each node, as the GPUShare plugin does); empty: the device-plugin path")
+	fs.IntVar(&f.OfflineDefrag, "offline-defrag", 0, "--offline: when a GPU pod fits nowhere, move at most this many GPU pods of one node to other nodes to make room for it, each move counted as an eviction (the most a defragmenter could gain; device-plugin path only); 0: none")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
 	flagenv.Bind(fs, flagenv.LegacyPrefix("GPUSHARE_REPLAY_"))
