@@ -45,8 +45,16 @@ func FuzzPodAnnotations(f *testing.F) {
 					t.Fatalf("container %s: limit %d against request %d on %d cards", c.Name, c.LimitUnits(), c.Units, c.Cards)
 				}
 			}
-			if got, err := ParseMemLimits(FormatMemLimits(lim)); FormatMemLimits(lim) != "" && (err != nil || len(got) == 0) {
-				t.Fatalf("formatted limits %q do not parse back: %v", FormatMemLimits(lim), err)
+			if v := FormatMemLimits(lim); v != "" {
+				got, err := ParseMemLimits(v)
+				if err != nil {
+					t.Fatalf("formatted limits %q do not parse back: %v", v, err)
+				}
+				for _, e := range got {
+					if c := limitOf(lim, e.Container); c == nil || c.Limit != e.Units {
+						t.Fatalf("formatted limits %q: %s=%d is not the container's limit", v, e.Container, e.Units)
+					}
+				}
 			}
 		}
 
@@ -83,4 +91,14 @@ func FuzzPodAnnotations(f *testing.F) {
 			}
 		}
 	})
+}
+
+// limitOf is the request of the container named name, nil when req has none.
+func limitOf(req PodRequest, name string) *ContainerRequest {
+	for i := range req.Containers {
+		if req.Containers[i].Name == name {
+			return &req.Containers[i]
+		}
+	}
+	return nil
 }

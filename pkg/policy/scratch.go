@@ -43,8 +43,8 @@ type capsEntry struct {
 }
 
 // forget drops what the buffers remember of earlier nodes under a workload (fgd's host
-// caps and podsToUse), keeping their arrays: a Scorer taken from a ScorerPool then scores
-// as a new one does.
+// caps and podsToUse), keeping their arrays: a Scorer taken from a ScorerPool scores as a
+// new one does, and one lying in the pool keeps no workload alive.
 func (s *scratch) forget() {
 	for i := range s.caps {
 		s.caps[i].valid, s.caps[i].w = false, nil

@@ -41,7 +41,7 @@ func newDefragmenter(o *offline, budget int) *defragmenter {
 	return d
 }
 
-// placed records that pod went to the node named node with usage (offline.lastUsage).
+// record notes that pod went to the node named node with usage (offline.lastUsage).
 func (d *defragmenter) record(pod PodSpec, node string, usage gpushare.CardUnits) {
 	if pod.NumGPU == 0 || node == "" {
 		return
@@ -182,7 +182,6 @@ func (d *defragmenter) try(o *offline, p policy.Policy, pod PodSpec, pl defragPl
 		undo()
 		return ""
 	}
-	place.Host = policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}
 	name := o.apply(n, pod, place)
 	d.record(pod, name, place.Usage)
 	for _, pi := range pl.evict {
