@@ -53,6 +53,9 @@ type offlineConfig struct {
 	// Defrag: when a GPU pod fits nowhere, move at most this many pods of one node to make
 	// room for it (defragmenter; device-plugin path only); 0: none.
 	Defrag int
+	// Reserve: hold whole cards back for whole-card pods (device-plugin path only; the zero
+	// value: none). See Reservation.
+	Reserve Reservation
 }
 
 // Placement of CPU-only pods on the emulated cluster path.
@@ -165,6 +168,9 @@ func newOffline(cfg offlineConfig, nodes []NodeSpec) (*offline, policy.Capacity,
 	if cfg.Defrag < 0 || (cfg.Defrag > 0 && cfg.DRA != "") {
 		return nil, policy.Capacity{}, fmt.Errorf("offline defragmenter budget %d: want 0 or more, and 0 with the DRA path", cfg.Defrag)
 	}
+	if err := cfg.Reserve.check(cfg.DRA); err != nil {
+		return nil, policy.Capacity{}, err
+	}
 	switch cfg.Ties {
 	case "":
 		cfg.Ties = TiesFirst
@@ -250,6 +256,7 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 	}
 	host := policy.Host{CPUMilli: pod.MilliCPU, MemoryMiB: pod.MemoryMiB}
 	perCard := o.cfg.Units.PodUnitsPerCard(pod)
+	restricted := o.cfg.Reserve.restricts(o, pod)
 	byScore := o.cfg.Ties == TiesRandomScore
 	var sc *policy.Scorer
 	if !byScore {
@@ -265,21 +272,25 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 		if !n.admits(pod, perCard) {
 			continue
 		}
+		view := n.policy
+		if restricted {
+			view = usedCards(view)
+		}
 		if !byScore {
-			score, ok := sc.Score(n.policy)
+			score, ok := sc.Score(view)
 			if !ok {
 				continue // does not fit here
 			}
 			idx, scores = append(idx, i), append(scores, score)
 			continue
 		}
-		pl, err := p.Place(n.policy, req)
+		pl, err := p.Place(view, req)
 		if err != nil {
 			continue // a *FitError: does not fit here
 		}
 		pl.Host = host
 		idx = append(idx, i)
-		nodes = append(nodes, n.policy)
+		nodes = append(nodes, view)
 		placements = append(placements, pl)
 	}
 	if len(idx) == 0 {
@@ -296,8 +307,12 @@ func (o *offline) place(p policy.Policy, pod PodSpec) string {
 		pl = placements[best]
 	} else {
 		best = o.choose(pod, scores, nil)
+		view := o.state[idx[best]].policy
+		if restricted {
+			view = usedCards(view)
+		}
 		var err error
-		if pl, err = p.Place(o.state[idx[best]].policy, req); err != nil {
+		if pl, err = p.Place(view, req); err != nil {
 			panic(fmt.Sprintf("offline replay: Place fails where the Scorer fits: %v", err)) // a policy bug
 		}
 	}

@@ -55,6 +55,9 @@ type Options struct {
 	// OfflineDefrag: the defragmenter's budget of moves per pod that fits nowhere (offline
 	// device-plugin runs only; 0: none). See defragmenter.
 	OfflineDefrag int
+	// OfflineReserve: whole cards held back for whole-card pods (offline device-plugin runs
+	// only; the zero value: none). See Reservation.
+	OfflineReserve Reservation
 	// DRA (cluster runs): the nodes publish ResourceSlices and the GPU pods ask their cards in
 	// ResourceClaims (Objects.DRA); the allocated GPU is read from the claims.
 	DRA bool
@@ -216,7 +219,7 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 		return Summary{}, err
 	}
 	rec := newRecorder(totalGPUMilli(pr.Nodes))
-	cfg := offlineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, CPUPods: o.OfflineCPUPods, DRA: o.OfflineDRA, Defrag: o.OfflineDefrag}
+	cfg := offlineConfig{Policy: pol, Units: pr.Units, Ties: o.OfflineTies, Seed: o.Seed, CPUPods: o.OfflineCPUPods, DRA: o.OfflineDRA, Defrag: o.OfflineDefrag, Reserve: o.OfflineReserve}
 	wall, runErr := replayOffline(ctx, cfg, pr.Nodes, pr.Pods, rec, o.Progress)
 	s := o.summary(pr, o.offlineMode(), rec, wall)
 	if err := writeResults(o.OutDir, s, rec, o.StepEvery); err != nil {
@@ -228,7 +231,7 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 // offlineMode is the mode an offline run records: "offline", "offline-<ties>" with random
 // ties, "-cpu-<CPU-only pods>" unless first fit, and the DRA emulation as "offline-dra-alone"
 // (ties, no CPU-only pod setting: it has none) or "-dra-gpushare" after the rest, and
-// "-defrag<budget>" with a defragmenter.
+// "-defrag<budget>" with a defragmenter, then Reservation's suffix.
 func (o Options) offlineMode() string {
 	random := o.OfflineTies == TiesRandom || o.OfflineTies == TiesRandomScore
 	if o.OfflineDRA == DRAAlone {
@@ -250,5 +253,5 @@ func (o Options) offlineMode() string {
 	if o.OfflineDefrag > 0 {
 		mode += fmt.Sprintf("-defrag%d", o.OfflineDefrag)
 	}
-	return mode
+	return mode + o.OfflineReserve.String()
 }

@@ -43,6 +43,8 @@ type flagpole struct {
 	qps        float32
 	burst      int
 	noProgress bool
+	// reserveRange is --offline-reserve-milli, parsed into Options.OfflineReserve.
+	reserveRange string
 }
 
 func main() {
@@ -98,6 +100,8 @@ func newCommand() *cobra.Command {
 	fs.BoolVar(&f.DRA, "dra", false, "cluster run: publish a ResourceSlice per node (driver gpu-mem.gpushare.io) and the DeviceClass, and give each GPU pod a ResourceClaim instead of gpu-mem; the allocated GPU is read from the claims")
 	fs.StringVar(&f.OfflineDRA, "offline-dra", "", "--offline: place GPU pods as kube-scheduler's DRA path does, the allocator taking the first cards with room: alone (kube-scheduler's default scorers rank nodes by cpu and memory; --policy not used) or gpushare (--policy scores the allocator's placement on each node, as the GPUShare plugin does); empty: the device-plugin path")
 	fs.IntVar(&f.OfflineDefrag, "offline-defrag", 0, "--offline: when a GPU pod fits nowhere, move at most this many GPU pods of one node to other nodes to make room for it, each move counted as an eviction (the most a defragmenter could gain; device-plugin path only); 0: none")
+	fs.IntVar(&f.OfflineReserve.Cards, "offline-reserve-cards", 0, "--offline: while fewer than this many cards of the cluster hold no pod, single-card pods of --offline-reserve-milli may only go onto cards that hold one, and fail where none has room (the most holding cards back for whole-card pods could gain; device-plugin path only); 0: none")
+	fs.StringVar(&f.reserveRange, "offline-reserve-milli", "500-999", "--offline-reserve-cards: the restricted pods' gpu_milli, LO-HI inclusive")
 	fs.BoolVar(&f.noProgress, "no-progress", false, "no progress bar on stderr")
 	// GPUSHARE_REPLAY_<FLAG> is what the replay read before the shared convention.
 	flagenv.Bind(fs, flagenv.LegacyPrefix("GPUSHARE_REPLAY_"))
@@ -107,6 +111,9 @@ func newCommand() *cobra.Command {
 
 func runE(ctx context.Context, f *flagpole) error {
 	f.Unit = replay.UnitMode(f.unit)
+	if err := f.OfflineReserve.ParseReservationRange(f.reserveRange); err != nil {
+		return fmt.Errorf("--offline-reserve-milli: %w", err)
+	}
 	if f.NodesPath == "" || f.PodsPath == "" || f.OutDir == "" {
 		return fmt.Errorf("--nodes, --pods and --out are required")
 	}
