@@ -11,7 +11,7 @@
 #   TRACES    trace families (default: the 13 with FGD's published figures)
 #   SEEDS     (default: 42 43)
 #   CARDS     whole free cards below which pods are held back; 0 is the run without (default:
-#             0 300 450 600 800 1000 1200)
+#             0 300 450 600 800 1000 1200 1400 1700 2000)
 #   RANGES    held-back pods' gpu_milli, LO-HI (default: 500-999 800-999)
 #   POLICY    (default: fgd)
 #   JOBS      runs at once (default: 2)
@@ -25,7 +25,7 @@ set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 TRACES=${TRACES:-cpu050 cpu100 cpu200 default gpushare40 gpushare60 gpushare80 gpuspec10 gpuspec20 gpuspec25 multigpu20 multigpu30 multigpu40}
 SEEDS=${SEEDS:-42 43}
-CARDS=${CARDS:-0 300 450 600 800 1000 1200}
+CARDS=${CARDS:-0 300 450 600 800 1000 1200 1400 1700 2000}
 RANGES=${RANGES:-500-999 800-999}
 POLICY=${POLICY:-fgd}
 JOBS=${JOBS:-2}
