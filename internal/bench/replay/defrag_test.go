@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,22 +34,7 @@ func TestOfflineDefrag(t *testing.T) {
 			[]string{"a@n0", "b@n1", "x@n0", "y@n1", "c@n0"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pol, err := policy.New("spread")
-			if err != nil {
-				t.Fatal(err)
-			}
-			units, err := newUnits(UnitMilli, nodes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := newRecorder(totalGPUMilli(nodes))
-			if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units, Defrag: tc.budget}, nodes, tc.pods, rec, nil); err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, s := range rec.Steps() {
-				got = append(got, s.Pod+"@"+s.Node)
-			}
+			got, rec := replayPlacements(t, "spread", offlineConfig{Defrag: tc.budget}, nodes, tc.pods)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("placements (-want,+got):\n%s", diff)
 			}

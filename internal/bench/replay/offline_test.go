@@ -32,22 +32,7 @@ func TestOffline(t *testing.T) {
 		// CPU-only: n2 lacks the cpu; n0 and n1 both score 10 (full) → lowest index n0.
 		{Name: "g", MilliCPU: 1000, MemoryMiB: 10},
 	}
-	pol, err := policy.New("binpack")
-	if err != nil {
-		t.Fatal(err)
-	}
-	units, err := newUnits(UnitMilli, nodes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := newRecorder(totalGPUMilli(nodes))
-	if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units}, nodes, pods, rec, nil); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, s := range rec.Steps() {
-		got = append(got, s.Pod+"@"+s.Node)
-	}
+	got, rec := replayPlacements(t, "binpack", offlineConfig{}, nodes, pods)
 	want := []string{"a@n1", "b@n1", "c@", "d@n0", "e@n2", "f@", "g@n0"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("placements (-want,+got):\n%s", diff)
@@ -303,4 +288,28 @@ func TestModelConstraints(t *testing.T) {
 	if &state[1].policy.Unmet[0] != &state[2].policy.Unmet[0] {
 		t.Error("nodes of one model do not share their Unmet set")
 	}
+}
+
+// replayPlacements replays pods offline on nodes under the named policy, with cfg's other
+// settings and GPU-milli units, and returns "pod@node" for each pod in order ("pod@" where
+// it failed) and the recorder.
+func replayPlacements(t *testing.T, policyName string, cfg offlineConfig, nodes []NodeSpec, pods []PodSpec) ([]string, *recorder) {
+	t.Helper()
+	pol, err := policy.New(policyName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Policy = pol
+	if cfg.Units, err = newUnits(UnitMilli, nodes); err != nil {
+		t.Fatal(err)
+	}
+	rec := newRecorder(totalGPUMilli(nodes))
+	if _, err := replayOffline(context.Background(), cfg, nodes, pods, rec, nil); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range rec.Steps() {
+		got = append(got, s.Pod+"@"+s.Node)
+	}
+	return got, rec
 }

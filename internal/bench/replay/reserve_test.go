@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -30,22 +29,7 @@ func TestOfflineReserve(t *testing.T) {
 		{"enough free", Reservation{Cards: 2, MinMilli: 500, MaxMilli: 999}, []PodSpec{gpuPod("a", 1, 810), gpuPod("c", 1, 1000)}, []string{"a@n0", "c@n0"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pol, err := policy.New("spread")
-			if err != nil {
-				t.Fatal(err)
-			}
-			units, err := newUnits(UnitMilli, nodes)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec := newRecorder(totalGPUMilli(nodes))
-			if _, err := replayOffline(context.Background(), offlineConfig{Policy: pol, Units: units, Reserve: tc.reserve}, nodes, tc.pods, rec, nil); err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, s := range rec.Steps() {
-				got = append(got, s.Pod+"@"+s.Node)
-			}
+			got, _ := replayPlacements(t, "spread", offlineConfig{Reserve: tc.reserve}, nodes, tc.pods)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("placements (-want,+got):\n%s", diff)
 			}
