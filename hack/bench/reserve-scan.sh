@@ -53,17 +53,24 @@ cell() {
 export -f cell
 export ROOT BIN POLICY TRACES_DIR
 
-for trace in $TRACES; do
-  for seed in $SEEDS; do
-    for cards in $CARDS; do
-      if [ "$cards" = 0 ]; then
-        echo "$trace $seed 0 ${RANGES%% *}"
-        continue
-      fi
-      for range in $RANGES; do echo "$trace $seed $cards $range"; done
+# grid: one line a cell, "TRACE SEED CARDS RANGE"; one run without (CARDS 0) per trace and seed.
+grid() {
+  for trace in $TRACES; do
+    for seed in $SEEDS; do
+      for cards in $CARDS; do
+        if [ "$cards" = 0 ]; then
+          echo "$trace $seed 0 ${RANGES%% *}"
+          continue
+        fi
+        for range in $RANGES; do echo "$trace $seed $cards $range"; done
+      done
     done
   done
-done | xargs -P "$JOBS" -L 1 bash -c 'mkdir -p "$ROOT/$0/seed$1" && cell "$0" "$1" "$2" "$3"' >"$ROOT/results.tsv.tmp"
+}
+
+# The cell's arguments expand in the child shell, hence the single quotes.
+# shellcheck disable=SC2016
+grid | xargs -P "$JOBS" -L 1 bash -c 'mkdir -p "$ROOT/$0/seed$1" && cell "$0" "$1" "$2" "$3"' >"$ROOT/results.tsv.tmp"
 sort -k1,1 -k3,3n -k4,4 -k2,2n "$ROOT/results.tsv.tmp" >"$ROOT/results.tsv"
 rm -f "$ROOT/results.tsv.tmp"
 
