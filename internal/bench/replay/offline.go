@@ -168,7 +168,7 @@ func newOffline(cfg offlineConfig, nodes []NodeSpec) (*offline, policy.Capacity,
 	if cfg.Defrag < 0 || (cfg.Defrag > 0 && cfg.DRA != "") {
 		return nil, policy.Capacity{}, fmt.Errorf("offline defragmenter budget %d: want 0 or more, and 0 with the DRA path", cfg.Defrag)
 	}
-	if err := cfg.Reserve.check(cfg.DRA); err != nil {
+	if err := cfg.Reserve.check(cfg.DRA, cfg.Defrag); err != nil {
 		return nil, policy.Capacity{}, err
 	}
 	switch cfg.Ties {

@@ -180,7 +180,7 @@ func TestOfflineMode(t *testing.T) {
 		{Options{OfflineTies: TiesRandom, OfflineCPUPods: CPUExtender, OfflineDRA: DRAGPUShare}, "offline-random-cpu-extender-dra-gpushare"},
 		{Options{OfflineTies: TiesRandom, OfflineCPUPods: CPUExtender, OfflineDRA: DRAAlone}, "offline-dra-alone-random"},
 		{Options{OfflineDRA: DRAAlone}, "offline-dra-alone"},
-		{Options{OfflineTies: TiesRandom, OfflineCPUPods: CPUExtender, OfflineDefrag: 4, OfflineReserve: Reservation{Cards: 600, MinMilli: 800, MaxMilli: 999}}, "offline-random-cpu-extender-defrag4-reserve600-800-999"},
+		{Options{OfflineTies: TiesRandom, OfflineCPUPods: CPUExtender, OfflineReserve: Reservation{Cards: 600, MinMilli: 800, MaxMilli: 999}}, "offline-random-cpu-extender-reserve600-800-999"},
 	} {
 		if got := tc.o.offlineMode(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.o, got, tc.want)

@@ -44,8 +44,9 @@ func (r Reservation) String() string {
 }
 
 // check reports a reservation that cannot apply: a negative count, an empty range while on,
-// or the DRA path (whose cards kube-scheduler's allocator picks).
-func (r Reservation) check(dra string) error {
+// the DRA path (whose cards kube-scheduler's allocator picks), or beside a defragmenter
+// (whose moves would place pods around it).
+func (r Reservation) check(dra string, defrag int) error {
 	switch {
 	case r.Cards < 0:
 		return fmt.Errorf("offline reservation of %d cards: want 0 or more", r.Cards)
@@ -53,6 +54,8 @@ func (r Reservation) check(dra string) error {
 		return fmt.Errorf("offline reservation range %d-%d GPU-milli: want 1 ≤ LO ≤ HI ≤ 999", r.MinMilli, r.MaxMilli)
 	case r.Cards > 0 && dra != "":
 		return fmt.Errorf("offline reservation: device-plugin path only, not with the DRA path %q", dra)
+	case r.Cards > 0 && defrag > 0:
+		return fmt.Errorf("offline reservation: not with a defragmenter (budget %d)", defrag)
 	}
 	return nil
 }

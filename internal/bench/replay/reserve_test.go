@@ -61,9 +61,10 @@ func TestReservationFlags(t *testing.T) {
 	}
 	pol, _ := policy.New("binpack")
 	for name, cfg := range map[string]offlineConfig{
-		"DRA":         {Policy: pol, DRA: DRAGPUShare, Reserve: Reservation{Cards: 10, MinMilli: 500, MaxMilli: 999}},
-		"negative":    {Policy: pol, Reserve: Reservation{Cards: -1}},
-		"empty range": {Policy: pol, Reserve: Reservation{Cards: 10}},
+		"DRA":          {Policy: pol, DRA: DRAGPUShare, Reserve: Reservation{Cards: 10, MinMilli: 500, MaxMilli: 999}},
+		"negative":     {Policy: pol, Reserve: Reservation{Cards: -1}},
+		"empty range":  {Policy: pol, Reserve: Reservation{Cards: 10}},
+		"defragmenter": {Policy: pol, Defrag: 4, Reserve: Reservation{Cards: 10, MinMilli: 500, MaxMilli: 999}},
 	} {
 		if _, _, err := newOffline(cfg, nil); err == nil {
 			t.Errorf("%s: accepted", name)

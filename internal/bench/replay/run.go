@@ -231,7 +231,7 @@ func RunOffline(ctx context.Context, policyName string, o Options) (Summary, err
 // offlineMode is the mode an offline run records: "offline", "offline-<ties>" with random
 // ties, "-cpu-<CPU-only pods>" unless first fit, and the DRA emulation as "offline-dra-alone"
 // (ties, no CPU-only pod setting: it has none) or "-dra-gpushare" after the rest, and
-// "-defrag<budget>" with a defragmenter, then Reservation's suffix.
+// "-defrag<budget>" with a defragmenter or Reservation's suffix with a reservation.
 func (o Options) offlineMode() string {
 	random := o.OfflineTies == TiesRandom || o.OfflineTies == TiesRandomScore
 	if o.OfflineDRA == DRAAlone {
