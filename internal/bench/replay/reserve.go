@@ -28,12 +28,16 @@ func (r *Reservation) ParseReservationRange(s string) error {
 	}
 	a, errA := strconv.ParseInt(lo, 10, 64)
 	b, errB := strconv.ParseInt(hi, 10, 64)
-	if errA != nil || errB != nil || a < 1 || a > b || b > 999 {
+	if errA != nil || errB != nil || !validRange(a, b) {
 		return fmt.Errorf("reservation range %q: want LO-HI with 1 ≤ LO ≤ HI ≤ 999 GPU-milli", s)
 	}
 	r.MinMilli, r.MaxMilli = a, b
 	return nil
 }
+
+// validRange: a fractional single-card size range, 1 ≤ lo ≤ hi ≤ 999 GPU-milli (1000 is a
+// whole card, which a reservation keeps cards for).
+func validRange(lo, hi int64) bool { return 1 <= lo && lo <= hi && hi <= 999 }
 
 // String is the mode suffix a run with r records: "" when off, "-reserve<cards>-<lo>-<hi>".
 func (r Reservation) String() string {
@@ -50,7 +54,7 @@ func (r Reservation) check(dra string, defrag int) error {
 	switch {
 	case r.Cards < 0:
 		return fmt.Errorf("offline reservation of %d cards: want 0 or more", r.Cards)
-	case r.Cards > 0 && (r.MinMilli < 1 || r.MinMilli > r.MaxMilli || r.MaxMilli > 999):
+	case r.Cards > 0 && !validRange(r.MinMilli, r.MaxMilli):
 		return fmt.Errorf("offline reservation range %d-%d GPU-milli: want 1 ≤ LO ≤ HI ≤ 999", r.MinMilli, r.MaxMilli)
 	case r.Cards > 0 && dra != "":
 		return fmt.Errorf("offline reservation: device-plugin path only, not with the DRA path %q", dra)
