@@ -250,6 +250,13 @@ func CaseHelmInstall(t *testing.T, e *Env, topology string) {
 		if out, err := helm(ctx, t, e, "uninstall", helmRelease, "--namespace", helmNamespace, "--wait", "--timeout", "2m"); err != nil {
 			t.Errorf("helm uninstall: %v\n%s", err, out)
 		}
+		// --wait waits for the DaemonSet and Deployments, not for their pods. A chart
+		// share-plugin still connected to kubelet when the local one registers on the same
+		// socket path makes kubelet v1.37 refuse that path until kubelet restarts: the failed
+		// registration drops the old client, whose disconnect then never clears the endpoint.
+		if err := waitChartPodsGone(ctx, e); err != nil {
+			t.Errorf("waiting for the chart's pods to go: %v", err)
+		}
 		// The chart's admission policies went with it: put deploy/admission's back.
 		restore := append([]string{"admission"}, replaced...)
 		if topology == "extender" {
@@ -390,4 +397,27 @@ func removeAdmissionPolicies(ctx context.Context, t *testing.T, e *Env) {
 	if err := e.Client.RbacV1().ClusterRoles().Delete(ctx, "gpushare:allocation-override", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatalf("deleting ClusterRole gpushare:allocation-override: %v", err)
 	}
+}
+
+// waitChartPodsGone waits until no pod of the release is left in its namespace (their
+// containers have stopped once the API server forgets them). Errors: ctx done, or pods still
+// there after 2 minutes (their names).
+func waitChartPodsGone(ctx context.Context, e *Env) error {
+	selector := "app.kubernetes.io/part-of=gpushare,app.kubernetes.io/instance=" + helmRelease
+	var left []string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := e.Client.CoreV1().Pods(helmNamespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return false, nil // the API server may be busy; poll again
+		}
+		left = left[:0]
+		for _, p := range pods.Items {
+			left = append(left, p.Name)
+		}
+		return len(left) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("pods %v of release %s still in %s: %w", left, helmRelease, helmNamespace, err)
+	}
+	return nil
 }
